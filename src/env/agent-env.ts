@@ -1,0 +1,136 @@
+/**
+ * An environment: one definition, one tool router and one state store shared by any number of
+ * agent instances in this process. Close it (`await using env = ...` or
+ * `await env[Symbol.asyncDispose]()`) to cancel calls in flight and stop worker threads.
+ *
+ * @example
+ * await using env = await AgentEnv.open('fixtures/weather', { toolOptions: { latency_scale: 0 } });
+ * const agent = env.createInstance();
+ * await agent.reset({ user_location: '上海' });
+ * const traceId = agent.dispatch({ name: 'get_weather', params: { city: '上海' } });
+ * const { state, reward, done, info } = await agent.resolve(traceId, { timeoutMs: 1000 });
+ */
+import { setMaxListeners } from 'node:events';
+import { loadEnvDefinition, type LoadEnvOptions } from '../schema/load-env.js';
+import type { EnvDefinition } from '../schema/definition.js';
+import { systemClock, type Clock } from '../shared/clock.js';
+import { Emitter } from '../shared/emitter.js';
+import { AgentError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import { MemoryStateStore } from '../state/memory-store.js';
+import type { StateStore, StateStoreOptions } from '../state/store.js';
+import { ToolRouter } from '../tools/router.js';
+import type { ToolHandler } from '../tools/types.js';
+import { AgentInstance, type InstanceHooks } from './agent-instance.js';
+import type { EnvEvent } from './events.js';
+import type { EnvRuntime } from './runtime.js';
+
+export interface EnvOptions {
+  /** Where state histories live. Default: a MemoryStateStore owned (and closed) by the env. */
+  readonly store?: StateStore;
+  /** Options of the default memory store. */
+  readonly storeOptions?: StateStoreOptions;
+  readonly clock?: Clock;
+  /** Seeds the tools (`createTools`) and every trace's `ctx.rng`. Default 0. */
+  readonly seed?: number;
+  readonly toolOptions?: Readonly<Record<string, JsonValue>>;
+  /** Handlers given in code, by action name; they take precedence over the folder's tools. */
+  readonly handlers?: Readonly<Record<string, ToolHandler>>;
+  /** Report handlers that hold the event loop this long (default 100 ms) with a `loop_blocked` event. */
+  readonly blockThresholdMs?: number;
+}
+
+export class AgentEnv implements AsyncDisposable {
+  readonly definition: EnvDefinition;
+  /** Every event of every instance, in order. */
+  readonly events: Emitter<EnvEvent>;
+  readonly #runtime: EnvRuntime;
+  readonly #abort = new AbortController();
+  readonly #ownsStore: boolean;
+  readonly #instances = new Map<string, AgentInstance>();
+  #closed = false;
+
+  private constructor(definition: EnvDefinition, router: ToolRouter, options: EnvOptions, events: Emitter<EnvEvent>) {
+    this.definition = definition;
+    this.events = events;
+    this.#ownsStore = options.store === undefined;
+    // Every call in flight links one listener to this signal (removed when it settles); thousands is normal.
+    setMaxListeners(0, this.#abort.signal);
+    this.#runtime = {
+      definition,
+      router,
+      store: options.store ?? new MemoryStateStore(options.storeOptions),
+      clock: options.clock ?? systemClock,
+      events,
+      signal: this.#abort.signal,
+    };
+  }
+
+  /** Load an env folder and bind its tools. */
+  static async open(dir: string, options: EnvOptions & LoadEnvOptions = {}): Promise<AgentEnv> {
+    return AgentEnv.create(await loadEnvDefinition(dir, options), options);
+  }
+
+  /** Build an env from a loaded definition. */
+  static async create(definition: EnvDefinition, options: EnvOptions = {}): Promise<AgentEnv> {
+    const clock = options.clock ?? systemClock;
+    // Listener errors must not break the core; they surface as `error` events (guarded against recursion).
+    const events: Emitter<EnvEvent> = new Emitter<EnvEvent>((err, event) => {
+      if (event.type !== 'error') events.emit({ type: 'error', time: clock.now(), instanceId: event.instanceId, error: { code: 'INTERNAL', message: `event listener threw on ${event.type}: ${(err as Error).message}` } });
+    });
+    const router = await ToolRouter.create(definition, {
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
+      ...(options.handlers ? { handlers: options.handlers } : {}),
+      ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+      onBlocked: (tool, blockedMs, traceId) => {
+        const instanceId = traceId.slice(0, traceId.lastIndexOf(':'));
+        events.emit({ type: 'loop_blocked', time: clock.now(), instanceId, traceId, tool, blockedMs });
+      },
+    });
+    return new AgentEnv(definition, router, { ...options, clock }, events);
+  }
+
+  /** A new agent instance. Ids must be unique within the env; default `agent-<n>`. */
+  createInstance(options: { id?: string; hooks?: InstanceHooks } = {}): AgentInstance {
+    if (this.#closed) throw new AgentError('ILLEGAL_TRANSITION', 'this env is closed', { hint: 'Open a new env.' });
+    const id = options.id ?? `agent-${this.#instances.size + 1}`;
+    if (this.#instances.has(id)) throw new AgentError('BAD_USAGE', `an instance '${id}' already exists in this env`, { hint: 'Give each instance its own id.' });
+    if (id.includes(':') && options.id !== undefined) throw new AgentError('BAD_USAGE', `instance id '${id}' may not contain ':'`, { hint: 'Trace ids are <instance>:<n>.' });
+    const instance = new AgentInstance(id, this.#runtime, options.hooks);
+    this.#instances.set(id, instance);
+    return instance;
+  }
+
+  instance(id: string): AgentInstance | undefined {
+    return this.#instances.get(id);
+  }
+
+  get instances(): ReadonlyMap<string, AgentInstance> {
+    return this.#instances;
+  }
+
+  /** Forget a finished instance (its state history stays in the store). */
+  release(id: string): void {
+    const inst = this.#instances.get(id);
+    if (inst && inst.status !== 'terminated' && inst.status !== 'archived') {
+      throw new AgentError('ILLEGAL_TRANSITION', `instance '${id}' is ${inst.status}`, { hint: 'terminate() it before releasing it.' });
+    }
+    this.#instances.delete(id);
+  }
+
+  get store(): StateStore {
+    return this.#runtime.store;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#abort.abort(new AgentError('TOOL_CANCELLED', 'the env was closed'));
+    await Promise.all(
+      [...this.#instances.values()].filter((i) => i.status !== 'terminated' && i.status !== 'archived').map((i) => i.terminate('the env was closed')),
+    );
+    await this.#runtime.router[Symbol.asyncDispose]();
+    if (this.#ownsStore) await this.#runtime.store[Symbol.asyncDispose]();
+  }
+}

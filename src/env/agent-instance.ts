@@ -1,0 +1,442 @@
+/**
+ * One agent in one environment. `dispatch` validates and starts a tool call and returns its
+ * trace id at once; `resolve` waits (bounded by `timeoutMs`) for the result; `step` is both.
+ * Several calls may be in flight; their state changes commit in completion order, each patch
+ * applied to the then-current state and validated against the state schema before it is
+ * written. A call whose result is invalid fails its own trace and writes nothing.
+ */
+import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.js';
+import { pendingRewards, stepRewards } from '../reward/step-rewards.js';
+import { validate } from '../schema/ajv.js';
+import type { ActionDefinition } from '../schema/definition.js';
+import { linkedController, raceAbort } from '../shared/abort.js';
+import { AgentError, isAgentError, ValidationError, type AgentError as AgentErrorType } from '../shared/errors.js';
+import { deepFreeze, isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
+import { applyPatch } from '../state/patch.js';
+import type { Snapshot, StatePoint } from '../state/store.js';
+import type { ToolCallOutcome } from '../tools/router.js';
+import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from './events.js';
+import type { EnvRuntime } from './runtime.js';
+
+export interface Action {
+  readonly name: string;
+  readonly params?: JsonObject;
+}
+
+/** What a policy may choose from: the actions enabled in the current state. */
+export interface AvailableAction {
+  readonly name: string;
+  readonly description?: string;
+  readonly parameters: ActionDefinition['parameters'];
+}
+
+export interface StepInfo {
+  readonly traceId: string;
+  readonly status: TraceStatus;
+  readonly action: string;
+  /** Seq of the state this result reflects. */
+  readonly seq: number;
+  readonly durationMs: number;
+  readonly attempts: number;
+  readonly error?: ErrorInfo;
+  /** Set when a fallback answered instead of the tool. */
+  readonly fallback?: string;
+}
+
+export interface StepResult {
+  readonly state: JsonValue;
+  readonly observation?: JsonValue;
+  /** Σ weight × value of the rewards that have arrived for this step. */
+  readonly reward: number;
+  readonly rewards: Readonly<Record<string, RewardEntry>>;
+  readonly done: boolean;
+  readonly info: StepInfo;
+}
+
+export interface ResolveOptions {
+  /** Give up waiting after this long and return a partial result with status `timeout`; the call goes on. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Hooks: sugar over the events of one instance. A throwing hook is reported as an `error` event. */
+export interface InstanceHooks {
+  readonly onToolCallStart?: (event: EnvEventOf<'tool_started'>) => void;
+  readonly onToolCallEnd?: (event: EnvEventOf<'tool_finished'>) => void;
+  readonly onStateChange?: (event: EnvEventOf<'state_committed'>) => void;
+  readonly onRewardReceived?: (event: EnvEventOf<'reward_arrived'>) => void;
+  readonly onLifecycle?: (event: EnvEventOf<'lifecycle_changed'>) => void;
+}
+
+interface Trace {
+  readonly id: string;
+  readonly action: ActionDefinition;
+  readonly params: JsonObject;
+  readonly episode: number;
+  readonly startedAt: number;
+  readonly abort: ReturnType<typeof linkedController>;
+  readonly settled: Promise<StepResult>;
+  final?: StepResult;
+}
+
+export interface PendingTrace {
+  readonly traceId: string;
+  readonly action: string;
+  readonly startedAt: number;
+}
+
+function errorInfo(err: AgentErrorType): ErrorInfo {
+  const tool = (err as { tool?: unknown }).tool;
+  return {
+    code: err.code,
+    message: err.message,
+    ...(err.hint ? { hint: err.hint } : {}),
+    ...(typeof tool === 'string' ? { tool } : {}),
+    ...(err.retryable ? { retryable: true } : {}),
+  };
+}
+
+export class AgentInstance {
+  readonly id: string;
+  readonly #rt: EnvRuntime;
+  readonly #hooks: InstanceHooks;
+  #status: LifecycleStatus = 'created';
+  #state: JsonValue = null;
+  #seq = 0;
+  #episode = 0;
+  #done = false;
+  #nextTrace = 0;
+  readonly #traces = new Map<string, Trace>();
+  /** Commits are serialized so that the store sees them in completion order. */
+  #commits: Promise<unknown> = Promise.resolve();
+
+  /** @internal Created by {@link AgentEnv.createInstance}. */
+  constructor(id: string, runtime: EnvRuntime, hooks: InstanceHooks = {}) {
+    this.id = id;
+    this.#rt = runtime;
+    this.#hooks = hooks;
+  }
+
+  get status(): LifecycleStatus {
+    return this.#status;
+  }
+
+  /** The current (committed) state. Frozen. */
+  get state(): JsonValue {
+    return this.#state;
+  }
+
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /** 1 after the first reset; each reset starts a new episode. */
+  get episode(): number {
+    return this.#episode;
+  }
+
+  /** True once a tool returned `done: true` in this episode. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Calls dispatched and not yet finished, oldest first. */
+  pending(): PendingTrace[] {
+    const out: PendingTrace[] = [];
+    for (const t of this.#traces.values()) if (!t.final) out.push({ traceId: t.id, action: t.action.name, startedAt: t.startedAt });
+    return out;
+  }
+
+  /**
+   * Start a new episode from `initialState` (validated against the state schema; nothing is
+   * written if it is invalid). Calls still in flight from the previous episode are cancelled.
+   */
+  async reset(initialState: JsonValue, options: { signal?: AbortSignal } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
+    assertTransition(this.id, this.#status, 'initialized');
+    const issues = validate(this.#rt.definition.stateSchema, initialState);
+    if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
+    for (const t of this.#traces.values()) if (!t.final) t.abort.controller.abort(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
+    const state = deepFreeze(structuredClone(initialState));
+    const now = this.#rt.clock.now();
+    await this.#commitSerially(async () => {
+      if (this.#episode === 0) await this.#rt.store.init(this.id, state, now, options.signal);
+      else this.#seq = await this.#rt.store.append(this.id, { patch: [{ op: 'replace', path: '', value: state }], time: now, traceId: 'reset' }, state, options.signal);
+    });
+    this.#state = state;
+    this.#episode += 1;
+    this.#done = false;
+    this.#transition('initialized');
+    return { state, actions: this.availableActions() };
+  }
+
+  /** The actions whose `enabled_if` holds in the current state (and whose parameters admit a value). */
+  availableActions(): AvailableAction[] {
+    const out: AvailableAction[] = [];
+    for (const a of this.#rt.definition.actions.values()) {
+      if (a.unsatisfiable || (a.enabledIf && !a.enabledIf.evaluate(this.#state))) continue;
+      out.push({ name: a.name, ...(a.description !== undefined ? { description: a.description } : {}), parameters: a.parameters });
+    }
+    return out;
+  }
+
+  /**
+   * Validate the action and start its tool call; returns the trace id without waiting.
+   * Throws (and writes nothing) when the action is unknown, disabled or its params are invalid.
+   */
+  dispatch(action: Action): string {
+    if (this.#status !== 'initialized' && this.#status !== 'running') {
+      throw new AgentError('ILLEGAL_TRANSITION', `instance '${this.id}' is ${this.#status}: it cannot dispatch`, {
+        hint: this.#status === 'paused' ? 'Call resume() first.' : this.#status === 'created' ? 'Call reset(initialState) first.' : 'This instance is finished; create a new one.',
+      });
+    }
+    if (this.#done) throw new AgentError('EPISODE_DONE', `instance '${this.id}': episode ${this.#episode} is done`, { hint: 'Call reset() to start a new episode.' });
+    const def = this.#rt.definition.actions.get(action.name);
+    if (!def) {
+      const names = [...this.#rt.definition.actions.keys()];
+      throw new AgentError('ACTION_UNKNOWN', `unknown action '${action.name}'`, { hint: `Known actions: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''}.` });
+    }
+    if (def.unsatisfiable) throw new AgentError('ACTION_UNSATISFIABLE', `action '${def.name}' can never be called: ${def.unsatisfiable.reason}`, { hint: `Fix its parameter schema at ${def.unsatisfiable.pointer}.` });
+    if (def.enabledIf && !def.enabledIf.evaluate(this.#state)) {
+      throw new AgentError('ACTION_DISABLED', `action '${def.name}' is disabled in the current state (enabled_if: ${def.enabledIf.source})`, {
+        hint: 'Choose among availableActions().',
+      });
+    }
+    const params = action.params ?? {};
+    if (!isPlainObject(params)) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' must be an object`, [{ pointer: '', message: 'must be object' }], 'Pass params as an object.');
+    const issues = validate(def.parameters, params);
+    if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, issues, 'Fix the listed params; nothing was dispatched.');
+
+    const traceId = `${this.id}:${++this.#nextTrace}`;
+    if (this.#status === 'initialized') this.#transition('running');
+    const frozen = deepFreeze(structuredClone(params));
+    const abort = linkedController(this.#rt.signal);
+    const startedAt = this.#rt.clock.monotonic();
+    const episode = this.#episode;
+    this.#emit({ type: 'dispatched', time: this.#rt.clock.now(), instanceId: this.id, traceId, action: def.name, params: frozen, episode });
+    this.#emit({ type: 'tool_started', time: this.#rt.clock.now(), instanceId: this.id, traceId, tool: def.name });
+    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal });
+    const trace: Trace = {
+      id: traceId,
+      action: def,
+      params: frozen,
+      episode,
+      startedAt,
+      abort,
+      settled: outcome.then(
+        (o) => this.#settle(trace, o, undefined),
+        (err: unknown) => this.#settle(trace, undefined, err),
+      ),
+    };
+    this.#traces.set(traceId, trace);
+    return traceId;
+  }
+
+  /**
+   * The result of a dispatched call. With `timeoutMs`, returns a partial result (`info.status:
+   * "timeout"`, the current state, rewards pending) if the call has not finished by then; the
+   * call goes on and a later `resolve` returns the final result. A final result is handed out once.
+   */
+  async resolve(traceId: string, options: ResolveOptions = {}): Promise<StepResult> {
+    const trace = this.#traces.get(traceId);
+    if (!trace) {
+      throw new AgentError('TRACE_UNKNOWN', `instance '${this.id}' has no pending trace '${traceId}'`, {
+        hint: 'A trace id is resolved to its final result once; dispatch returns a new one per call.',
+      });
+    }
+    const { timeoutMs, signal } = options;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const waits: Promise<StepResult | undefined>[] = [trace.settled];
+      if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) waits.push(new Promise((r) => (timer = setTimeout(r, Math.max(0, timeoutMs), undefined))));
+      const result = await raceAbort(Promise.race(waits), signal);
+      if (result) {
+        this.#traces.delete(traceId);
+        return result;
+      }
+      return this.#partial(trace);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Gym-style: dispatch then resolve. */
+  async step(action: Action, options: ResolveOptions = {}): Promise<StepResult> {
+    return this.resolve(this.dispatch(action), options);
+  }
+
+  pause(): void {
+    this.#transition('paused');
+  }
+
+  resume(): void {
+    if (this.#status !== 'paused') assertTransition(this.id, this.#status, 'running');
+    this.#transition('running');
+  }
+
+  /** Cancel every call in flight and end the instance. Its history stays readable. */
+  async terminate(reason = 'terminated'): Promise<void> {
+    this.#transition('terminated');
+    const open = [...this.#traces.values()].filter((t) => !t.final);
+    for (const t of open) t.abort.controller.abort(new AgentError('TOOL_CANCELLED', reason));
+    await Promise.all(open.map((t) => t.settled));
+    await this.#commits;
+  }
+
+  archive(): void {
+    this.#transition('archived');
+  }
+
+  /** Time travel: the state as it was at a seq, or at an event time (epoch ms). */
+  stateAt(point: StatePoint, signal?: AbortSignal): Promise<Snapshot> {
+    return this.#rt.store.stateAt(this.id, point, signal);
+  }
+
+  #transition(to: LifecycleStatus): void {
+    const from = this.#status;
+    assertTransition(this.id, from, to);
+    this.#status = to;
+    if (from !== to) this.#emit({ type: 'lifecycle_changed', time: this.#rt.clock.now(), instanceId: this.id, from, to, episode: this.#episode });
+  }
+
+  #commitSerially<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#commits.then(work);
+    this.#commits = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Runs when the tool call settles: validate, commit, emit, build the final result. */
+  async #settle(trace: Trace, outcome: ToolCallOutcome | undefined, callError: unknown): Promise<StepResult> {
+    trace.abort[Symbol.dispose]();
+    const durationMs = this.#rt.clock.monotonic() - trace.startedAt;
+    const tool = trace.action.name;
+    let error: AgentErrorType | undefined = callError === undefined ? undefined : isAgentError(callError) ? callError : new AgentError('INTERNAL', String(callError), { cause: callError });
+    this.#emit({
+      type: 'tool_finished',
+      time: this.#rt.clock.now(),
+      instanceId: this.id,
+      traceId: trace.id,
+      tool,
+      ok: error === undefined,
+      durationMs,
+      attempts: outcome?.attempts ?? 0,
+      ...(error ? { error: errorInfo(error) } : {}),
+      ...(outcome?.fallback ? { fallback: outcome.fallback.by } : {}),
+    });
+
+    let final: StepResult | undefined;
+    if (outcome && !error) {
+      try {
+        final = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
+      } catch (err) {
+        error = isAgentError(err) ? err : new AgentError('INTERNAL', String(err), { cause: err });
+      }
+    }
+    if (!final) {
+      error ??= new AgentError('INTERNAL', 'tool call settled without a result');
+      final = {
+        state: this.#state,
+        reward: 0,
+        rewards: pendingRewards(this.#rt.definition.rewards),
+        done: false,
+        info: { traceId: trace.id, status: 'failed', action: tool, seq: this.#seq, durationMs, attempts: outcome?.attempts ?? 0, error: errorInfo(error) },
+      };
+      this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
+    }
+    trace.final = final;
+    this.#emit({
+      type: 'trace_settled',
+      time: this.#rt.clock.now(),
+      instanceId: this.id,
+      traceId: trace.id,
+      episode: trace.episode,
+      action: tool,
+      params: trace.params,
+      status: final.info.status === 'failed' ? 'failed' : 'resolved',
+      ...(final.observation !== undefined ? { observation: final.observation } : {}),
+      reward: final.reward,
+      rewards: final.rewards,
+      done: final.done,
+      seq: final.info.seq,
+      durationMs,
+      ...(final.info.error ? { error: final.info.error } : {}),
+    });
+    return final;
+  }
+
+  async #commit(trace: Trace, outcome: ToolCallOutcome, durationMs: number): Promise<StepResult> {
+    if (trace.episode !== this.#episode || this.#status === 'terminated' || this.#status === 'archived') {
+      throw new AgentError('TOOL_CANCELLED', `result of '${trace.action.name}' arrived after its episode ended; it was not committed`);
+    }
+    const { result } = outcome;
+    const tool = trace.action.name;
+    // Rewards are checked before anything is written, so a bad reward leaves the state untouched too.
+    const rewards = stepRewards(this.#rt.definition.rewards, result.rewards, tool);
+    let seq = this.#seq;
+    if (result.patch && result.patch.length > 0) {
+      const next = applyPatch(this.#state, result.patch);
+      const issues = validate(this.#rt.definition.stateSchema, next);
+      if (issues.length > 0) {
+        throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, issues, `Fix the patch that '${tool}' returns.`);
+      }
+      seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), traceId: trace.id }, next, this.#rt.signal);
+      this.#state = next;
+      this.#seq = seq;
+      this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, seq, patch: result.patch });
+    }
+    for (const r of rewards.arrived) this.#emit({ type: 'reward_arrived', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, source: r.source, value: r.value });
+    if (result.done) this.#done = true;
+    return {
+      state: this.#state,
+      ...(result.observation !== undefined ? { observation: result.observation } : {}),
+      reward: rewards.total,
+      rewards: rewards.entries,
+      done: result.done === true,
+      info: {
+        traceId: trace.id,
+        status: 'resolved',
+        action: tool,
+        seq,
+        durationMs,
+        attempts: outcome.attempts,
+        ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
+      },
+    };
+  }
+
+  #partial(trace: Trace): StepResult {
+    return {
+      state: this.#state,
+      reward: 0,
+      rewards: pendingRewards(this.#rt.definition.rewards),
+      done: false,
+      info: { traceId: trace.id, status: 'timeout', action: trace.action.name, seq: this.#seq, durationMs: this.#rt.clock.monotonic() - trace.startedAt, attempts: 0 },
+    };
+  }
+
+  #emit(event: EnvEvent): void {
+    this.#rt.events.emit(event);
+    try {
+      switch (event.type) {
+        case 'tool_started':
+          this.#hooks.onToolCallStart?.(event);
+          break;
+        case 'tool_finished':
+          this.#hooks.onToolCallEnd?.(event);
+          break;
+        case 'state_committed':
+          this.#hooks.onStateChange?.(event);
+          break;
+        case 'reward_arrived':
+          this.#hooks.onRewardReceived?.(event);
+          break;
+        case 'lifecycle_changed':
+          this.#hooks.onLifecycle?.(event);
+          break;
+        default:
+          break;
+      }
+    } catch (err) {
+      this.#rt.events.emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, error: { code: 'INTERNAL', message: `hook for ${event.type} threw: ${(err as Error).message}` } });
+    }
+  }
+}

@@ -1,0 +1,17 @@
+/** What every instance of one env shares. Internal to src/env. */
+import type { EnvDefinition } from '../schema/definition.js';
+import type { Clock } from '../shared/clock.js';
+import type { Emitter } from '../shared/emitter.js';
+import type { StateStore } from '../state/store.js';
+import type { ToolRouter } from '../tools/router.js';
+import type { EnvEvent } from './events.js';
+
+export interface EnvRuntime {
+  readonly definition: EnvDefinition;
+  readonly router: ToolRouter;
+  readonly store: StateStore;
+  readonly clock: Clock;
+  readonly events: Emitter<EnvEvent>;
+  /** Aborts every call of every instance when the env is closed. */
+  readonly signal: AbortSignal;
+}

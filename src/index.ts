@@ -1,0 +1,39 @@
+/**
+ * The public API of the agentic-RL toolkit. Everything the `agent` command uses comes from here.
+ */
+export { AgentEnv, type EnvOptions } from './env/agent-env.js';
+export {
+  AgentInstance,
+  type Action,
+  type AvailableAction,
+  type InstanceHooks,
+  type PendingTrace,
+  type ResolveOptions,
+  type StepInfo,
+  type StepResult,
+} from './env/agent-instance.js';
+export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TraceStatus } from './env/events.js';
+
+export { defineEnv, loadEnvDefinition, type EnvManifest, type LoadEnvOptions } from './schema/load-env.js';
+export { parseActionDocument, type ParsedAction, type ParseResult } from './schema/actions.js';
+export type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './schema/definition.js';
+export { compileCondition, ConditionSyntaxError, type CompiledCondition } from './schema/enabled-if.js';
+export { compileSchema, validate, checkSchema, type JsonSchema } from './schema/ajv.js';
+export { findUnsatisfiable, type Unsatisfiable } from './schema/satisfiable.js';
+export { convertBfclSchema, type SchemaDialect } from './schema/dialects.js';
+
+export { defineTool } from './tools/define-tool.js';
+export { EXIT_RETRYABLE } from './tools/executors.js';
+export type { ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
+
+export { MemoryStateStore } from './state/memory-store.js';
+export type { Delta, Snapshot, StateBounds, StatePoint, StateStore, StateStoreOptions, TrimResult } from './state/store.js';
+export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
+
+export { assertTransition, canTransition, type LifecycleStatus } from './lifecycle/lifecycle.js';
+
+export { AgentError, ToolError, UsageError, ValidationError, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
+export { ManualClock, systemClock, type Clock } from './shared/clock.js';
+export { Rng } from './shared/rng.js';
+export { sleep } from './shared/abort.js';
+export type { JsonObject, JsonValue } from './shared/json.js';

@@ -1,0 +1,134 @@
+/**
+ * The one ajv setup of the toolkit. JSON Schema 2020-12 is the default dialect; draft-07 is
+ * accepted too, because real tool schemas (every MCP TypeScript server) declare it in `$schema`.
+ * `strict: false` because real schemas carry vendor keywords (`enabled_if`, `delay_ms`, BFCL's
+ * leftovers) that are annotations, not errors. Compiled validators are cached per schema object.
+ */
+import { createRequire } from 'node:module';
+import Ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { escapePointerToken } from '../shared/json.js';
+import type { Issue } from '../shared/errors.js';
+
+// ajv and ajv-formats are CommonJS; under `module: nodenext` their default export is the module object.
+const Ajv2020 = Ajv2020Module.default;
+const addFormats = addFormatsModule.default;
+const require = createRequire(import.meta.url);
+const draft07MetaSchema = require('ajv/dist/refs/json-schema-draft-07.json') as Record<string, unknown>;
+
+/** A JSON Schema as found in the wild: an object, or a boolean schema. */
+export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
+
+export type Validator = ValidateFunction;
+
+function createAjv(): InstanceType<typeof Ajv2020> {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false });
+  ajv.addMetaSchema(draft07MetaSchema);
+  addFormats(ajv);
+  return ajv;
+}
+
+const ajv = createAjv();
+const cache = new WeakMap<object, ValidateFunction>();
+const booleanValidators = new Map<boolean, ValidateFunction>();
+
+/** Compile (once) and return the validator for `schema`. Throws ajv's error if the schema cannot compile. */
+export function compileSchema(schema: JsonSchema): ValidateFunction {
+  if (typeof schema === 'boolean') {
+    let v = booleanValidators.get(schema);
+    if (!v) {
+      v = ajv.compile(schema);
+      booleanValidators.set(schema, v);
+    }
+    return v;
+  }
+  let v = cache.get(schema);
+  if (!v) {
+    // Schemas that reuse an $id (copies of one tool) would clash in ajv's registry; compile
+    // those without the id, since we address them by object, never by URI.
+    const id = typeof schema['$id'] === 'string' ? schema['$id'] : undefined;
+    v = id !== undefined && ajv.getSchema(id) ? ajv.compile(withoutId(schema)) : ajv.compile(schema);
+    cache.set(schema, v);
+  }
+  return v;
+}
+
+function withoutId(schema: { readonly [k: string]: unknown }): Record<string, unknown> {
+  const { $id: _id, ...rest } = schema;
+  return rest;
+}
+
+const DRAFT07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
+const DRAFT2020 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
+
+/**
+ * Check that `schema` is itself a valid JSON Schema (against the meta-schema its `$schema`
+ * names; 2020-12 when absent) and that ajv can compile it. Returns issues with pointers into the schema.
+ */
+export function checkSchema(schema: unknown, file?: string, basePointer = ''): Issue[] {
+  if (typeof schema === 'boolean') return [];
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    return [{ pointer: basePointer, message: 'a JSON Schema must be an object or a boolean', ...(file ? { file } : {}) }];
+  }
+  const declared = (schema as Record<string, unknown>)['$schema'];
+  if (declared !== undefined && (typeof declared !== 'string' || !(DRAFT07.test(declared) || DRAFT2020.test(declared)))) {
+    return [{ pointer: `${basePointer}/$schema`, message: `unsupported $schema ${JSON.stringify(declared)}: use draft-07 or 2020-12`, ...(file ? { file } : {}) }];
+  }
+  const ok = ajv.validateSchema(schema);
+  if (!ok) {
+    return toIssues(ajv.errors ?? [], file).map((i) => ({ ...i, pointer: basePointer + i.pointer, message: `not a valid JSON Schema: ${i.message}` }));
+  }
+  try {
+    compileSchema(schema as JsonSchema);
+  } catch (err) {
+    return [{ pointer: basePointer, message: `cannot compile: ${(err as Error).message}`, ...(file ? { file } : {}) }];
+  }
+  return [];
+}
+
+/** Validate and return issues (empty when valid). */
+export function validate(schema: JsonSchema, value: unknown, file?: string): Issue[] {
+  const v = compileSchema(schema);
+  return v(value) ? [] : toIssues(v.errors ?? [], file);
+}
+
+/** Turn ajv errors into issues whose pointer names the exact offending field, missing ones included. */
+export function toIssues(errors: readonly ErrorObject[], file?: string): Issue[] {
+  const issues: Issue[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    let pointer = e.instancePath;
+    let message = e.message ?? 'is invalid';
+    const p = e.params as Record<string, unknown>;
+    switch (e.keyword) {
+      case 'required':
+        pointer += `/${escapePointerToken(String(p['missingProperty']))}`;
+        message = 'is required but missing';
+        break;
+      case 'additionalProperties':
+        pointer += `/${escapePointerToken(String(p['additionalProperty']))}`;
+        message = 'is not allowed here (the schema does not declare it and is closed)';
+        break;
+      case 'unevaluatedProperties':
+        pointer += `/${escapePointerToken(String(p['unevaluatedProperty']))}`;
+        message = 'is not allowed here (unevaluated property)';
+        break;
+      case 'enum':
+        message = `must be one of ${JSON.stringify(p['allowedValues'])}`;
+        break;
+      case 'const':
+        message = `must be ${JSON.stringify(p['allowedValue'])}`;
+        break;
+      case 'type':
+        message = `must be ${String(p['type'])}`;
+        break;
+      default:
+        break;
+    }
+    const key = `${pointer}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push({ pointer, message, schemaPath: e.schemaPath, ...(file ? { file } : {}) });
+  }
+  return issues;
+}

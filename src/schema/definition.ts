@@ -1,0 +1,72 @@
+/** The in-memory form of an environment definition, after loading and validation. */
+import type { Issue } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import type { JsonSchema } from './ajv.js';
+import type { CompiledCondition } from './enabled-if.js';
+import type { Unsatisfiable } from './satisfiable.js';
+
+/** Resilience policy of one tool. Every field is optional; absent means "off" (timeout: 30 s). */
+export interface ToolPolicy {
+  /** Per attempt. The handler's AbortSignal fires when it elapses. */
+  readonly timeoutMs?: number;
+  /** Retries retryable failures only, with exponential backoff and jitter. */
+  readonly retry?: { readonly maxAttempts: number; readonly initialDelayMs: number; readonly maxDelayMs: number };
+  /** Opens after `failures` consecutive failures; a probe call is let through after `halfOpenAfterMs`. */
+  readonly circuitBreaker?: { readonly failures: number; readonly halfOpenAfterMs: number };
+  /** At most this many calls of the tool run at once (bulkhead); `queue` more may wait. */
+  readonly concurrency?: number;
+  readonly queue?: number;
+  /** Used when the call still fails after retries (or the breaker is open). */
+  readonly fallback?: { readonly observation: JsonValue } | { readonly action: string };
+  /** `worker` runs an in-process handler in a worker thread, so CPU-bound work cannot stall other agents. */
+  readonly isolate?: 'none' | 'worker';
+}
+
+export type ToolBinding =
+  | { readonly kind: 'module'; readonly module: string; readonly exportName: string }
+  | { readonly kind: 'subprocess'; readonly command: readonly string[]; readonly cwd: string; readonly env?: Readonly<Record<string, string>> }
+  | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> };
+
+export interface ActionDefinition {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of the params object. */
+  readonly parameters: JsonSchema;
+  readonly enabledIf?: CompiledCondition;
+  /** Where the action was declared, for error messages. */
+  readonly source: { readonly file: string; readonly pointer: string };
+  /** Set when the parameter schema admits no value: the action can never be called. */
+  readonly unsatisfiable?: Unsatisfiable;
+  readonly policy: ToolPolicy;
+  readonly binding?: ToolBinding;
+}
+
+export type RewardAggregation = 'sum' | 'mean' | 'last' | 'min' | 'max';
+
+export interface RewardSourceDefinition {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of one reward value (range and type). */
+  readonly schema: JsonSchema;
+  /** Expected delay between the step and the reward's arrival. 0 = delivered with the tool result. */
+  readonly delayMs: number;
+  readonly deadlineMs?: number;
+  readonly aggregation: RewardAggregation;
+  /** Multiplier in the scalar `reward` of a step (default 1). */
+  readonly weight: number;
+  readonly fallback?: { readonly value: number } | { readonly strategy: 'historical_mean' };
+}
+
+export interface EnvDefinition {
+  readonly name: string;
+  /** Absolute path of the env folder. */
+  readonly dir: string;
+  readonly stateSchema: JsonSchema;
+  /** In declaration order. */
+  readonly actions: ReadonlyMap<string, ActionDefinition>;
+  readonly rewards: ReadonlyMap<string, RewardSourceDefinition>;
+  /** States an episode may start from (validated). Empty when the env declares none. */
+  readonly initialStates: readonly JsonValue[];
+  /** Problems that do not stop loading (an unsatisfiable action, a name OpenAI would reject). */
+  readonly warnings: readonly Issue[];
+}

@@ -1,0 +1,264 @@
+/**
+ * Loads an environment folder into an {@link EnvDefinition}. Two layouts:
+ * - the article's: `state_schema.json`, `action_schema.json`, `reward_schema.json` (optional),
+ *   a tools module (`tools.ts`, `tools.mts`, `tools.js` or `tools.mjs`) and optionally
+ *   `initial_states.json`;
+ * - an `env.json` manifest that points at (or inlines) the same, binds tools to subprocesses or
+ *   HTTP endpoints, and sets their resilience policies.
+ * Everything is validated before anything is used; all problems are reported together, each
+ * with its file and JSON pointer.
+ */
+import { existsSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { checkSchema, validate, type JsonSchema } from './ajv.js';
+import { parseActionDocument } from './actions.js';
+import type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './definition.js';
+import type { SchemaDialect } from './dialects.js';
+import { compileCondition, ConditionSyntaxError, schemaDeclaresPath, type CompiledCondition } from './enabled-if.js';
+import { metaSchema } from './meta-schemas.js';
+import { parseRewardDocument } from './rewards.js';
+import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
+import { deepFreeze, escapePointerToken, isPlainObject, type JsonValue } from '../shared/json.js';
+
+export interface LoadEnvOptions {
+  /** How to read tool parameter schemas; overrides the manifest's `dialect`. */
+  readonly dialect?: SchemaDialect;
+  readonly signal?: AbortSignal;
+}
+
+export const TOOL_MODULE_NAMES = ['tools.ts', 'tools.mts', 'tools.js', 'tools.mjs'];
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** The env.json manifest (see schemas/env-manifest.schema.json). Strings are file names relative to the env folder. */
+export interface EnvManifest {
+  readonly name?: string;
+  readonly description?: string;
+  readonly state?: string | JsonSchema;
+  readonly actions: string | readonly unknown[] | Readonly<Record<string, unknown>>;
+  readonly rewards?: string | Readonly<Record<string, unknown>>;
+  readonly initial_states?: string | readonly unknown[];
+  readonly dialect?: SchemaDialect;
+  readonly module?: string;
+  readonly tool_defaults?: Readonly<Record<string, unknown>>;
+  readonly tools?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+/** Read a JSON file; syntax errors become an issue with line and column. */
+async function readJson(file: string, issues: Issue[], signal?: AbortSignal): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, { encoding: 'utf8', ...(signal ? { signal } : {}) });
+  } catch (err) {
+    issues.push({ file, pointer: '', message: `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    const m = /position (\d+)/.exec((err as Error).message);
+    const pos = m ? Number(m[1]) : undefined;
+    const where = pos === undefined ? '' : ` at line ${text.slice(0, pos).split('\n').length}, column ${pos - text.lastIndexOf('\n', pos - 1)}`;
+    issues.push({ file, pointer: '', message: `invalid JSON${where}: ${(err as Error).message}` });
+    return undefined;
+  }
+}
+
+/** A document given either inline in the manifest or as a file name relative to the env folder. */
+async function documentOf(dir: string, manifestFile: string, field: string, value: unknown, issues: Issue[], signal?: AbortSignal): Promise<{ doc: unknown; file: string; pointer: string }> {
+  if (typeof value === 'string') {
+    const file = path.resolve(dir, value);
+    return { doc: await readJson(file, issues, signal), file, pointer: '' };
+  }
+  return { doc: value, file: manifestFile, pointer: `/${field}` };
+}
+
+export async function loadEnvDefinition(dirArg: string, options: LoadEnvOptions = {}): Promise<EnvDefinition> {
+  const dir = path.resolve(dirArg);
+  const info = await stat(dir).catch(() => undefined);
+  if (!info?.isDirectory()) {
+    throw new AgentError('DEFINITION_NOT_FOUND', `no environment folder at '${dirArg}'`, {
+      hint: 'Pass a folder that holds state_schema.json, action_schema.json and reward_schema.json, or an env.json manifest (see fixtures/weather).',
+    });
+  }
+  const issues: Issue[] = [];
+  const { signal } = options;
+  const manifestFile = path.join(dir, 'env.json');
+  let manifest: EnvManifest;
+  if (existsSync(manifestFile)) {
+    const doc = await readJson(manifestFile, issues, signal);
+    if (doc === undefined) throw invalid(dir, issues);
+    const shape = validate(metaSchema('env-manifest'), doc, manifestFile);
+    if (shape.length > 0) throw invalid(dir, shape);
+    manifest = doc as EnvManifest;
+  } else {
+    const required = ['action_schema.json'];
+    const missing = required.filter((f) => !existsSync(path.join(dir, f)));
+    if (missing.length > 0) {
+      throw new AgentError('DEFINITION_NOT_FOUND', `'${dirArg}' is not an environment folder: ${missing.join(', ')} is missing and there is no env.json`, {
+        hint: 'An env folder holds state_schema.json, action_schema.json, reward_schema.json and a tools module, or an env.json manifest.',
+      });
+    }
+    manifest = {
+      actions: 'action_schema.json',
+      ...(existsSync(path.join(dir, 'state_schema.json')) ? { state: 'state_schema.json' } : {}),
+      ...(existsSync(path.join(dir, 'reward_schema.json')) ? { rewards: 'reward_schema.json' } : {}),
+      ...(existsSync(path.join(dir, 'initial_states.json')) ? { initial_states: 'initial_states.json' } : {}),
+    };
+  }
+
+  return buildDefinition(manifest, dir, manifestFile, issues, options);
+}
+
+/**
+ * Define an environment in code, with the same shape and validation as an env.json manifest
+ * (schemas inline or as file names relative to `dir`).
+ *
+ * @example
+ * const def = await defineEnv({ state: {...}, actions: [{ name: 'search', parameters: {...} }] });
+ * await using env = await AgentEnv.create(def, { handlers: { search: async (p) => ({ observation: p }) } });
+ */
+export async function defineEnv(manifest: EnvManifest, options: LoadEnvOptions & { dir?: string } = {}): Promise<EnvDefinition> {
+  const dir = path.resolve(options.dir ?? '.');
+  const where = path.join(dir, '(inline env)');
+  const shape = validate(metaSchema('env-manifest'), manifest, where);
+  if (shape.length > 0) throw invalid(dir, shape);
+  return buildDefinition(manifest, dir, where, [], options);
+}
+
+async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile: string, issues: Issue[], options: LoadEnvOptions): Promise<EnvDefinition> {
+  const warnings: Issue[] = [];
+  const { signal } = options;
+  // State schema.
+  let stateSchema: JsonSchema = { type: 'object' };
+  if (manifest.state !== undefined) {
+    const { doc, file, pointer } = await documentOf(dir, manifestFile, 'state', manifest.state, issues, signal);
+    if (doc !== undefined) {
+      const stateIssues = checkSchema(doc, file, pointer);
+      issues.push(...stateIssues);
+      if (stateIssues.length === 0) stateSchema = doc as JsonSchema;
+    }
+  }
+
+  // Actions.
+  const dialect = options.dialect ?? manifest.dialect ?? 'json-schema';
+  const actionsDoc = await documentOf(dir, manifestFile, 'actions', manifest.actions, issues, signal);
+  const parsed = actionsDoc.doc === undefined ? { actions: [], issues: [], warnings: [] } : parseActionDocument(actionsDoc.doc, { file: actionsDoc.file, pointer: actionsDoc.pointer, dialect });
+  issues.push(...parsed.issues);
+  warnings.push(...parsed.warnings);
+
+  // Rewards.
+  const rewards = new Map<string, RewardSourceDefinition>();
+  if (manifest.rewards !== undefined) {
+    const { doc, file, pointer } = await documentOf(dir, manifestFile, 'rewards', manifest.rewards, issues, signal);
+    if (doc !== undefined) {
+      const r = parseRewardDocument(doc, file, pointer);
+      issues.push(...r.issues);
+      for (const s of r.sources) rewards.set(s.name, s);
+    }
+  }
+
+  // Tool bindings and policies.
+  const moduleFile = manifest.module !== undefined ? path.resolve(dir, manifest.module) : TOOL_MODULE_NAMES.map((n) => path.join(dir, n)).find((f) => existsSync(f));
+  if (manifest.module !== undefined && moduleFile && !existsSync(moduleFile)) {
+    issues.push({ file: manifestFile, pointer: '/module', message: `tools module '${manifest.module}' does not exist` });
+  }
+  const tools = manifest.tools ?? {};
+  const declared = new Set(parsed.actions.map((a) => a.name));
+  for (const name of Object.keys(tools)) {
+    if (!declared.has(name)) issues.push({ file: manifestFile, pointer: `/tools/${escapePointerToken(name)}`, message: `configures tool '${name}', but no action of that name is declared` });
+  }
+  const defaults = policyOf(manifest.tool_defaults ?? {});
+
+  const actions = new Map<string, ActionDefinition>();
+  for (const a of parsed.actions) {
+    const cfg = tools[a.name] ?? {};
+    const cfgPointer = `/tools/${escapePointerToken(a.name)}`;
+    const policy: ToolPolicy = { timeoutMs: DEFAULT_TIMEOUT_MS, ...defaults, ...policyOf(cfg) };
+    if ('action' in (policy.fallback ?? {})) {
+      const target = (policy.fallback as { action: string }).action;
+      if (!declared.has(target) || target === a.name) {
+        issues.push({ file: manifestFile, pointer: `${cfgPointer}/fallback/action`, message: `fallback action '${target}' ${target === a.name ? 'is the action itself' : 'is not declared'}` });
+      }
+    }
+    const enabledSource = typeof cfg['enabled_if'] === 'string' ? cfg['enabled_if'] : a.enabledIf;
+    const enabledPointer = typeof cfg['enabled_if'] === 'string' ? { file: manifestFile, pointer: `${cfgPointer}/enabled_if` } : { file: a.source.file, pointer: `${a.source.pointer}/enabled_if` };
+    let enabledIf: CompiledCondition | undefined;
+    if (enabledSource !== undefined) {
+      try {
+        enabledIf = compileCondition(enabledSource);
+        for (const p of enabledIf.paths) {
+          if (!schemaDeclaresPath(stateSchema, p)) {
+            issues.push({ ...enabledPointer, message: `enabled_if reads '${p.join('.')}', which the state schema does not declare: add it to state_schema.json or fix the path` });
+          }
+        }
+      } catch (err) {
+        if (!(err instanceof ConditionSyntaxError)) throw err;
+        issues.push({ ...enabledPointer, message: `enabled_if ${JSON.stringify(enabledSource)}: ${err.message}` });
+      }
+    }
+    const binding = bindingOf(cfg, a.name, dir, moduleFile);
+    const { enabledIf: _source, ...rest } = a;
+    actions.set(a.name, {
+      ...rest,
+      ...(enabledIf ? { enabledIf } : {}),
+      policy,
+      ...(binding ? { binding } : {}),
+    });
+  }
+
+  // Initial states.
+  const initialStates: JsonValue[] = [];
+  if (manifest.initial_states !== undefined) {
+    const { doc, file, pointer } = await documentOf(dir, manifestFile, 'initial_states', manifest.initial_states, issues, signal);
+    if (doc !== undefined) {
+      const list = Array.isArray(doc) ? doc : [doc];
+      list.forEach((s, i) => {
+        const at = Array.isArray(doc) ? `${pointer}/${i}` : pointer;
+        const stateIssues = validate(stateSchema, s, file);
+        if (stateIssues.length > 0) issues.push(...stateIssues.map((x) => ({ ...x, pointer: at + x.pointer, message: `initial state does not match the state schema: ${x.message}` })));
+        else initialStates.push(deepFreeze(s as JsonValue));
+      });
+    }
+  }
+
+  if (issues.length > 0) throw invalid(dir, issues);
+  return { name: manifest.name ?? path.basename(dir), dir, stateSchema, actions, rewards, initialStates, warnings };
+}
+
+function invalid(dir: string, issues: Issue[]): ValidationError {
+  return new ValidationError('DEFINITION_INVALID', `environment '${path.relative(process.cwd(), dir) || '.'}' is invalid`, issues, 'Fix each listed field; nothing was run.');
+}
+
+function policyOf(cfg: Record<string, unknown>): ToolPolicy {
+  const p: { -readonly [K in keyof ToolPolicy]: ToolPolicy[K] } = {};
+  if (typeof cfg['timeout_ms'] === 'number') p.timeoutMs = cfg['timeout_ms'];
+  if (isPlainObject(cfg['retry'])) {
+    const r = cfg['retry'];
+    p.retry = { maxAttempts: (r['max_attempts'] as number | undefined) ?? 3, initialDelayMs: (r['initial_delay_ms'] as number | undefined) ?? 100, maxDelayMs: (r['max_delay_ms'] as number | undefined) ?? 5_000 };
+  }
+  if (isPlainObject(cfg['circuit_breaker'])) {
+    const b = cfg['circuit_breaker'];
+    p.circuitBreaker = { failures: b['failures'] as number, halfOpenAfterMs: (b['half_open_after_ms'] as number | undefined) ?? 10_000 };
+  }
+  if (typeof cfg['concurrency'] === 'number') p.concurrency = cfg['concurrency'];
+  if (typeof cfg['queue'] === 'number') p.queue = cfg['queue'];
+  if (isPlainObject(cfg['fallback'])) p.fallback = cfg['fallback'] as ToolPolicy['fallback'];
+  if (cfg['isolate'] === 'worker' || cfg['isolate'] === 'none') p.isolate = cfg['isolate'];
+  return p;
+}
+
+function bindingOf(cfg: Record<string, unknown>, name: string, dir: string, moduleFile: string | undefined): ToolBinding | undefined {
+  if (Array.isArray(cfg['command'])) {
+    return {
+      kind: 'subprocess',
+      command: cfg['command'] as string[],
+      cwd: path.resolve(dir, (cfg['cwd'] as string | undefined) ?? '.'),
+      ...(isPlainObject(cfg['env']) ? { env: cfg['env'] as Record<string, string> } : {}),
+    };
+  }
+  if (typeof cfg['url'] === 'string') return { kind: 'http', url: cfg['url'], ...(isPlainObject(cfg['headers']) ? { headers: cfg['headers'] as Record<string, string> } : {}) };
+  const module = typeof cfg['module'] === 'string' ? path.resolve(dir, cfg['module']) : moduleFile;
+  if (module) return { kind: 'module', module, exportName: (cfg['export'] as string | undefined) ?? name };
+  return undefined;
+}

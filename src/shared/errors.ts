@@ -1,0 +1,138 @@
+/**
+ * One error family for the whole toolkit. Every error has a stable `code` (safe to match on),
+ * a `hint` that tells the user what to do, an optional `cause`, and `retryable`, which the
+ * tool router reads to decide whether a retry can help.
+ *
+ * Checks use {@link isAgentError} rather than `instanceof`, because a process can hold two
+ * copies of this package (a tool module bundling its own); the brand survives that.
+ */
+const BRAND = Symbol.for('agentic-rl-toolkit.AgentError');
+
+export type ErrorCode =
+  | 'BAD_USAGE'
+  | 'DEFINITION_INVALID'
+  | 'DEFINITION_NOT_FOUND'
+  | 'PARAMS_INVALID'
+  | 'STATE_INVALID'
+  | 'REWARD_INVALID'
+  | 'ACTION_UNKNOWN'
+  | 'ACTION_DISABLED'
+  | 'ACTION_UNSATISFIABLE'
+  | 'ILLEGAL_TRANSITION'
+  | 'EPISODE_DONE'
+  | 'TRACE_UNKNOWN'
+  | 'TOOL_FAILED'
+  | 'TOOL_TIMEOUT'
+  | 'TOOL_MALFORMED_OUTPUT'
+  | 'TOOL_CONTRACT'
+  | 'TOOL_CIRCUIT_OPEN'
+  | 'TOOL_CANCELLED'
+  | 'TOOL_NOT_FOUND'
+  | 'STATE_SEQ_TRIMMED'
+  | 'STATE_SEQ_UNKNOWN'
+  | 'POLICY_FAILED'
+  | 'INTERRUPTED'
+  | 'INTERNAL';
+
+/** One located problem in a JSON document. `pointer` is an RFC 6901 JSON pointer into the instance. */
+export interface Issue {
+  /** JSON pointer of the offending value ("" is the whole document). */
+  readonly pointer: string;
+  /** What is wrong, in words. */
+  readonly message: string;
+  /** File the document came from, when it came from a file. */
+  readonly file?: string;
+  /** JSON pointer into the schema that rejected the value, when a schema did. */
+  readonly schemaPath?: string;
+}
+
+export interface AgentErrorOptions {
+  readonly hint?: string;
+  readonly cause?: unknown;
+  readonly retryable?: boolean;
+}
+
+export class AgentError extends Error {
+  readonly [BRAND] = true;
+  readonly code: ErrorCode;
+  readonly hint: string;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: AgentErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.hint = options.hint ?? '';
+    this.retryable = options.retryable ?? false;
+  }
+
+  /** A plain-object form for event logs and JSON output. */
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, message: this.message, hint: this.hint || undefined, retryable: this.retryable };
+  }
+}
+
+export function isAgentError(value: unknown): value is AgentError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** A user-facing input error: bad flags, a bad env folder, an invalid action. Exit code 2 at the CLI. */
+export class UsageError extends AgentError {
+  constructor(message: string, hint = '') {
+    super('BAD_USAGE', message, { hint });
+  }
+}
+
+/** A document (definition, params, state, reward) failed validation. Carries every issue found. */
+export class ValidationError extends AgentError {
+  readonly issues: readonly Issue[];
+
+  constructor(
+    code: Extract<ErrorCode, 'DEFINITION_INVALID' | 'PARAMS_INVALID' | 'STATE_INVALID' | 'REWARD_INVALID'>,
+    what: string,
+    issues: readonly Issue[],
+    hint: string,
+  ) {
+    super(code, `${what}:\n${formatIssues(issues)}`, { hint });
+    this.issues = issues;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), issues: this.issues };
+  }
+}
+
+export function formatIssues(issues: readonly Issue[], limit = 20): string {
+  const lines = issues.slice(0, limit).map((i) => {
+    const where = `${i.file ? `${i.file} ` : ''}${i.pointer === '' ? '(root)' : i.pointer}`;
+    return `  - ${where}: ${i.message}`;
+  });
+  if (issues.length > limit) lines.push(`  … and ${issues.length - limit} more`);
+  return lines.join('\n');
+}
+
+/** A tool call failed. `tool` names the tool; `retryable` tells the retry policy whether to try again. */
+export class ToolError extends AgentError {
+  readonly tool: string;
+
+  constructor(
+    code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
+    tool: string,
+    message: string,
+    options: AgentErrorOptions = {},
+  ) {
+    super(code, `tool '${tool}': ${message}`, options);
+    this.tool = tool;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), tool: this.tool };
+  }
+}
+
+/** Convert anything thrown into an AgentError, keeping AgentErrors as they are. */
+export function toAgentError(err: unknown, fallbackCode: ErrorCode = 'INTERNAL'): AgentError {
+  if (isAgentError(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AgentError(fallbackCode, message, { cause: err });
+}

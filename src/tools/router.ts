@@ -1,0 +1,161 @@
+/**
+ * The router: binds every action of an env to an executor (in-process handler, worker thread,
+ * subprocess or HTTP endpoint), wraps each in its tool's resilience policies, and runs calls.
+ * A failing tool fails only its own call: every error is a ToolError naming the tool.
+ */
+import os from 'node:os';
+import { AgentError, isAgentError, ToolError, type AgentError as AgentErrorType } from '../shared/errors.js';
+import { type JsonObject, type JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
+import { validate } from '../schema/ajv.js';
+import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
+import { httpExecutor, inProcessExecutor, subprocessExecutor } from './executors.js';
+import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
+import { buildPolicyStack, type PolicyStack } from './policy.js';
+import { checkToolResult } from './result.js';
+import type { ToolContext, ToolHandler, ToolResult } from './types.js';
+import { WorkerPool } from './worker-pool.js';
+
+export interface RouterOptions {
+  /** Seeds `createTools` and every trace's `ctx.rng`. */
+  readonly seed?: number;
+  /** Passed to the tools module's `createTools`. */
+  readonly toolOptions?: Readonly<Record<string, JsonValue>>;
+  /** Handlers given in code; they take precedence over the env's bindings. */
+  readonly handlers?: Readonly<Record<string, ToolHandler>>;
+  /** A handler that holds the event loop at least this long is reported (default 100 ms). */
+  readonly blockThresholdMs?: number;
+  readonly onBlocked?: (tool: string, blockedMs: number, traceId: string) => void;
+}
+
+export interface ToolCall {
+  readonly params: JsonObject;
+  readonly state: JsonValue;
+  readonly traceId: string;
+  readonly instanceId: string;
+  readonly signal: AbortSignal;
+}
+
+export interface ToolCallOutcome {
+  readonly result: ToolResult;
+  readonly attempts: number;
+  /** Set when the result came from the tool's fallback: the error that triggered it, and what answered. */
+  readonly fallback?: { readonly error: AgentErrorType; readonly by: 'observation' | string };
+}
+
+interface Route {
+  readonly action: ActionDefinition;
+  readonly run: (params: JsonObject, ctx: ToolContext, rngSeed: number) => Promise<unknown>;
+  readonly policies: PolicyStack;
+}
+
+export class ToolRouter implements AsyncDisposable {
+  readonly #routes = new Map<string, Route>();
+  readonly #pools: WorkerPool[] = [];
+  readonly #seed: number;
+
+  private constructor(seed: number) {
+    this.#seed = seed;
+  }
+
+  /** Bind every action. Throws TOOL_NOT_FOUND listing every action that has no tool. */
+  static async create(def: EnvDefinition, options: RouterOptions = {}): Promise<ToolRouter> {
+    const seed = options.seed ?? 0;
+    const router = new ToolRouter(seed);
+    const config = { seed, options: options.toolOptions ?? {} };
+    const threshold = options.blockThresholdMs ?? 100;
+    const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
+    const unbound: string[] = [];
+    try {
+      for (const action of def.actions.values()) {
+        const tool = action.name;
+        let run: Route['run'] | undefined;
+        const given = options.handlers?.[tool];
+        const binding = action.binding;
+        if (given || (binding?.kind === 'module' && action.policy.isolate !== 'worker')) {
+          let handler = given;
+          if (!handler && binding?.kind === 'module') {
+            let hs = moduleHandlers.get(binding.module);
+            if (!hs) {
+              hs = importToolModule(binding.module).then((ns) => handlersOf(ns, config));
+              moduleHandlers.set(binding.module, hs);
+            }
+            handler = handlerNamed(await hs, binding.exportName, binding.module);
+          }
+          run = inProcessExecutor(handler as ToolHandler, (ms, ctx) => {
+            if (ms >= threshold) options.onBlocked?.(tool, ms, ctx.traceId);
+          });
+        } else if (binding?.kind === 'module') {
+          const pool = new WorkerPool(tool, binding.module, binding.exportName, config, action.policy.concurrency ?? os.availableParallelism());
+          router.#pools.push(pool);
+          run = (params, ctx, rngSeed) => pool.run(params, ctx, rngSeed);
+        } else if (binding?.kind === 'subprocess') {
+          run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
+        } else if (binding?.kind === 'http') {
+          run = httpExecutor(tool, binding.url, binding.headers);
+        }
+        if (!run) {
+          unbound.push(tool);
+          continue;
+        }
+        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, action.policy) });
+      }
+    } catch (err) {
+      await router[Symbol.asyncDispose]();
+      throw err;
+    }
+    if (unbound.length > 0) {
+      await router[Symbol.asyncDispose]();
+      throw new AgentError('TOOL_NOT_FOUND', `no tool for action${unbound.length > 1 ? 's' : ''} ${unbound.map((n) => `'${n}'`).join(', ')}`, {
+        hint: `Add a tools module (tools.ts) to ${def.dir} exporting a handler per action, or bind them to a command or URL in env.json.`,
+      });
+    }
+    return router;
+  }
+
+  /** Run one call through the tool's policies, then its fallback if it still fails. */
+  async call(tool: string, call: ToolCall): Promise<ToolCallOutcome> {
+    const route = this.#routes.get(tool);
+    if (!route) throw new ToolError('TOOL_NOT_FOUND', tool, 'no such tool');
+    let attempts = 0;
+    const traceSeed = hashSeed(this.#seed, call.instanceId, call.traceId);
+    try {
+      const raw = await route.policies.execute((signal) => {
+        attempts += 1;
+        const rngSeed = (traceSeed + attempts) >>> 0;
+        return route.run(call.params, contextFor(tool, call, signal, attempts, rngSeed), rngSeed);
+      }, call.signal);
+      return { result: checkToolResult(raw, tool), attempts };
+    } catch (err) {
+      const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, String(err), { cause: err });
+      const fallback = route.action.policy.fallback;
+      if (!fallback || call.signal.aborted || error.code === 'TOOL_CONTRACT') throw error;
+      if ('observation' in fallback) return { result: { observation: fallback.observation }, attempts, fallback: { error, by: 'observation' } };
+      const target = this.#routes.get(fallback.action);
+      const paramIssues = target ? validate(target.action.parameters, call.params) : [];
+      if (!target || paramIssues.length > 0) throw error;
+      const outcome = await this.call(fallback.action, call);
+      return { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } };
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await Promise.all(this.#pools.splice(0).map((p) => p[Symbol.asyncDispose]()));
+  }
+}
+
+function contextFor(tool: string, call: ToolCall, signal: AbortSignal, attempt: number, rngSeed: number): ToolContext {
+  let rng: Rng | undefined;
+  return {
+    state: call.state,
+    traceId: call.traceId,
+    instanceId: call.instanceId,
+    tool,
+    signal,
+    attempt,
+    get rng() {
+      rng ??= new Rng(rngSeed);
+      return rng;
+    },
+  };
+}

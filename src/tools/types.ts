@@ -1,0 +1,44 @@
+/** The tool-handler contract: `(params, ctx) → {observation, patch?, rewards?, done?}`. */
+import type { Rng } from '../shared/rng.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { Patch } from '../state/patch.js';
+
+export interface ToolContext {
+  /** The instance's current state. Frozen: a handler changes state only by returning a patch. */
+  readonly state: JsonValue;
+  readonly traceId: string;
+  readonly instanceId: string;
+  readonly tool: string;
+  /** Fires on timeout, on cancel and when the run is interrupted. Pass it to fetch, sleeps, child processes. */
+  readonly signal: AbortSignal;
+  /** 1 for the first attempt, 2 for the first retry, ... */
+  readonly attempt: number;
+  /** Seeded per trace (env seed × instance × step), so simulated randomness replays exactly. */
+  readonly rng: Rng;
+}
+
+export interface ToolResult {
+  /** What the agent sees. */
+  readonly observation?: JsonValue;
+  /** RFC 6902 JSON Patch against the state; validated against the state schema before it is committed. */
+  readonly patch?: Patch;
+  /** Immediate rewards by source name; each source must be declared in reward_schema.json. */
+  readonly rewards?: Readonly<Record<string, number | boolean>>;
+  /** Ends the episode. */
+  readonly done?: boolean;
+}
+
+export type ToolHandler<P extends JsonObject = JsonObject> = (params: P, ctx: ToolContext) => ToolResult | Promise<ToolResult>;
+
+/** What a tools module's optional `createTools` export receives. */
+export interface ToolModuleConfig {
+  readonly seed: number;
+  /** Free-form options (`agent run --tool-option key=value`), e.g. a latency scale for simulated tools. */
+  readonly options: Readonly<Record<string, JsonValue>>;
+}
+
+/**
+ * A tools module exports one handler per action name, or a `createTools(config)` factory that
+ * returns them (use it when handlers need the seed or options).
+ */
+export type ToolFactory = (config: ToolModuleConfig) => Record<string, ToolHandler> | Promise<Record<string, ToolHandler>>;

@@ -1,0 +1,68 @@
+/**
+ * Runs inside a worker thread (see worker-pool.ts): loads one handler of a tools module and
+ * answers call messages one at a time. A CPU-bound handler blocks only this thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
+import { Rng } from '../shared/rng.js';
+import type { ToolHandler, ToolModuleConfig } from './types.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+
+interface Setup {
+  readonly moduleFile: string;
+  readonly exportName: string;
+  readonly config: ToolModuleConfig;
+}
+
+export interface CallMessage {
+  readonly id: number;
+  readonly params: JsonObject;
+  readonly state: JsonValue;
+  readonly traceId: string;
+  readonly instanceId: string;
+  readonly tool: string;
+  readonly attempt: number;
+  readonly rngSeed: number;
+}
+
+export type ReplyMessage =
+  | { readonly id: number; readonly ok: true; readonly result: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: { message: string; code?: string; retryable: boolean; name: string } };
+
+const setup = workerData as Setup;
+let handler: Promise<ToolHandler> | undefined;
+
+parentPort?.on('message', (msg: CallMessage) => {
+  handler ??= importToolModule(setup.moduleFile)
+    .then((ns) => handlersOf(ns, setup.config))
+    .then((hs) => handlerNamed(hs, setup.exportName, setup.moduleFile));
+  handler
+    .then((h) =>
+      h(msg.params, {
+        state: msg.state,
+        traceId: msg.traceId,
+        instanceId: msg.instanceId,
+        tool: msg.tool,
+        attempt: msg.attempt,
+        // The parent terminates this worker to cancel a call, so the signal here never needs to fire.
+        signal: new AbortController().signal,
+        rng: new Rng(msg.rngSeed),
+      }),
+    )
+    .then(
+      (result) => parentPort?.postMessage({ id: msg.id, ok: true, result } satisfies ReplyMessage),
+      (err: unknown) => {
+        const e = err as { message?: unknown; code?: unknown; retryable?: unknown; name?: unknown };
+        parentPort?.postMessage({
+          id: msg.id,
+          ok: false,
+          error: {
+            message: String(e?.message ?? err),
+            ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+            retryable: e?.retryable === true,
+            name: typeof e?.name === 'string' ? e.name : 'Error',
+          },
+        } satisfies ReplyMessage);
+      },
+    );
+});

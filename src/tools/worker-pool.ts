@@ -1,0 +1,146 @@
+/**
+ * A pool of worker threads for one tool declared `isolate: "worker"`. Each worker runs one call
+ * at a time; extra calls queue. Cancelling a call (timeout, abort) terminates its worker, the
+ * only way to stop CPU-bound JavaScript, and a fresh worker replaces it on demand.
+ */
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { AgentError, ToolError } from '../shared/errors.js';
+import type { JsonObject } from '../shared/json.js';
+import type { ToolContext, ToolModuleConfig } from './types.js';
+import type { CallMessage, ReplyMessage } from './worker-entry.js';
+
+const require = createRequire(import.meta.url);
+const TSX_API = require.resolve('tsx/esm/api');
+const ENTRY = new URL('./worker-entry.ts', import.meta.url).href;
+// The worker is bootstrapped from a tiny CommonJS snippet that loads our TypeScript entry through tsx.
+const BOOT = `const { workerData } = require('node:worker_threads');
+require(workerData.tsxApi).tsImport(workerData.entry, workerData.entry).catch((e) => { setImmediate(() => { throw e; }); });`;
+
+interface Slot {
+  worker: Worker;
+  busy: boolean;
+}
+
+interface Waiter {
+  resolve: (slot: Slot) => void;
+  reject: (err: unknown) => void;
+  signal: AbortSignal;
+  onAbort: () => void;
+}
+
+export class WorkerPool implements AsyncDisposable {
+  readonly #tool: string;
+  readonly #data: { moduleFile: string; exportName: string; config: ToolModuleConfig; tsxApi: string; entry: string };
+  readonly #size: number;
+  readonly #slots = new Set<Slot>();
+  readonly #waiting: Waiter[] = [];
+  #nextId = 0;
+  #closed = false;
+
+  constructor(tool: string, moduleFile: string, exportName: string, config: ToolModuleConfig, size: number) {
+    this.#tool = tool;
+    this.#data = { moduleFile, exportName, config, tsxApi: TSX_API, entry: ENTRY };
+    this.#size = Math.max(1, size);
+  }
+
+  async run(params: JsonObject, ctx: ToolContext, rngSeed: number): Promise<unknown> {
+    const slot = await this.#acquire(ctx.signal);
+    const id = this.#nextId++;
+    const message: CallMessage = { id, params, state: ctx.state, traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed };
+    try {
+      return await new Promise<unknown>((resolve, reject) => {
+        const cleanup = (): void => {
+          slot.worker.off('message', onMessage);
+          slot.worker.off('error', onError);
+          slot.worker.off('exit', onExit);
+          ctx.signal.removeEventListener('abort', onAbort);
+        };
+        const onMessage = (reply: ReplyMessage): void => {
+          if (reply.id !== id) return;
+          cleanup();
+          if (reply.ok) resolve(reply.result);
+          else reject(new ToolError('TOOL_FAILED', this.#tool, reply.error.message, { retryable: reply.error.retryable }));
+        };
+        const onError = (err: Error): void => {
+          cleanup();
+          this.#discard(slot);
+          reject(new ToolError('TOOL_FAILED', this.#tool, `worker crashed: ${err.message}`, { cause: err }));
+        };
+        const onExit = (code: number): void => {
+          cleanup();
+          this.#discard(slot);
+          reject(new ToolError('TOOL_FAILED', this.#tool, `worker exited with code ${code}`));
+        };
+        const onAbort = (): void => {
+          cleanup();
+          this.#discard(slot);
+          reject(ctx.signal.reason);
+        };
+        slot.worker.on('message', onMessage);
+        slot.worker.on('error', onError);
+        slot.worker.on('exit', onExit);
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        slot.worker.postMessage(message);
+      });
+    } finally {
+      this.#release(slot);
+    }
+  }
+
+  #spawn(): Slot {
+    const slot: Slot = { worker: new Worker(BOOT, { eval: true, workerData: this.#data }), busy: false };
+    this.#slots.add(slot);
+    return slot;
+  }
+
+  #acquire(signal: AbortSignal): Promise<Slot> {
+    if (this.#closed) return Promise.reject(new AgentError('TOOL_CANCELLED', `worker pool of '${this.#tool}' is closed`));
+    if (signal.aborted) return Promise.reject(signal.reason);
+    let slot = [...this.#slots].find((s) => !s.busy);
+    if (!slot && this.#slots.size < this.#size) slot = this.#spawn();
+    if (slot) {
+      slot.busy = true;
+      return Promise.resolve(slot);
+    }
+    return new Promise<Slot>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+          reject(signal.reason);
+        },
+      };
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#waiting.push(waiter);
+    });
+  }
+
+  #release(slot: Slot): void {
+    slot.busy = false;
+    const next = this.#waiting.shift();
+    if (!next) return;
+    next.signal.removeEventListener('abort', next.onAbort);
+    const free = this.#slots.has(slot) ? slot : this.#spawn();
+    free.busy = true;
+    next.resolve(free);
+  }
+
+  #discard(slot: Slot): void {
+    if (!this.#slots.delete(slot)) return;
+    void slot.worker.terminate();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#closed = true;
+    for (const w of this.#waiting.splice(0)) {
+      w.signal.removeEventListener('abort', w.onAbort);
+      w.reject(new AgentError('TOOL_CANCELLED', `worker pool of '${this.#tool}' was closed`));
+    }
+    await Promise.all([...this.#slots].map((s) => s.worker.terminate()));
+    this.#slots.clear();
+  }
+}
+
