@@ -222,10 +222,7 @@ export class AgentInstance {
       episode,
       startedAt,
       abort,
-      settled: outcome.then(
-        (o) => this.#settle(trace, o, undefined),
-        (err: unknown) => this.#settle(trace, undefined, err),
-      ),
+      settled: outcome.then((o) => this.#settle(trace, o)),
     };
     this.#traces.set(traceId, trace);
     return traceId;
@@ -305,11 +302,11 @@ export class AgentInstance {
   }
 
   /** Runs when the tool call settles: validate, commit, emit, build the final result. */
-  async #settle(trace: Trace, outcome: ToolCallOutcome | undefined, callError: unknown): Promise<StepResult> {
+  async #settle(trace: Trace, outcome: ToolCallOutcome): Promise<StepResult> {
     trace.abort[Symbol.dispose]();
     const durationMs = this.#rt.clock.monotonic() - trace.startedAt;
     const tool = trace.action.name;
-    let error: AgentErrorType | undefined = callError === undefined ? undefined : isAgentError(callError) ? callError : new AgentError('INTERNAL', String(callError), { cause: callError });
+    let error: AgentErrorType | undefined = outcome.ok ? undefined : outcome.error;
     this.#emit({
       type: 'tool_finished',
       time: this.#rt.clock.now(),
@@ -318,13 +315,13 @@ export class AgentInstance {
       tool,
       ok: error === undefined,
       durationMs,
-      attempts: outcome?.attempts ?? 0,
+      attempts: outcome.attempts,
       ...(error ? { error: errorInfo(error) } : {}),
-      ...(outcome?.fallback ? { fallback: outcome.fallback.by } : {}),
+      ...(outcome.ok && outcome.fallback ? { fallback: outcome.fallback.by } : {}),
     });
 
     let final: StepResult | undefined;
-    if (outcome && !error) {
+    if (outcome.ok) {
       try {
         final = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
       } catch (err) {
@@ -338,7 +335,7 @@ export class AgentInstance {
         reward: 0,
         rewards: pendingRewards(this.#rt.definition.rewards),
         done: false,
-        info: { traceId: trace.id, status: 'failed', action: tool, seq: this.#seq, durationMs, attempts: outcome?.attempts ?? 0, error: errorInfo(error) },
+        info: { traceId: trace.id, status: 'failed', action: tool, seq: this.#seq, durationMs, attempts: outcome.attempts, error: errorInfo(error) },
       };
       this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
     }
@@ -363,7 +360,7 @@ export class AgentInstance {
     return final;
   }
 
-  async #commit(trace: Trace, outcome: ToolCallOutcome, durationMs: number): Promise<StepResult> {
+  async #commit(trace: Trace, outcome: Extract<ToolCallOutcome, { ok: true }>, durationMs: number): Promise<StepResult> {
     if (trace.episode !== this.#episode || this.#status === 'terminated' || this.#status === 'archived') {
       throw new AgentError('TOOL_CANCELLED', `result of '${trace.action.name}' arrived after its episode ended; it was not committed`);
     }

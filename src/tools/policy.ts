@@ -12,7 +12,6 @@ import {
   handleWhen,
   isBrokenCircuitError,
   isBulkheadRejectedError,
-  isTaskCancelledError,
   retry,
   timeout,
   TimeoutStrategy,
@@ -27,9 +26,16 @@ export interface PolicyStack {
   execute<T>(attempt: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
+/**
+ * cockatiel 3.2.1's own `isTaskCancelledError` tests the wrong brand property (it checks
+ * 'isBulkheadRejectedError'), so timeouts would pass as untyped errors; test the right one.
+ */
+function isTaskCancelledError(err: unknown): boolean {
+  return err instanceof Error && (err as { isTaskCancelledError?: unknown }).isTaskCancelledError === true;
+}
+
 function isRetryable(err: unknown): boolean {
-  if (isTaskCancelledError(err)) return true; // a timed-out attempt
-  return isAgentError(err) && err.retryable;
+  return isTaskCancelledError(err) || (isAgentError(err) && err.retryable);
 }
 
 export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack {
@@ -56,9 +62,15 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
 
   return {
     async execute<T>(attempt: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T> {
+      // An attempt whose own signal fired while the call's did not was cut by the timeout,
+      // whatever the executor rejected with (a worker or a child process rejects with the abort reason).
+      const guarded = (inner: AbortSignal): Promise<T> =>
+        attempt(inner).catch((err: unknown) => {
+          throw inner.aborted && !signal.aborted ? timeoutError(tool, policy) : err;
+        });
       try {
-        if (!stack) return await attempt(signal);
-        return (await stack.execute((ctx: { signal: AbortSignal }) => attempt(ctx.signal), signal)) as T;
+        if (!stack) return await guarded(signal);
+        return (await stack.execute((ctx: { signal: AbortSignal }) => guarded(ctx.signal), signal)) as T;
       } catch (err) {
         throw classify(tool, policy, err, signal);
       }
@@ -66,17 +78,19 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   };
 }
 
+function timeoutError(tool: string, policy: ToolPolicy): ToolError {
+  return new ToolError('TOOL_TIMEOUT', tool, `timed out after ${policy.timeoutMs} ms per attempt`, {
+    retryable: true,
+    hint: 'Raise timeout_ms for this tool in env.json, or make the tool faster.',
+  });
+}
+
 /** Map policy and handler failures to ToolErrors the caller can match on. */
 function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) {
     return new ToolError('TOOL_CANCELLED', tool, `cancelled: ${String((signal.reason as Error | undefined)?.message ?? signal.reason)}`, { cause: signal.reason });
   }
-  if (isTaskCancelledError(err)) {
-    return new ToolError('TOOL_TIMEOUT', tool, `timed out after ${policy.timeoutMs} ms${policy.retry ? ` (on every one of ${policy.retry.maxAttempts} attempts)` : ''}`, {
-      retryable: true,
-      hint: 'Raise timeout_ms for this tool in env.json, or make the tool faster.',
-    });
-  }
+  if (isTaskCancelledError(err)) return timeoutError(tool, policy);
   if (isBrokenCircuitError(err)) {
     return new ToolError('TOOL_CIRCUIT_OPEN', tool, `circuit open after ${policy.circuitBreaker?.failures} consecutive failures; calls are refused until a probe succeeds`, {
       hint: `The tool keeps failing; a probe call is let through after ${policy.circuitBreaker?.halfOpenAfterMs} ms.`,

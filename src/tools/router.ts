@@ -36,12 +36,16 @@ export interface ToolCall {
   readonly signal: AbortSignal;
 }
 
-export interface ToolCallOutcome {
-  readonly result: ToolResult;
-  readonly attempts: number;
-  /** Set when the result came from the tool's fallback: the error that triggered it, and what answered. */
-  readonly fallback?: { readonly error: AgentErrorType; readonly by: 'observation' | string };
-}
+/** A call's outcome. Tool failures are values, not exceptions: they belong to one trace. */
+export type ToolCallOutcome =
+  | {
+      readonly ok: true;
+      readonly result: ToolResult;
+      readonly attempts: number;
+      /** Set when the result came from the tool's fallback: the error that triggered it, and what answered. */
+      readonly fallback?: { readonly error: AgentErrorType; readonly by: 'observation' | string };
+    }
+  | { readonly ok: false; readonly error: AgentErrorType; readonly attempts: number };
 
 interface Route {
   readonly action: ActionDefinition;
@@ -88,6 +92,7 @@ export class ToolRouter implements AsyncDisposable {
         } else if (binding?.kind === 'module') {
           const pool = new WorkerPool(tool, binding.module, binding.exportName, config, action.policy.concurrency ?? os.availableParallelism());
           router.#pools.push(pool);
+          await pool.warm();
           run = (params, ctx, rngSeed) => pool.run(params, ctx, rngSeed);
         } else if (binding?.kind === 'subprocess') {
           run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
@@ -113,10 +118,10 @@ export class ToolRouter implements AsyncDisposable {
     return router;
   }
 
-  /** Run one call through the tool's policies, then its fallback if it still fails. */
+  /** Run one call through the tool's policies, then its fallback if it still fails. Never rejects. */
   async call(tool: string, call: ToolCall): Promise<ToolCallOutcome> {
     const route = this.#routes.get(tool);
-    if (!route) throw new ToolError('TOOL_NOT_FOUND', tool, 'no such tool');
+    if (!route) return { ok: false, error: new ToolError('TOOL_NOT_FOUND', tool, 'no such tool'), attempts: 0 };
     let attempts = 0;
     const traceSeed = hashSeed(this.#seed, call.instanceId, call.traceId);
     try {
@@ -125,17 +130,17 @@ export class ToolRouter implements AsyncDisposable {
         const rngSeed = (traceSeed + attempts) >>> 0;
         return route.run(call.params, contextFor(tool, call, signal, attempts, rngSeed), rngSeed);
       }, call.signal);
-      return { result: checkToolResult(raw, tool), attempts };
+      return { ok: true, result: checkToolResult(raw, tool), attempts };
     } catch (err) {
       const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, String(err), { cause: err });
       const fallback = route.action.policy.fallback;
-      if (!fallback || call.signal.aborted || error.code === 'TOOL_CONTRACT') throw error;
-      if ('observation' in fallback) return { result: { observation: fallback.observation }, attempts, fallback: { error, by: 'observation' } };
+      // A contract violation is a bug in the tool, not an outage: a fallback would hide it.
+      if (!fallback || call.signal.aborted || error.code === 'TOOL_CONTRACT') return { ok: false, error, attempts };
+      if ('observation' in fallback) return { ok: true, result: { observation: fallback.observation }, attempts, fallback: { error, by: 'observation' } };
       const target = this.#routes.get(fallback.action);
-      const paramIssues = target ? validate(target.action.parameters, call.params) : [];
-      if (!target || paramIssues.length > 0) throw error;
+      if (!target || validate(target.action.parameters, call.params).length > 0) return { ok: false, error, attempts };
       const outcome = await this.call(fallback.action, call);
-      return { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } };
+      return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
     }
   }
 

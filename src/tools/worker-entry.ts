@@ -26,16 +26,24 @@ export interface CallMessage {
 }
 
 export type ReplyMessage =
+  | { readonly id: -1; readonly ok: true; readonly result: 'ready' }
   | { readonly id: number; readonly ok: true; readonly result: unknown }
   | { readonly id: number; readonly ok: false; readonly error: { message: string; code?: string; retryable: boolean; name: string } };
 
 const setup = workerData as Setup;
-let handler: Promise<ToolHandler> | undefined;
+// Load at boot and say so: the pool hands out only ready workers, so start-up never eats into a call's timeout.
+const handler: Promise<ToolHandler> = importToolModule(setup.moduleFile)
+  .then((ns) => handlersOf(ns, setup.config))
+  .then((hs) => handlerNamed(hs, setup.exportName, setup.moduleFile));
+handler.then(
+  () => parentPort?.postMessage({ id: -1, ok: true, result: 'ready' } satisfies ReplyMessage),
+  (err: unknown) => {
+    // Crash the worker: the pool reports the load error to whoever waits for it.
+    throw err;
+  },
+);
 
 parentPort?.on('message', (msg: CallMessage) => {
-  handler ??= importToolModule(setup.moduleFile)
-    .then((ns) => handlersOf(ns, setup.config))
-    .then((hs) => handlerNamed(hs, setup.exportName, setup.moduleFile));
   handler
     .then((h) =>
       h(msg.params, {

@@ -5,21 +5,26 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import { raceAbort } from '../shared/abort.js';
 import { AgentError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import type { ToolContext, ToolModuleConfig } from './types.js';
 import type { CallMessage, ReplyMessage } from './worker-entry.js';
 
-const require = createRequire(import.meta.url);
-const TSX_API = require.resolve('tsx/esm/api');
+// tsx's CommonJS build of tsImport resolves its ESM half at a wrong path, so the worker imports
+// the ESM build (same folder, .mjs) by URL.
+const TSX_API = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
 const ENTRY = new URL('./worker-entry.ts', import.meta.url).href;
-// The worker is bootstrapped from a tiny CommonJS snippet that loads our TypeScript entry through tsx.
+// The worker boots from a tiny snippet that loads our TypeScript entry through tsx.
 const BOOT = `const { workerData } = require('node:worker_threads');
-require(workerData.tsxApi).tsImport(workerData.entry, workerData.entry).catch((e) => { setImmediate(() => { throw e; }); });`;
+import(workerData.tsxApi).then((api) => api.tsImport(workerData.entry, workerData.entry)).catch((e) => { setImmediate(() => { throw e; }); });`;
 
 interface Slot {
   worker: Worker;
   busy: boolean;
+  /** Settles when the worker has loaded its handler (rejects if it could not). */
+  ready: Promise<void>;
 }
 
 interface Waiter {
@@ -44,8 +49,20 @@ export class WorkerPool implements AsyncDisposable {
     this.#size = Math.max(1, size);
   }
 
+  /** Start one worker and wait until it has loaded the handler, so load errors surface at env creation. */
+  async warm(): Promise<void> {
+    const slot = [...this.#slots][0] ?? this.#spawn();
+    await slot.ready;
+  }
+
   async run(params: JsonObject, ctx: ToolContext, rngSeed: number): Promise<unknown> {
     const slot = await this.#acquire(ctx.signal);
+    try {
+      await raceAbort(slot.ready, ctx.signal);
+    } catch (err) {
+      this.#release(slot);
+      throw err;
+    }
     const id = this.#nextId++;
     const message: CallMessage = { id, params, state: ctx.state, traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed };
     try {
@@ -89,7 +106,27 @@ export class WorkerPool implements AsyncDisposable {
   }
 
   #spawn(): Slot {
-    const slot: Slot = { worker: new Worker(BOOT, { eval: true, workerData: this.#data }), busy: false };
+    const worker = new Worker(BOOT, { eval: true, workerData: this.#data });
+    const ready = new Promise<void>((resolve, reject) => {
+      const onMessage = (m: ReplyMessage): void => {
+        if (m.id !== -1) return;
+        off();
+        resolve();
+      };
+      const onError = (err: Error): void => {
+        off();
+        reject(new ToolError('TOOL_FAILED', this.#tool, `worker could not load the handler: ${err.message}`, { cause: err }));
+      };
+      const off = (): void => {
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+      };
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+    });
+    // Observed here so that a worker that fails before anyone waits does not raise an unhandled rejection.
+    ready.catch(() => undefined);
+    const slot: Slot = { worker, busy: false, ready };
     this.#slots.add(slot);
     return slot;
   }
@@ -123,7 +160,7 @@ export class WorkerPool implements AsyncDisposable {
     const next = this.#waiting.shift();
     if (!next) return;
     next.signal.removeEventListener('abort', next.onAbort);
-    const free = this.#slots.has(slot) ? slot : this.#spawn();
+    const free = this.#slots.has(slot) ? slot : ([...this.#slots].find((s) => !s.busy) ?? this.#spawn());
     free.busy = true;
     next.resolve(free);
   }
@@ -131,6 +168,8 @@ export class WorkerPool implements AsyncDisposable {
   #discard(slot: Slot): void {
     if (!this.#slots.delete(slot)) return;
     void slot.worker.terminate();
+    // Boot the replacement now, so the next call finds a ready worker.
+    if (!this.#closed) this.#spawn();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
