@@ -1,28 +1,22 @@
-/**
- * Loads a tools module (TypeScript or JavaScript) and extracts its handlers. TypeScript goes
- * through tsx's `tsImport`, which compiles on the fly without registering a global loader, so
- * the library works the same under the CLI, vitest, or a user's own Node process.
- */
+/** Loads a tools module (TypeScript or JavaScript) once per file and extracts its handlers. */
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { AgentError } from '../shared/errors.js';
+import { importModule } from '../shared/import-module.js';
 import { isPlainObject } from '../shared/json.js';
 import type { ToolHandler, ToolModuleConfig } from './types.js';
 
-const TS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 const cache = new Map<string, Promise<Record<string, unknown>>>();
 
 export function importToolModule(file: string): Promise<Record<string, unknown>> {
   let loaded = cache.get(file);
   if (!loaded) {
-    const url = pathToFileURL(file).href;
-    loaded = (TS.has(path.extname(file)) ? import('tsx/esm/api').then((api) => api.tsImport(url, import.meta.url)) : import(url)).catch((err: unknown) => {
+    loaded = importModule(file).catch((err: unknown) => {
       cache.delete(file);
       throw new AgentError('DEFINITION_INVALID', `cannot load tools module '${file}': ${(err as Error).message}`, {
         cause: err,
         hint: 'Fix the module so that it imports cleanly (try `npx tsx <file>`).',
       });
-    }) as Promise<Record<string, unknown>>;
+    });
     cache.set(file, loaded);
   }
   return loaded;

@@ -1,0 +1,58 @@
+/**
+ * Policies choose the next action from an observation. `random` picks uniformly among the
+ * enabled actions with seeded, schema-valid parameters. A policy module exports a function
+ * (default export or `policy`) with the {@link Policy} signature.
+ */
+import type { Action, AvailableAction } from '../env/agent-instance.js';
+import { generateValid } from '../schema/generate.js';
+import { AgentError } from '../shared/errors.js';
+import { importModule } from '../shared/import-module.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { Rng } from '../shared/rng.js';
+
+export interface Observation {
+  readonly state: JsonValue;
+  readonly actions: readonly AvailableAction[];
+  /** The last step's observation, if any. */
+  readonly lastObservation?: JsonValue;
+  readonly episode: number;
+  readonly step: number;
+}
+
+export interface PolicyContext {
+  /** Seeded per episode. */
+  readonly rng: Rng;
+  readonly signal: AbortSignal;
+}
+
+/** Return an action, or `null` to stop the episode. */
+export type Policy = (observation: Observation, ctx: PolicyContext) => Action | null | Promise<Action | null>;
+
+export const randomPolicy: Policy = (obs, { rng }) => {
+  const candidates = [...obs.actions];
+  while (candidates.length > 0) {
+    const pick = candidates.splice(rng.int(0, candidates.length - 1), 1)[0] as AvailableAction;
+    const { value } = generateValid(pick.parameters, rng);
+    if (value !== undefined) return { name: pick.name, params: value as JsonObject };
+  }
+  return null;
+};
+
+/** `random`, or the path of a module exporting a policy (TypeScript or JavaScript). */
+export async function loadPolicy(spec: string): Promise<Policy> {
+  if (spec === 'random') return randomPolicy;
+  let ns: Record<string, unknown>;
+  try {
+    ns = await importModule(spec);
+  } catch (err) {
+    throw new AgentError('BAD_USAGE', `cannot load policy module '${spec}': ${(err as Error).message}`, {
+      cause: err,
+      hint: "Pass --policy random, or the path of a module whose default export is (observation, ctx) => action | null.",
+    });
+  }
+  const fn = ns['default'] ?? ns['policy'];
+  if (typeof fn !== 'function') {
+    throw new AgentError('BAD_USAGE', `policy module '${spec}' exports no function`, { hint: 'Export the policy as the default export or as `policy`.' });
+  }
+  return fn as Policy;
+}

@@ -1,0 +1,30 @@
+/** Events of a run: every env event, plus the run's own. */
+import type { EnvEvent, ErrorInfo } from '../env/events.js';
+
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted';
+
+export interface RunConfig {
+  readonly env: string;
+  readonly episodes: number;
+  readonly concurrency: number;
+  readonly maxSteps: number;
+  readonly seed: number;
+  readonly policy: string;
+}
+
+export type RunEvent =
+  | EnvEvent
+  | { readonly type: 'run_started'; readonly time: number; readonly runId: string; readonly dir: string; readonly config: RunConfig }
+  | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number }
+  | {
+      readonly type: 'episode_finished';
+      readonly time: number;
+      readonly instanceId: string;
+      readonly episode: number;
+      readonly steps: number;
+      readonly reward: number;
+      readonly reason: EpisodeEndReason;
+      readonly durationMs: number;
+      readonly error?: ErrorInfo;
+    }
+  | { readonly type: 'run_finished'; readonly time: number; readonly runId: string; readonly status: 'completed' | 'interrupted' };

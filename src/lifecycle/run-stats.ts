@@ -1,0 +1,142 @@
+/**
+ * Live statistics of a run, folded from its events. Reporters (the ink view, plain lines) read
+ * `snapshot()`, which is plain data; the summary written at the end comes from the same fold.
+ */
+import type { EnvEventOf } from '../env/events.js';
+import type { EpisodeEndReason, RunEvent } from './run-events.js';
+
+export interface PendingCall {
+  readonly traceId: string;
+  readonly tool: string;
+  readonly startedAt: number;
+}
+
+export interface ToolStats {
+  calls: number;
+  failed: number;
+  totalMs: number;
+  errors: Record<string, number>;
+}
+
+export interface RunProgress {
+  readonly startedAt: number;
+  readonly now: number;
+  readonly episodesTotal: number;
+  readonly episodesDone: number;
+  readonly episodesByReason: Readonly<Partial<Record<EpisodeEndReason, number>>>;
+  readonly steps: number;
+  readonly failedSteps: number;
+  /** Over the whole run. */
+  readonly stepsPerSecond: number;
+  /** Oldest first. */
+  readonly pending: readonly PendingCall[];
+  readonly tools: Readonly<Record<string, Readonly<ToolStats>>>;
+  /** Newest last. */
+  readonly recentRewards: readonly { readonly source: string; readonly value: number; readonly traceId: string }[];
+  readonly rewardsBySource: Readonly<Record<string, { readonly arrived: number; readonly pending: number; readonly sum: number }>>;
+  readonly episodeRewards: { readonly count: number; readonly sum: number; readonly min: number; readonly max: number };
+  readonly loopBlocked: readonly { readonly tool: string; readonly blockedMs: number }[];
+}
+
+const RECENT = 8;
+
+export class RunStats {
+  readonly #clock: () => number;
+  #startedAt: number;
+  #episodesTotal = 0;
+  #episodesDone = 0;
+  readonly #byReason: Partial<Record<EpisodeEndReason, number>> = {};
+  #steps = 0;
+  #failedSteps = 0;
+  readonly #pending = new Map<string, PendingCall>();
+  readonly #tools: Record<string, ToolStats> = {};
+  readonly #recent: { source: string; value: number; traceId: string }[] = [];
+  readonly #bySource: Record<string, { arrived: number; pending: number; sum: number }> = {};
+  readonly #episodeRewards = { count: 0, sum: 0, min: Infinity, max: -Infinity };
+  readonly #blocked: { tool: string; blockedMs: number }[] = [];
+
+  constructor(clock: () => number) {
+    this.#clock = clock;
+    this.#startedAt = clock();
+  }
+
+  apply(e: RunEvent): void {
+    switch (e.type) {
+      case 'run_started':
+        this.#startedAt = e.time;
+        this.#episodesTotal = e.config.episodes;
+        break;
+      case 'dispatched':
+        this.#pending.set(e.traceId, { traceId: e.traceId, tool: e.action, startedAt: e.time });
+        break;
+      case 'tool_finished':
+        this.#tool(e.tool, e);
+        break;
+      case 'trace_settled':
+        this.#pending.delete(e.traceId);
+        this.#steps++;
+        if (e.status === 'failed') this.#failedSteps++;
+        for (const [source, r] of Object.entries(e.rewards)) {
+          const s = (this.#bySource[source] ??= { arrived: 0, pending: 0, sum: 0 });
+          if (r.status === 'pending') s.pending++;
+          else {
+            s.arrived++;
+            s.sum += r.value ?? 0;
+          }
+        }
+        break;
+      case 'reward_arrived':
+        this.#recent.push({ source: e.source, value: e.value, traceId: e.traceId });
+        if (this.#recent.length > RECENT) this.#recent.shift();
+        break;
+      case 'loop_blocked':
+        this.#blocked.push({ tool: e.tool, blockedMs: e.blockedMs });
+        break;
+      case 'episode_finished': {
+        this.#episodesDone++;
+        this.#byReason[e.reason] = (this.#byReason[e.reason] ?? 0) + 1;
+        const r = this.#episodeRewards;
+        r.count++;
+        r.sum += e.reward;
+        r.min = Math.min(r.min, e.reward);
+        r.max = Math.max(r.max, e.reward);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  #tool(name: string, e: EnvEventOf<'tool_finished'>): void {
+    const t = (this.#tools[name] ??= { calls: 0, failed: 0, totalMs: 0, errors: {} });
+    t.calls++;
+    t.totalMs += e.durationMs;
+    if (!e.ok) {
+      t.failed++;
+      const code = e.error?.code ?? 'UNKNOWN';
+      t.errors[code] = (t.errors[code] ?? 0) + 1;
+    }
+  }
+
+  snapshot(): RunProgress {
+    const now = this.#clock();
+    const elapsed = Math.max(1, now - this.#startedAt) / 1000;
+    const r = this.#episodeRewards;
+    return {
+      startedAt: this.#startedAt,
+      now,
+      episodesTotal: this.#episodesTotal,
+      episodesDone: this.#episodesDone,
+      episodesByReason: { ...this.#byReason },
+      steps: this.#steps,
+      failedSteps: this.#failedSteps,
+      stepsPerSecond: this.#steps / elapsed,
+      pending: [...this.#pending.values()],
+      tools: structuredClone(this.#tools),
+      recentRewards: [...this.#recent],
+      rewardsBySource: structuredClone(this.#bySource),
+      episodeRewards: r.count === 0 ? { count: 0, sum: 0, min: 0, max: 0 } : { ...r },
+      loopBlocked: [...this.#blocked],
+    };
+  }
+}
