@@ -32,7 +32,7 @@ export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
 
 export { assertTransition, canTransition, type LifecycleStatus } from './lifecycle/lifecycle.js';
 
-export { AgentError, ToolError, UsageError, ValidationError, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
+export { AgentError, ToolError, UsageError, ValidationError, formatIssues, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
 export { ManualClock, systemClock, type Clock } from './shared/clock.js';
 export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
@@ -45,3 +45,8 @@ export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyCon
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
 export { RUN_FILES, type TrajectoryRecord } from './replay/run-writer.js';
 export { generateValid } from './schema/generate.js';
+
+export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
+export { attachJsonReporter } from './ui/json-reporter.js';
+export { renderRunView } from './ui/render-run.js';
+export type { Output, RunSource } from './ui/run-source.js';

@@ -1,0 +1,103 @@
+import { execa } from 'execa';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { validate } from '../src/index.js';
+import { createProgram, main, type Io } from './main.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function agent(args: string[], isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (c: Buffer) => (stdout += c.toString()));
+  err.on('data', (c: Buffer) => (stderr += c.toString()));
+  const io: Io = { stdout: Object.assign(out, { isTTY }), stderr: err, exitCode: 0 };
+  const code = await main(args, io);
+  return { code, stdout, stderr };
+}
+
+async function tmpOut(): Promise<string> {
+  const d = await mkdtemp(path.join(os.tmpdir(), 'agent-cli-'));
+  dirs.push(d);
+  return d;
+}
+
+describe('agent', () => {
+  it('--help lists the commands that exist, and only those', async () => {
+    const { code, stdout } = await agent(['--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('run [options] <env-dir>');
+    const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
+    expect(program.commands.map((c) => c.name())).toEqual(['run']);
+  });
+
+  it('run --json prints only events, as JSON lines that match the schema', async () => {
+    const out = await tmpOut();
+    const { code, stdout, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '3', '--max-steps', '2', '--json', '--out', out, '--tool-option', 'latency_scale=0']);
+    expect(code).toBe(0);
+    const schema = JSON.parse(await readFile('schemas/run-event.schema.json', 'utf8')) as object;
+    const lines = stdout.trim().split('\n');
+    for (const line of lines) expect(validate(schema, JSON.parse(line))).toEqual([]);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ type: 'run_started' });
+    expect(JSON.parse(lines.at(-1) ?? '{}')).toMatchObject({ type: 'run_finished', status: 'completed' });
+    expect(stderr).toContain('run folder:');
+  });
+
+  it('run without a TTY prints plain progress lines and a summary', async () => {
+    const out = await tmpOut();
+    const { code, stdout } = await agent(['run', 'fixtures/weather', '--episodes', '2', '--max-steps', '2', '--out', out, '--tool-option', 'latency_scale=0']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^run \S+: env weather, 2 episodes × ≤2 steps/);
+    expect(stdout).toMatch(/\[1\/2\] episode \d: 2 steps/);
+    expect(stdout).toContain('done: 2/2 episodes, 4 steps (0 failed)');
+    expect(stdout).toContain('llm_score: 0 arrived, 4 pending');
+    expect((await readdir(out)).length).toBe(1);
+  });
+
+  it.each([
+    [['run', 'fixtures/weather', '--episodes', '0'], /--episodes.*expected a whole number/],
+    [['run', 'fixtures/weather', '--bogus'], /unknown option '--bogus'/],
+    [['run'], /missing required argument 'env-dir'/],
+    [['run', 'fixtures/weather', '--tool-option', 'novalue'], /expected key=value/],
+    [['run', 'fixtures/missing-env'], /no environment folder at 'fixtures\/missing-env'\nhint: Pass a folder/],
+    [['run', 'fixtures/weather', '--policy', 'nope.ts'], /cannot load policy module 'nope.ts'/],
+  ])('%j exits 2 with a message that says what to fix', async (args, message) => {
+    const { code, stderr } = await agent(args);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+
+  it('a bad env folder exits 2 naming the file and the JSON pointer, and writes nothing', async () => {
+    const out = await tmpOut();
+    const { code, stderr } = await agent(['run', 'fixtures/realworld', '--out', out]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('action_schema.json is missing');
+    expect(await readdir(out)).toEqual([]);
+  });
+
+  it('Ctrl-C stops gracefully: exit 130, folder flushed and marked interrupted', async () => {
+    const out = await tmpOut();
+    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '40', '--concurrency', '4', '--out', out, '--tool-option', 'latency_scale=0.05'], { reject: false });
+    await new Promise<void>((resolve) => {
+      child.stdout?.on('data', (c: Buffer) => {
+        if (c.toString().includes('] episode')) resolve();
+      });
+    });
+    child.kill('SIGINT');
+    const result = await child;
+    expect(result.exitCode).toBe(130);
+    expect(result.stderr).toContain('interrupted: cancelling calls in flight');
+    const [runId] = await readdir(out);
+    const summary = JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string; episodes: { finished: number } };
+    expect(summary.status).toBe('interrupted');
+    expect(summary.episodes.finished).toBeLessThan(40);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The `agent` command line. `createProgram` only parses (tests drive it without side effects);
+ * `main` runs it and is the one place that turns errors into exit codes and messages:
+ * 0 ok · 1 the check failed (or an internal error, with a stack and a request to report it) ·
+ * 2 bad usage or bad input, with a one-line hint · 130 interrupted.
+ */
+import { Command, CommanderError } from 'commander';
+import { formatIssues, isAgentError, ValidationError } from '../src/index.js';
+import { registerRun } from './run.js';
+
+export interface Io {
+  readonly stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly stderr: NodeJS.WritableStream;
+  /** Set by commands: the exit code when they return normally. */
+  exitCode: number;
+}
+
+const USER_ERRORS = new Set([
+  'BAD_USAGE',
+  'DEFINITION_INVALID',
+  'DEFINITION_NOT_FOUND',
+  'PARAMS_INVALID',
+  'STATE_INVALID',
+  'REWARD_INVALID',
+  'ACTION_UNKNOWN',
+  'ACTION_DISABLED',
+  'ACTION_UNSATISFIABLE',
+  'TOOL_NOT_FOUND',
+]);
+
+export function createProgram(io: Io): Command {
+  const program = new Command('agent')
+    .description('The runtime for agentic RL: schema-first environments, an async env core and a resilient tool router.')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) });
+  registerRun(program, io);
+  return program;
+}
+
+export async function main(argv: readonly string[], io: Io = { stdout: process.stdout, stderr: process.stderr, exitCode: 0 }): Promise<number> {
+  try {
+    await createProgram(io).parseAsync([...argv], { from: 'user' });
+    return io.exitCode;
+  } catch (err) {
+    return reportError(err, io);
+  }
+}
+
+function reportError(err: unknown, io: Io): number {
+  if (err instanceof CommanderError) {
+    // Commander has printed its message already; help and version are not errors.
+    return err.exitCode === 0 ? 0 : 2;
+  }
+  if (isAgentError(err) && USER_ERRORS.has(err.code)) {
+    const message = err instanceof ValidationError ? `${err.message.split('\n')[0]}\n${formatIssues(err.issues)}` : err.message;
+    io.stderr.write(`error: ${message}\n`);
+    if (err.hint) io.stderr.write(`hint: ${err.hint}\n`);
+    return 2;
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  io.stderr.write(`internal error: ${e.stack ?? e.message}\nThis is a bug in agentic-rl-toolkit; please report it with the command you ran.\n`);
+  return 1;
+}

@@ -1,0 +1,98 @@
+/** `agent run <env-dir>`: run episodes of an env with a policy and write a run folder. */
+import { InvalidArgumentError, type Command } from 'commander';
+import { attachJsonReporter, attachPlainReporter, renderRunView, Run, type JsonValue, type RunSummary } from '../src/index.js';
+import type { Io } from './main.js';
+
+function positiveInt(value: string): number {
+  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');
+  return Number(value);
+}
+
+function integer(value: string): number {
+  if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('expected an integer.');
+  return Number(value);
+}
+
+/** `key=value`, repeatable; the value is read as JSON when it parses (numbers, booleans), else as a string. */
+function toolOption(value: string, previous: Record<string, JsonValue>): Record<string, JsonValue> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError('expected key=value, e.g. latency_scale=0.1.');
+  const raw = value.slice(eq + 1);
+  let parsed: JsonValue;
+  try {
+    parsed = JSON.parse(raw) as JsonValue;
+  } catch {
+    parsed = raw;
+  }
+  return { ...previous, [value.slice(0, eq)]: parsed };
+}
+
+interface RunFlags {
+  episodes: number;
+  concurrency: number;
+  maxSteps: number;
+  policy: string;
+  seed: number;
+  out: string;
+  json?: boolean;
+  toolOption: Record<string, JsonValue>;
+}
+
+export function registerRun(program: Command, io: Io): void {
+  program
+    .command('run')
+    .description('Run episodes of an environment with a policy; show them live and write a run folder.')
+    .argument('<env-dir>', 'environment folder (state/action/reward schemas and tools, or env.json)')
+    .option('--episodes <n>', 'episodes to run', positiveInt, 20)
+    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
+    .option('--max-steps <m>', 'steps per episode at most', positiveInt, 10)
+    .option('--policy <policy>', "'random', or a module exporting (observation, ctx) => action | null", 'random')
+    .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, 0)
+    .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--json', 'print events as JSON lines on stdout, and nothing else there')
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl')
+    .action(async (envDir: string, flags: RunFlags) => {
+      io.exitCode = await runCommand(envDir, flags, io);
+    });
+}
+
+async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<number> {
+  const run = await Run.prepare({
+    env: envDir,
+    episodes: flags.episodes,
+    concurrency: flags.concurrency,
+    maxSteps: flags.maxSteps,
+    policy: flags.policy,
+    seed: flags.seed,
+    out: flags.out,
+    toolOptions: flags.toolOption,
+  });
+  for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
+  const controller = new AbortController();
+  // `on`, not `once`: ink's signal-exit re-raises a signal that no other listener is left to handle,
+  // which would kill the process before the run folder is flushed.
+  const onSignal = (): void => {
+    if (controller.signal.aborted) return;
+    io.stderr.write('\ninterrupted: cancelling calls in flight and flushing the run folder\n');
+    controller.abort(new Error('interrupted'));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const tty = io.stdout.isTTY === true && !flags.json;
+  const reporter = flags.json
+    ? attachJsonReporter(run, io.stdout)
+    : tty
+      ? renderRunView(run, io.stdout as NodeJS.WriteStream, io.stdout)
+      : attachPlainReporter(run, { out: io.stdout, err: io.stderr });
+  let summary: RunSummary | undefined;
+  try {
+    summary = await run.execute(controller.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    reporter.close(flags.json ? undefined : summary);
+  }
+  (flags.json ? io.stderr : io.stdout).write(`run folder: ${run.dir}\n`);
+  return summary.status === 'interrupted' ? 130 : 0;
+}

@@ -1,0 +1,74 @@
+/**
+ * Plain progress lines, for logs and pipes (no TTY): one line when the run starts, one per
+ * finished episode, a progress line every few seconds while calls are in flight, warnings for
+ * failures and blocked event loops (on stderr), and a closing summary.
+ */
+import type { RunSummary } from '../lifecycle/run.js';
+import { formatDuration, formatNumber } from './format.js';
+import type { Output, RunSource } from './run-source.js';
+
+export interface PlainReporterOptions {
+  readonly out: Output;
+  readonly err: Output;
+  /** How often to print a progress line (ms). */
+  readonly intervalMs?: number;
+}
+
+export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_000 }: PlainReporterOptions): { close(summary?: RunSummary): void } {
+  const total = run.config.episodes;
+  const width = String(total).length;
+  const timer = setInterval(() => {
+    const p = run.progress();
+    const oldest = p.pending[0];
+    out.write(
+      `… ${p.episodesDone}/${total} episodes, ${p.steps} steps, ${formatNumber(p.stepsPerSecond)} steps/s, ${p.pending.length} in flight` +
+        (oldest ? `, oldest ${oldest.traceId} ${oldest.tool} ${formatDuration(p.now - oldest.startedAt)}` : '') +
+        '\n',
+    );
+  }, intervalMs);
+  timer.unref();
+  const off = run.events.onAny((e) => {
+    switch (e.type) {
+      case 'run_started':
+        out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
+        break;
+      case 'episode_finished': {
+        const done = run.progress().episodesDone;
+        out.write(
+          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.durationMs)} (${e.reason}${e.error ? `: ${e.error.message.split('\n')[0]}` : ''})\n`,
+        );
+        break;
+      }
+      case 'tool_finished':
+        if (!e.ok && e.error?.code !== 'TOOL_CANCELLED') err.write(`warning: ${e.traceId} ${e.error?.code}: ${e.error?.message.split('\n')[0]}\n`);
+        break;
+      case 'loop_blocked':
+        err.write(`warning: tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"\n`);
+        break;
+      default:
+        break;
+    }
+  });
+  return {
+    close(summary) {
+      clearInterval(timer);
+      off();
+      if (summary) out.write(summaryLines(summary).join('\n') + '\n');
+    },
+  };
+}
+
+export function summaryLines(s: RunSummary): string[] {
+  const lines = [
+    `${s.status === 'completed' ? 'done' : 'interrupted'}: ${s.episodes.finished}/${s.episodes.requested} episodes, ${s.steps.total} steps (${s.steps.failed} failed) in ${formatDuration(s.duration_ms)}, ${formatNumber(s.steps.per_second)} steps/s`,
+    `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}`,
+  ];
+  for (const [name, r] of Object.entries(s.rewards.by_source)) {
+    lines.push(`  ${name}: ${r.arrived} arrived${r.mean === null ? '' : ` (mean ${formatNumber(r.mean)})`}, ${r.pending} pending`);
+  }
+  for (const [name, t] of Object.entries(s.tools)) {
+    const errors = Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ');
+    lines.push(`  tool ${name}: ${t.calls} calls, ${t.failed} failed${errors ? ` (${errors})` : ''}, mean ${formatDuration(t.mean_ms)}`);
+  }
+  return lines;
+}

@@ -1,0 +1,13 @@
+/** What a reporter needs from a run. Types only: the UI never reaches into the core. */
+import type { RunConfig, RunEvent } from '../lifecycle/run-events.js';
+import type { RunProgress } from '../lifecycle/run-stats.js';
+
+export interface RunSource {
+  readonly config: RunConfig;
+  progress(): RunProgress;
+  readonly events: { onAny(listener: (event: RunEvent) => void): () => void };
+}
+
+export interface Output {
+  write(text: string): unknown;
+}

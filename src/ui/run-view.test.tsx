@@ -1,0 +1,70 @@
+import { render } from 'ink-testing-library';
+import { describe, expect, it, vi } from 'vitest';
+import { Emitter } from '../shared/emitter.js';
+import type { RunEvent } from '../lifecycle/run-events.js';
+import type { RunProgress } from '../lifecycle/run-stats.js';
+import { LiveRunView, RunPanel } from './run-view.js';
+import type { RunSource } from './run-source.js';
+
+const config = { env: 'weather', episodes: 20, concurrency: 8, maxSteps: 10, seed: 3, policy: 'random' };
+
+function progress(overrides: Partial<RunProgress> = {}): RunProgress {
+  return {
+    startedAt: 0,
+    now: 10_000,
+    episodesTotal: 20,
+    episodesDone: 5,
+    episodesByReason: { max_steps: 5 },
+    steps: 123,
+    failedSteps: 2,
+    stepsPerSecond: 12.3,
+    pending: [
+      { traceId: 'ep-3:4', tool: 'get_weather', startedAt: 3_000 },
+      { traceId: 'ep-7:1', tool: 'get_weather', startedAt: 9_800 },
+    ],
+    tools: { get_weather: { calls: 125, failed: 2, totalMs: 40_000, errors: { TOOL_TIMEOUT: 2 } } },
+    recentRewards: [{ source: 'api_latency', value: 312.5, traceId: 'ep-2:9' }],
+    rewardsBySource: {},
+    episodeRewards: { count: 5, sum: 10, min: 1, max: 3 },
+    loopBlocked: [],
+    ...overrides,
+  };
+}
+
+describe('RunPanel', () => {
+  it('shows progress, pending trace ids with their age (oldest first), errors by tool and latest rewards', () => {
+    const { lastFrame } = render(<RunPanel config={config} progress={progress()} warnings={[]} />);
+    const frame = lastFrame() ?? '';
+    expect(frame).toContain('5/20 episodes · 123 steps · 12.3 steps/s');
+    expect(frame).toContain('██████░░░░░░░░░░░░░░░░░░');
+    expect(frame.indexOf('ep-3:4')).toBeLessThan(frame.indexOf('ep-7:1'));
+    expect(frame).toMatch(/ep-3:4\s+get_weather\s+7\.0s/);
+    expect(frame).toMatch(/ep-7:1\s+get_weather\s+200ms/);
+    expect(frame).toContain('get_weather: 2/125 failed (TOOL_TIMEOUT×2)');
+    expect(frame).toContain('api_latency = 312.5 (ep-2:9)');
+  });
+
+  it('says when nothing is pending and nothing failed', () => {
+    const { lastFrame } = render(<RunPanel config={config} progress={progress({ pending: [], tools: {}, recentRewards: [] })} warnings={['tool x blocked']} />);
+    expect(lastFrame()).toMatch(/Pending[^\n]*\n\s+none/);
+    expect(lastFrame()).toContain('⚠ tool x blocked');
+  });
+});
+
+describe('LiveRunView', () => {
+  it('adds a line per finished episode as events arrive, and stops its timer on unmount', async () => {
+    const events = new Emitter<RunEvent>();
+    let current = progress({ episodesDone: 0, pending: [] });
+    const source: RunSource = { config, progress: () => current, events };
+    const { lastFrame, unmount } = render(<LiveRunView source={source} />);
+    expect(lastFrame()).toContain('0/20 episodes');
+    current = progress({ episodesDone: 1, pending: [] });
+    events.emit({ type: 'episode_finished', time: 1, instanceId: 'ep-0', episode: 0, steps: 10, reward: 3021.4, reason: 'max_steps', durationMs: 1200 });
+    await vi.waitFor(() => expect(lastFrame()).toContain('✓ episode 0: 10 steps, reward 3021.4, 1.2s (max_steps)'));
+    expect(lastFrame()).toContain('1/20 episodes');
+    events.emit({ type: 'loop_blocked', time: 2, instanceId: 'ep-1', traceId: 'ep-1:1', tool: 'crunch', blockedMs: 180 });
+    await vi.waitFor(() => expect(lastFrame()).toContain("tool 'crunch' blocked the event loop for 180 ms"));
+    unmount();
+    expect(events.hasListeners).toBe(false);
+  });
+});

@@ -1,0 +1,88 @@
+/** The live view of `agent run` on a TTY. Components take plain props; `LiveRunView` wires the hook. */
+import { Box, Static, Text } from 'ink';
+import type { RunConfig } from '../lifecycle/run-events.js';
+import type { RunProgress } from '../lifecycle/run-stats.js';
+import { bar, formatDuration, formatNumber } from './format.js';
+import type { RunSource } from './run-source.js';
+import { useRunView, type EpisodeRow } from './use-run-view.js';
+
+const MAX_PENDING_ROWS = 8;
+
+export function EpisodeLine({ row }: { readonly row: EpisodeRow }) {
+  const ok = row.reason !== 'policy_error' && row.reason !== 'interrupted';
+  return (
+    <Text>
+      <Text color={ok ? 'green' : 'red'}>{ok ? '✓' : '✗'}</Text> episode {row.episode}: {row.steps} steps, reward {formatNumber(row.reward)}, {formatDuration(row.durationMs)}{' '}
+      <Text dimColor>({row.reason}{row.error ? `: ${row.error}` : ''})</Text>
+    </Text>
+  );
+}
+
+export function PendingTable({ progress }: { readonly progress: RunProgress }) {
+  const rows = progress.pending.slice(0, MAX_PENDING_ROWS);
+  return (
+    <Box flexDirection="column">
+      <Text bold>
+        Pending <Text dimColor>(oldest first, {progress.pending.length} in flight)</Text>
+      </Text>
+      {rows.length === 0 ? <Text dimColor>  none</Text> : null}
+      {rows.map((p) => {
+        const age = progress.now - p.startedAt;
+        return (
+          <Text key={p.traceId}>
+            {'  '}
+            {p.traceId.padEnd(14)} {p.tool.padEnd(18)} <Text color={age > 5_000 ? 'red' : age > 1_000 ? 'yellow' : undefined}>{formatDuration(age)}</Text>
+          </Text>
+        );
+      })}
+      {progress.pending.length > rows.length ? <Text dimColor>  … {progress.pending.length - rows.length} more</Text> : null}
+    </Box>
+  );
+}
+
+export function RunPanel({ config, progress, warnings }: { readonly config: RunConfig; readonly progress: RunProgress; readonly warnings: readonly string[] }) {
+  const failures = Object.entries(progress.tools).filter(([, t]) => t.failed > 0);
+  return (
+    <Box flexDirection="column" marginTop={1}>
+      <Text>
+        <Text bold>agent run</Text> · {config.env} · policy {config.policy} · seed {config.seed} · concurrency {config.concurrency}
+      </Text>
+      <Text>
+        <Text color="cyan">{bar(progress.episodesDone, progress.episodesTotal)}</Text> {progress.episodesDone}/{progress.episodesTotal} episodes · {progress.steps} steps ·{' '}
+        {formatNumber(progress.stepsPerSecond)} steps/s
+      </Text>
+      <PendingTable progress={progress} />
+      <Text bold>Errors by tool</Text>
+      {failures.length === 0 ? <Text dimColor>  none</Text> : null}
+      {failures.map(([name, t]) => (
+        <Text key={name} color="red">
+          {'  '}
+          {name}: {t.failed}/{t.calls} failed ({Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ')})
+        </Text>
+      ))}
+      <Text bold>Latest rewards</Text>
+      {progress.recentRewards.length === 0 ? <Text dimColor>  none yet</Text> : null}
+      {progress.recentRewards.slice(-4).map((r, i) => (
+        <Text key={`${r.traceId}-${r.source}-${i}`}>
+          {'  '}
+          {r.source} = {formatNumber(r.value)} <Text dimColor>({r.traceId})</Text>
+        </Text>
+      ))}
+      {warnings.map((w, i) => (
+        <Text key={i} color="yellow">
+          ⚠ {w}
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
+export function LiveRunView({ source }: { readonly source: RunSource }) {
+  const { progress, finished, warnings } = useRunView(source);
+  return (
+    <>
+      <Static items={[...finished]}>{(row) => <EpisodeLine key={row.episode} row={row} />}</Static>
+      <RunPanel config={source.config} progress={progress} warnings={warnings} />
+    </>
+  );
+}

@@ -1,0 +1,44 @@
+/**
+ * Subscribes an ink view to a run: finished episodes accumulate (for <Static>), warnings too,
+ * and the live progress is re-read on a timer so ages and rates tick. The timer and the
+ * subscription end when the component unmounts.
+ */
+import { useEffect, useState } from 'react';
+import type { RunProgress } from '../lifecycle/run-stats.js';
+import type { RunSource } from './run-source.js';
+
+export interface EpisodeRow {
+  readonly episode: number;
+  readonly steps: number;
+  readonly reward: number;
+  readonly durationMs: number;
+  readonly reason: string;
+  readonly error?: string;
+}
+
+export interface RunViewState {
+  readonly progress: RunProgress;
+  readonly finished: readonly EpisodeRow[];
+  readonly warnings: readonly string[];
+}
+
+export function useRunView(source: RunSource, refreshMs = 100): RunViewState {
+  const [state, setState] = useState<RunViewState>(() => ({ progress: source.progress(), finished: [], warnings: [] }));
+  useEffect(() => {
+    const off = source.events.onAny((e) => {
+      if (e.type === 'episode_finished') {
+        const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.durationMs, reason: e.reason, ...(e.error ? { error: e.error.message.split('\n')[0] ?? '' } : {}) };
+        setState((s) => ({ ...s, progress: source.progress(), finished: [...s.finished, row] }));
+      } else if (e.type === 'loop_blocked') {
+        const w = `tool '${e.tool}' blocked the event loop for ${Math.round(e.blockedMs)} ms (${e.traceId}): declare it "isolate": "worker"`;
+        setState((s) => ({ ...s, warnings: [...s.warnings.slice(-4), w] }));
+      }
+    });
+    const timer = setInterval(() => setState((s) => ({ ...s, progress: source.progress() })), refreshMs);
+    return () => {
+      off();
+      clearInterval(timer);
+    };
+  }, [source, refreshMs]);
+  return state;
+}
