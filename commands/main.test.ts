@@ -43,7 +43,7 @@ describe('agent', () => {
     const out = await tmpOut();
     const { code, stdout, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '3', '--max-steps', '2', '--json', '--out', out, '--tool-option', 'latency_scale=0']);
     expect(code).toBe(0);
-    const schema = JSON.parse(await readFile('schemas/run-event.schema.json', 'utf8')) as object;
+    const schema = JSON.parse(await readFile('schemas/run-event.schema.json', 'utf8')) as Record<string, unknown>;
     const lines = stdout.trim().split('\n');
     for (const line of lines) expect(validate(schema, JSON.parse(line))).toEqual([]);
     expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ type: 'run_started' });
