@@ -7,5 +7,6 @@ export default defineConfig({
     teardownTimeout: 5_000,
     testTimeout: 20_000,
     pool: 'forks',
+    setupFiles: ['./vitest.setup.ts'],
   },
 });

@@ -6,14 +6,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { formatIssues, isAgentError, ValidationError } from '../src/index.js';
+import type { Io } from './io.js';
 import { registerRun } from './run.js';
 
-export interface Io {
-  readonly stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  readonly stderr: NodeJS.WritableStream;
-  /** Set by commands: the exit code when they return normally. */
-  exitCode: number;
-}
+export type { Io } from './io.js';
 
 const USER_ERRORS = new Set([
   'BAD_USAGE',

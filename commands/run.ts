@@ -1,7 +1,7 @@
 /** `agent run <env-dir>`: run episodes of an env with a policy and write a run folder. */
 import { InvalidArgumentError, type Command } from 'commander';
 import { attachJsonReporter, attachPlainReporter, renderRunView, Run, type JsonValue, type RunSummary } from '../src/index.js';
-import type { Io } from './main.js';
+import type { Io } from './io.js';
 
 function positiveInt(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');

@@ -262,10 +262,12 @@ describe('lifecycle', () => {
   it('walks created → initialized → running → paused → running → terminated → archived, with hooks', async () => {
     const seen: string[] = [];
     const gate = deferred<undefined>();
+    const started = deferred<undefined>();
     let aborted = false;
     const { env } = await controlled({
       wait: async (_p, ctx) => {
         ctx.signal.addEventListener('abort', () => (aborted = true));
+        started.resolve(undefined);
         await Promise.race([gate.promise, new Promise((_r, rej) => ctx.signal.addEventListener('abort', () => rej(ctx.signal.reason)))]);
         return {};
       },
@@ -289,6 +291,7 @@ describe('lifecycle', () => {
     expect(codeOf(() => agent.dispatch({ name: 'quick' }))).toBe('ILLEGAL_TRANSITION');
     agent.resume();
     const id = agent.dispatch({ name: 'wait' });
+    await started.promise;
     await agent.terminate('test over');
     expect(aborted).toBe(true);
     const r = await agent.resolve(id);

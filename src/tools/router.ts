@@ -51,6 +51,8 @@ interface Route {
   readonly action: ActionDefinition;
   readonly run: (params: JsonObject, ctx: ToolContext, rngSeed: number) => Promise<unknown>;
   readonly policies: PolicyStack;
+  /** Waits for the route's resources (a ready worker) before the call's clock starts. */
+  readonly prepare?: (signal: AbortSignal) => Promise<void>;
 }
 
 export class ToolRouter implements AsyncDisposable {
@@ -74,6 +76,7 @@ export class ToolRouter implements AsyncDisposable {
       for (const action of def.actions.values()) {
         const tool = action.name;
         let run: Route['run'] | undefined;
+        let prepare: Route['prepare'];
         const given = options.handlers?.[tool];
         const binding = action.binding;
         if (given || (binding?.kind === 'module' && action.policy.isolate !== 'worker')) {
@@ -94,6 +97,7 @@ export class ToolRouter implements AsyncDisposable {
           router.#pools.push(pool);
           await pool.warm();
           run = (params, ctx, rngSeed) => pool.run(params, ctx, rngSeed);
+          prepare = (signal) => pool.whenReady(signal);
         } else if (binding?.kind === 'subprocess') {
           run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
         } else if (binding?.kind === 'http') {
@@ -103,7 +107,7 @@ export class ToolRouter implements AsyncDisposable {
           unbound.push(tool);
           continue;
         }
-        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, action.policy) });
+        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, action.policy), ...(prepare ? { prepare } : {}) });
       }
     } catch (err) {
       await router[Symbol.asyncDispose]();
@@ -125,6 +129,7 @@ export class ToolRouter implements AsyncDisposable {
     let attempts = 0;
     const traceSeed = hashSeed(this.#seed, call.instanceId, call.traceId);
     try {
+      if (route.prepare) await route.prepare(call.signal);
       const raw = await route.policies.execute((signal) => {
         attempts += 1;
         const rngSeed = (traceSeed + attempts) >>> 0;

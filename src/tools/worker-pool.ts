@@ -23,6 +23,7 @@ import(workerData.tsxApi).then((api) => api.tsImport(workerData.entry, workerDat
 interface Slot {
   worker: Worker;
   busy: boolean;
+  isReady: boolean;
   /** Settles when the worker has loaded its handler (rejects if it could not). */
   ready: Promise<void>;
 }
@@ -53,6 +54,19 @@ export class WorkerPool implements AsyncDisposable {
   async warm(): Promise<void> {
     const slot = [...this.#slots][0] ?? this.#spawn();
     await slot.ready;
+  }
+
+  /**
+   * Resolves once some worker is ready. The router awaits this before a call's timeout starts,
+   * so booting a replacement worker (after a timeout killed one) is not charged to the next call.
+   */
+  whenReady(signal: AbortSignal): Promise<void> {
+    const slots = [...this.#slots];
+    if (slots.some((s) => s.isReady)) return Promise.resolve();
+    const candidates = slots.length > 0 ? slots : [this.#spawn()];
+    return raceAbort(Promise.any(candidates.map((s) => s.ready)), signal).catch((err: unknown) => {
+      throw err instanceof AggregateError ? err.errors[0] : err;
+    });
   }
 
   async run(params: JsonObject, ctx: ToolContext, rngSeed: number): Promise<unknown> {
@@ -126,7 +140,8 @@ export class WorkerPool implements AsyncDisposable {
     });
     // Observed here so that a worker that fails before anyone waits does not raise an unhandled rejection.
     ready.catch(() => undefined);
-    const slot: Slot = { worker, busy: false, ready };
+    const slot: Slot = { worker, busy: false, isReady: false, ready };
+    ready.then(() => (slot.isReady = true), () => undefined);
     this.#slots.add(slot);
     return slot;
   }
@@ -134,7 +149,8 @@ export class WorkerPool implements AsyncDisposable {
   #acquire(signal: AbortSignal): Promise<Slot> {
     if (this.#closed) return Promise.reject(new AgentError('TOOL_CANCELLED', `worker pool of '${this.#tool}' is closed`));
     if (signal.aborted) return Promise.reject(signal.reason);
-    let slot = [...this.#slots].find((s) => !s.busy);
+    const idle = [...this.#slots].filter((s) => !s.busy);
+    let slot = idle.find((s) => s.isReady) ?? idle[0];
     if (!slot && this.#slots.size < this.#size) slot = this.#spawn();
     if (slot) {
       slot.busy = true;

@@ -1,0 +1,100 @@
+/**
+ * Fails on an import cycle, and on imports that cross the architecture's boundaries:
+ *   bin → commands → src/index.ts → feature folders → src/shared
+ * - src/ never imports commands/ or bin/;
+ * - commands/ import src/ only through src/index.ts;
+ * - src/shared imports nothing else internal;
+ * - src/ui imports core *types* only (values only from inside src/ui and src/shared).
+ * Uses TypeScript's own pre-processor, so it sees exactly the imports the compiler sees.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const DIRS = ['bin', 'commands', 'src'];
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) return files(p);
+    return /\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) && !name.endsWith('.conformance.ts') ? [p] : [];
+  });
+}
+
+interface Edge {
+  readonly to: string;
+  readonly typeOnly: boolean;
+}
+
+function resolveImport(from: string, spec: string): string | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const base = path.resolve(path.dirname(from), spec).replace(/\.js$/, '');
+  for (const candidate of [`${base}.ts`, `${base}.tsx`, path.join(base, 'index.ts')]) {
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+function edgesOf(file: string): Edge[] {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const edges: Edge[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const to = resolveImport(file, node.moduleSpecifier.text);
+      const typeOnly = ts.isImportDeclaration(node)
+        ? (node.importClause?.isTypeOnly ?? false) ||
+          (node.importClause !== undefined && !node.importClause.name && node.importClause.namedBindings !== undefined && ts.isNamedImports(node.importClause.namedBindings) && node.importClause.namedBindings.elements.every((e) => e.isTypeOnly))
+        : node.isTypeOnly;
+      if (to) edges.push({ to, typeOnly });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      const to = resolveImport(file, node.arguments[0].text);
+      if (to) edges.push({ to, typeOnly: false });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return edges;
+}
+
+const rel = (p: string): string => path.relative(ROOT, p);
+const graph = new Map<string, Edge[]>();
+for (const dir of DIRS) for (const f of files(path.join(ROOT, dir))) graph.set(f, edgesOf(f));
+
+const problems: string[] = [];
+for (const [from, edges] of graph) {
+  const f = rel(from);
+  for (const { to, typeOnly } of edges) {
+    const t = rel(to);
+    if (f.startsWith('src/') && (t.startsWith('commands/') || t.startsWith('bin/'))) problems.push(`${f} imports ${t}: src/ never imports commands/ or bin/`);
+    if (f.startsWith('commands/') && t.startsWith('src/') && t !== 'src/index.ts') problems.push(`${f} imports ${t}: commands use the public API in src/index.ts`);
+    if (f.startsWith('src/shared/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/shared imports nothing internal`);
+    if (f.startsWith('src/ui/') && !typeOnly && !t.startsWith('src/ui/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/ui imports core types only`);
+  }
+}
+
+// Cycles, by depth-first search over value and type imports alike.
+const state = new Map<string, 'open' | 'done'>();
+const stack: string[] = [];
+const visit = (node: string): void => {
+  state.set(node, 'open');
+  stack.push(node);
+  for (const { to } of graph.get(node) ?? []) {
+    if (state.get(to) === 'open') problems.push(`import cycle: ${[...stack.slice(stack.indexOf(to)), to].map(rel).join(' → ')}`);
+    else if (!state.has(to)) visit(to);
+  }
+  stack.pop();
+  state.set(node, 'done');
+};
+for (const node of graph.keys()) if (!state.has(node)) visit(node);
+
+if (problems.length > 0) {
+  console.error(`check-imports: ${problems.length} problem(s)\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  process.exitCode = 1;
+} else {
+  console.log(`check-imports: ${graph.size} modules, no cycles, boundaries respected`);
+}
