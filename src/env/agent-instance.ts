@@ -9,9 +9,9 @@ import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.j
 import { pendingRewards, stepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import type { ActionDefinition } from '../schema/definition.js';
-import { linkedController, raceAbort } from '../shared/abort.js';
-import { AgentError, isAgentError, ValidationError, type AgentError as AgentErrorType } from '../shared/errors.js';
-import { deepFreeze, isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
+import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
+import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType } from '../shared/errors.js';
+import { freezeCopy, isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import { applyPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
@@ -74,8 +74,11 @@ interface Trace {
   readonly params: JsonObject;
   readonly episode: number;
   readonly startedAt: number;
-  readonly abort: ReturnType<typeof linkedController>;
+  /** Resolves with the final result; settled once, by the tool's outcome or by a cancellation, whichever comes first. */
   readonly settled: Promise<StepResult>;
+  resolveSettled: (result: Promise<StepResult>) => void;
+  /** Set as soon as an outcome is taken, so a late tool result after a cancellation is ignored. */
+  taken: boolean;
   final?: StepResult;
 }
 
@@ -109,12 +112,21 @@ export class AgentInstance {
   readonly #traces = new Map<string, Trace>();
   /** Commits are serialized so that the store sees them in completion order. */
   #commits: Promise<unknown> = Promise.resolve();
+  /** One controller per episode (not per call): reset and terminate abort the calls of the episode. */
+  #episodeAbort: LinkedController | undefined;
+  readonly #hasHooks: boolean;
 
   /** @internal Created by {@link AgentEnv.createInstance}. */
   constructor(id: string, runtime: EnvRuntime, hooks: InstanceHooks = {}) {
     this.id = id;
     this.#rt = runtime;
     this.#hooks = hooks;
+    this.#hasHooks = Object.values(hooks).some((h) => h !== undefined);
+  }
+
+  /** Events are built only when someone listens: a trainer driving the core directly pays nothing for them. */
+  get #observed(): boolean {
+    return this.#hasHooks || this.#rt.events.hasListeners;
   }
 
   get status(): LifecycleStatus {
@@ -155,8 +167,8 @@ export class AgentInstance {
     assertTransition(this.id, this.#status, 'initialized');
     const issues = validate(this.#rt.definition.stateSchema, initialState);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
-    for (const t of this.#traces.values()) if (!t.final) t.abort.controller.abort(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
-    const state = deepFreeze(structuredClone(initialState));
+    this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
+    const state = freezeCopy(initialState);
     const now = this.#rt.clock.now();
     await this.#commitSerially(async () => {
       if (this.#episode === 0) await this.#rt.store.init(this.id, state, now, options.signal);
@@ -165,6 +177,7 @@ export class AgentInstance {
     this.#state = state;
     this.#episode += 1;
     this.#done = false;
+    this.#episodeAbort = linkedController(this.#rt.signal);
     this.#transition('initialized');
     return { state, actions: this.availableActions() };
   }
@@ -206,24 +219,24 @@ export class AgentInstance {
     const issues = validate(def.parameters, params);
     if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, issues, 'Fix the listed params; nothing was dispatched.');
 
+    const abort = this.#episodeAbort;
+    if (!abort) throw new AgentError('ILLEGAL_TRANSITION', `instance '${this.id}' is being reset`, { hint: 'Await reset() before dispatching.' });
     const traceId = `${this.id}:${++this.#nextTrace}`;
     if (this.#status === 'initialized') this.#transition('running');
-    const frozen = deepFreeze(structuredClone(params));
-    const abort = linkedController(this.#rt.signal);
+    const frozen = freezeCopy(params);
     const startedAt = this.#rt.clock.monotonic();
     const episode = this.#episode;
-    this.#emit({ type: 'dispatched', time: this.#rt.clock.now(), instanceId: this.id, traceId, action: def.name, params: frozen, episode });
-    this.#emit({ type: 'tool_started', time: this.#rt.clock.now(), instanceId: this.id, traceId, tool: def.name });
-    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal });
-    const trace: Trace = {
-      id: traceId,
-      action: def,
-      params: frozen,
-      episode,
-      startedAt,
-      abort,
-      settled: outcome.then((o) => this.#settle(trace, o)),
-    };
+    if (this.#observed) {
+      const time = this.#rt.clock.now();
+      this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, params: frozen, episode });
+      this.#emit({ type: 'tool_started', time, instanceId: this.id, traceId, tool: def.name });
+    }
+    const signal = abort.signal;
+    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal });
+    let resolveSettled!: Trace['resolveSettled'];
+    const settled = new Promise<StepResult>((r) => (resolveSettled = r));
+    const trace: Trace = { id: traceId, action: def, params: frozen, episode, startedAt, settled, resolveSettled, taken: false };
+    void outcome.then((o) => this.#take(trace, o));
     this.#traces.set(traceId, trace);
     return traceId;
   }
@@ -241,6 +254,12 @@ export class AgentInstance {
       });
     }
     const { timeoutMs, signal } = options;
+    if (signal === undefined && (timeoutMs === undefined || !Number.isFinite(timeoutMs))) {
+      // The common Gym-style path: no race, no timer.
+      const result = await trace.settled;
+      this.#traces.delete(traceId);
+      return result;
+    }
     let timer: NodeJS.Timeout | undefined;
     try {
       const waits: Promise<StepResult | undefined>[] = [trace.settled];
@@ -274,9 +293,27 @@ export class AgentInstance {
   async terminate(reason = 'terminated'): Promise<void> {
     this.#transition('terminated');
     const open = [...this.#traces.values()].filter((t) => !t.final);
-    for (const t of open) t.abort.controller.abort(new AgentError('TOOL_CANCELLED', reason));
+    this.#cancelAll(new AgentError('TOOL_CANCELLED', reason));
     await Promise.all(open.map((t) => t.settled));
     await this.#commits;
+  }
+
+  /** Abort the episode's calls (tools see their signal fire) and settle their traces as cancelled. */
+  #cancelAll(error: AgentErrorType): void {
+    const abort = this.#episodeAbort;
+    this.#episodeAbort = undefined;
+    if (abort) {
+      abort.controller.abort(error);
+      abort[Symbol.dispose]();
+    }
+    for (const t of this.#traces.values()) this.#take(t, { ok: false, error: new ToolError('TOOL_CANCELLED', t.action.name, `cancelled: ${error.message}`, { cause: error }), attempts: 0 });
+  }
+
+  /** The first outcome of a trace wins: the tool's, or a cancellation that did not wait for it. */
+  #take(trace: Trace, outcome: ToolCallOutcome): void {
+    if (trace.taken) return;
+    trace.taken = true;
+    trace.resolveSettled(this.#settle(trace, outcome));
   }
 
   archive(): void {
@@ -303,11 +340,10 @@ export class AgentInstance {
 
   /** Runs when the tool call settles: validate, commit, emit, build the final result. */
   async #settle(trace: Trace, outcome: ToolCallOutcome): Promise<StepResult> {
-    trace.abort[Symbol.dispose]();
     const durationMs = this.#rt.clock.monotonic() - trace.startedAt;
     const tool = trace.action.name;
     let error: AgentErrorType | undefined = outcome.ok ? undefined : outcome.error;
-    this.#emit({
+    if (this.#observed) this.#emit({
       type: 'tool_finished',
       time: this.#rt.clock.now(),
       instanceId: this.id,
@@ -337,10 +373,10 @@ export class AgentInstance {
         done: false,
         info: { traceId: trace.id, status: 'failed', action: tool, seq: this.#seq, durationMs, attempts: outcome.attempts, error: errorInfo(error) },
       };
-      this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
+      if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
     }
     trace.final = final;
-    this.#emit({
+    if (this.#observed) this.#emit({
       type: 'trace_settled',
       time: this.#rt.clock.now(),
       instanceId: this.id,
@@ -378,9 +414,9 @@ export class AgentInstance {
       seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), traceId: trace.id }, next, this.#rt.signal);
       this.#state = next;
       this.#seq = seq;
-      this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, seq, patch: result.patch });
+      if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, seq, patch: result.patch });
     }
-    for (const r of rewards.arrived) this.#emit({ type: 'reward_arrived', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, source: r.source, value: r.value });
+    if (this.#observed) for (const r of rewards.arrived) this.#emit({ type: 'reward_arrived', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, source: r.source, value: r.value });
     if (result.done) this.#done = true;
     return {
       state: this.#state,

@@ -1,8 +1,12 @@
 /**
- * Builds one tool's resilience stack from its declared policy, with cockatiel:
+ * Builds one tool's resilience stack from its declared policy:
  *   bulkhead → retry (retryable errors only, exponential backoff with jitter) → circuit breaker → timeout → attempt
- * The timeout is per attempt and aggressive: a handler that ignores its AbortSignal still times
- * out (its late result is dropped). Failures come out as ToolErrors with a stable code.
+ * Bulkhead, retry and breaker are cockatiel's. The per-attempt timeout is ours: cockatiel's
+ * derives and aborts an AbortController on every call, which cost more than the rest of a
+ * no-op step together (see bench/). Here the attempt's signal is created only if the handler
+ * reads it, so a call that never looks at its signal costs one timer.
+ * The timeout is aggressive: a handler that ignores its signal still times out (its late result
+ * is dropped). Failures come out as ToolErrors with a stable code.
  */
 import {
   bulkhead,
@@ -13,29 +17,75 @@ import {
   isBrokenCircuitError,
   isBulkheadRejectedError,
   retry,
-  timeout,
-  TimeoutStrategy,
   wrap,
   type IPolicy,
 } from 'cockatiel';
 import { isAgentError, ToolError } from '../shared/errors.js';
 import type { ToolPolicy } from '../schema/definition.js';
 
-export interface PolicyStack {
-  /** Runs `attempt` under the policies; `attempt` receives the per-attempt signal. */
-  execute<T>(attempt: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>;
-}
+/** Gives the attempt its AbortSignal on demand. */
+export type SignalSource = () => AbortSignal;
 
-/**
- * cockatiel 3.2.1's own `isTaskCancelledError` tests the wrong brand property (it checks
- * 'isBulkheadRejectedError'), so timeouts would pass as untyped errors; test the right one.
- */
-function isTaskCancelledError(err: unknown): boolean {
-  return err instanceof Error && (err as { isTaskCancelledError?: unknown }).isTaskCancelledError === true;
+export interface PolicyStack {
+  /** Runs `attempt` under the policies. `signal` is the call's: aborting it cancels the call. */
+  execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
 function isRetryable(err: unknown): boolean {
-  return isTaskCancelledError(err) || (isAgentError(err) && err.retryable);
+  return isAgentError(err) && err.retryable;
+}
+
+function timeoutError(tool: string, policy: ToolPolicy): ToolError {
+  return new ToolError('TOOL_TIMEOUT', tool, `timed out after ${policy.timeoutMs} ms per attempt`, {
+    retryable: true,
+    hint: 'Raise timeout_ms for this tool in env.json, or make the tool faster.',
+  });
+}
+
+/**
+ * One attempt under a deadline. The attempt's signal aborts on timeout or when `parent` aborts;
+ * it is created (and linked to `parent`) only when the attempt asks for it.
+ */
+function attemptWithTimeout<T>(attempt: (signal: SignalSource) => Promise<T>, parent: AbortSignal, ms: number | undefined, onTimeout: () => Error): Promise<T> {
+  let controller: AbortController | undefined;
+  let unlink: (() => void) | undefined;
+  let expired: Error | undefined;
+  const source: SignalSource = () => {
+    if (!controller) {
+      controller = new AbortController();
+      if (expired) controller.abort(expired);
+      else if (parent.aborted) controller.abort(parent.reason);
+      else {
+        const c = controller;
+        const forward = (): void => c.abort(parent.reason);
+        parent.addEventListener('abort', forward, { once: true });
+        unlink = () => parent.removeEventListener('abort', forward);
+      }
+    }
+    return controller.signal;
+  };
+  if (ms === undefined) return attempt(source).finally(() => unlink?.());
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      expired = onTimeout();
+      controller?.abort(expired);
+      unlink?.();
+      reject(expired);
+    }, ms);
+    attempt(source).then(
+      (v) => {
+        clearTimeout(timer);
+        unlink?.();
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        unlink?.();
+        // A worker or a child process rejects with the abort reason, which is the timeout error itself.
+        reject(err);
+      },
+    );
+  });
 }
 
 export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack {
@@ -57,20 +107,15 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
       ),
     );
   }
-  if (policy.timeoutMs !== undefined) layers.push(timeout(policy.timeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: true }));
   const stack = layers.length === 0 ? undefined : layers.length === 1 ? layers[0] : wrap(...(layers as [IPolicy, ...IPolicy[]]));
+  const onTimeout = (): Error => timeoutError(tool, policy);
 
   return {
-    async execute<T>(attempt: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T> {
-      // An attempt whose own signal fired while the call's did not was cut by the timeout,
-      // whatever the executor rejected with (a worker or a child process rejects with the abort reason).
-      const guarded = (inner: AbortSignal): Promise<T> =>
-        attempt(inner).catch((err: unknown) => {
-          throw inner.aborted && !signal.aborted ? timeoutError(tool, policy) : err;
-        });
+    async execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal): Promise<T> {
+      const once = (): Promise<T> => attemptWithTimeout(attempt, signal, policy.timeoutMs, onTimeout);
       try {
-        if (!stack) return await guarded(signal);
-        return (await stack.execute((ctx: { signal: AbortSignal }) => guarded(ctx.signal), signal)) as T;
+        if (!stack) return await once();
+        return (await stack.execute(once, signal)) as T;
       } catch (err) {
         throw classify(tool, policy, err, signal);
       }
@@ -78,19 +123,11 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   };
 }
 
-function timeoutError(tool: string, policy: ToolPolicy): ToolError {
-  return new ToolError('TOOL_TIMEOUT', tool, `timed out after ${policy.timeoutMs} ms per attempt`, {
-    retryable: true,
-    hint: 'Raise timeout_ms for this tool in env.json, or make the tool faster.',
-  });
-}
-
 /** Map policy and handler failures to ToolErrors the caller can match on. */
 function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) {
     return new ToolError('TOOL_CANCELLED', tool, `cancelled: ${String((signal.reason as Error | undefined)?.message ?? signal.reason)}`, { cause: signal.reason });
   }
-  if (isTaskCancelledError(err)) return timeoutError(tool, policy);
   if (isBrokenCircuitError(err)) {
     return new ToolError('TOOL_CIRCUIT_OPEN', tool, `circuit open after ${policy.circuitBreaker?.failures} consecutive failures; calls are refused until a probe succeeds`, {
       hint: `The tool keeps failing; a probe call is let through after ${policy.circuitBreaker?.halfOpenAfterMs} ms.`,

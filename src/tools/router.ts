@@ -11,7 +11,7 @@ import { validate } from '../schema/ajv.js';
 import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
 import { httpExecutor, inProcessExecutor, subprocessExecutor } from './executors.js';
 import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
-import { buildPolicyStack, type PolicyStack } from './policy.js';
+import { buildPolicyStack, type PolicyStack, type SignalSource } from './policy.js';
 import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { WorkerPool } from './worker-pool.js';
@@ -49,7 +49,8 @@ export type ToolCallOutcome =
 
 interface Route {
   readonly action: ActionDefinition;
-  readonly run: (params: JsonObject, ctx: ToolContext, rngSeed: number) => Promise<unknown>;
+  /** `ctx.rngSeed` is computed on first read; only the worker route reads it (to seed ctx.rng over there). */
+  readonly run: (params: JsonObject, ctx: ToolContext & { readonly rngSeed: number }) => Promise<unknown>;
   readonly policies: PolicyStack;
   /** Waits for the route's resources (a ready worker) before the call's clock starts. */
   readonly prepare?: (signal: AbortSignal) => Promise<void>;
@@ -96,7 +97,7 @@ export class ToolRouter implements AsyncDisposable {
           const pool = new WorkerPool(tool, binding.module, binding.exportName, config, action.policy.concurrency ?? os.availableParallelism());
           router.#pools.push(pool);
           await pool.warm();
-          run = (params, ctx, rngSeed) => pool.run(params, ctx, rngSeed);
+          run = (params, ctx) => pool.run(params, ctx, ctx.rngSeed);
           prepare = (signal) => pool.whenReady(signal);
         } else if (binding?.kind === 'subprocess') {
           run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
@@ -127,13 +128,12 @@ export class ToolRouter implements AsyncDisposable {
     const route = this.#routes.get(tool);
     if (!route) return { ok: false, error: new ToolError('TOOL_NOT_FOUND', tool, 'no such tool'), attempts: 0 };
     let attempts = 0;
-    const traceSeed = hashSeed(this.#seed, call.instanceId, call.traceId);
     try {
       if (route.prepare) await route.prepare(call.signal);
       const raw = await route.policies.execute((signal) => {
         attempts += 1;
-        const rngSeed = (traceSeed + attempts) >>> 0;
-        return route.run(call.params, contextFor(tool, call, signal, attempts, rngSeed), rngSeed);
+        const ctx = contextFor(tool, call, signal, attempts, this.#seed);
+        return route.run(call.params, ctx);
       }, call.signal);
       return { ok: true, result: checkToolResult(raw, tool), attempts };
     } catch (err) {
@@ -154,17 +154,28 @@ export class ToolRouter implements AsyncDisposable {
   }
 }
 
-function contextFor(tool: string, call: ToolCall, signal: AbortSignal, attempt: number, rngSeed: number): ToolContext {
+/**
+ * The handler's context. `signal` and `rng` are built on first use: most in-process handlers
+ * read neither, and an AbortController or a seeded generator per call is measurable (bench/).
+ */
+function contextFor(tool: string, call: ToolCall, signal: SignalSource, attempt: number, envSeed: number): ToolContext & { readonly rngSeed: number } {
   let rng: Rng | undefined;
+  let seed: number | undefined;
   return {
     state: call.state,
     traceId: call.traceId,
     instanceId: call.instanceId,
     tool,
-    signal,
     attempt,
+    get signal() {
+      return signal();
+    },
+    get rngSeed() {
+      seed ??= (hashSeed(envSeed, call.instanceId, call.traceId) + attempt) >>> 0;
+      return seed;
+    },
     get rng() {
-      rng ??= new Rng(rngSeed);
+      rng ??= new Rng(this.rngSeed);
       return rng;
     },
   };
