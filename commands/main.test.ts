@@ -101,3 +101,31 @@ describe('agent', () => {
     expect(summary.episodes.finished).toBeLessThan(40);
   });
 });
+
+describe('agent run | head', () => {
+  it('stops quietly when stdout is closed, and still flushes the run folder', async () => {
+    const out = await tmpOut();
+    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '30', '--json', '--out', out, '--tool-option', 'latency_scale=0.02'], { reject: false, stdout: 'pipe' });
+    await new Promise<void>((resolve) => child.stdout?.once('data', () => resolve()));
+    child.stdout?.destroy();
+    const result = await child;
+    expect(result.stderr).not.toContain('EPIPE');
+    expect(result.exitCode).toBe(130);
+    const [runId] = await readdir(out);
+    const summary = JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string };
+    expect(summary.status).toBe('interrupted');
+  });
+});
+
+describe('agent run --policy <module>', () => {
+  it('drives episodes with a TypeScript policy module', async () => {
+    const out = await tmpOut();
+    const { code, stdout } = await agent(['run', 'fixtures/weather', '--episodes', '4', '--policy', 'fixtures/policies/ask-home-city.ts', '--out', out, '--tool-option', 'latency_scale=0']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('policy fixtures/policies/ask-home-city.ts');
+    expect(stdout.match(/1 steps, reward [\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
+    const [runId] = await readdir(out);
+    const lines = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { params: { city: string }; episode: number });
+    expect(lines.map((l) => l.params.city).sort()).toEqual(['上海', '北京', '杭州', '深圳']);
+  });
+});

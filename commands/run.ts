@@ -79,6 +79,11 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `agent run --json | head`: once the reader is gone, stop the run as if interrupted, quietly.
+  const onStdoutError = (err: NodeJS.ErrnoException): void => {
+    if (!controller.signal.aborted) controller.abort(new Error(`stdout closed (${err.code ?? err.message})`));
+  };
+  io.stdout.on('error', onStdoutError);
   const tty = io.stdout.isTTY === true && !flags.json;
   const reporter = flags.json
     ? attachJsonReporter(run, io.stdout)
@@ -94,5 +99,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
     reporter.close(flags.json ? undefined : summary);
   }
   (flags.json ? io.stderr : io.stdout).write(`run folder: ${run.dir}\n`);
+  // Late writes to a closed pipe would raise 'error' again; keep listening until the process ends.
+  if (!controller.signal.aborted) io.stdout.off('error', onStdoutError);
   return summary.status === 'interrupted' ? 130 : 0;
 }
