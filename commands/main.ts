@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { formatIssues, isAgentError, ValidationError } from '../src/index.js';
 import type { Io } from './io.js';
 import { registerRun } from './run.js';
+import { registerSchemaDiff } from './schema-diff.js';
 
 export type { Io } from './io.js';
 
@@ -32,6 +33,7 @@ export function createProgram(io: Io): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) });
   registerRun(program, io);
+  registerSchemaDiff(program, io);
   return program;
 }
 

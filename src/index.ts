@@ -50,3 +50,9 @@ export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';
 export { renderRunView } from './ui/render-run.js';
 export type { Output, RunSource } from './ui/run-source.js';
+
+export { schemaDiff, type SchemaDiffOptions } from './schema/diff/schema-diff.js';
+export { diffSchema, diffDefinitions, diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './schema/diff/diff.js';
+export { compareSchemas, type RawFinding, type Severity } from './schema/diff/compare.js';
+export { buildReport, parseIgnoreFile, renderGithub, renderMarkdown, renderSarif, renderText, REPORT_VERSION, type DiffReport, type IgnoreEntry } from './schema/diff/report.js';
+export { RULES, RULE_SUMMARIES, type RuleInfo } from './schema/diff/rules.js';

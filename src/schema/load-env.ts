@@ -25,6 +25,8 @@ export interface LoadEnvOptions {
   /** How to read tool parameter schemas; overrides the manifest's `dialect`. */
   readonly dialect?: SchemaDialect;
   readonly signal?: AbortSignal;
+  /** Refuse an enabled_if that reads a path the state schema does not declare (default true; schema-diff reports it instead). */
+  readonly checkConditionPaths?: boolean;
 }
 
 export const TOOL_MODULE_NAMES = ['tools.ts', 'tools.mts', 'tools.js', 'tools.mjs'];
@@ -187,7 +189,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     if (enabledSource !== undefined) {
       try {
         enabledIf = compileCondition(enabledSource);
-        for (const p of enabledIf.paths) {
+        for (const p of options.checkConditionPaths === false ? [] : enabledIf.paths) {
           if (!schemaDeclaresPath(stateSchema, p)) {
             issues.push({ ...enabledPointer, message: `enabled_if reads '${p.join('.')}', which the state schema does not declare: add it to state_schema.json or fix the path` });
           }
