@@ -111,8 +111,6 @@ class Comparer {
   }
 
   #add(rule: string, severity: Severity, pointer: string, frames: readonly Frame[], change: string, witness?: unknown): void {
-    // "property declared/undeclared" already says what "constraints added/removed" would say there.
-    if (severity === 'info' && rule.startsWith('constraints-') && this.#findings.some((f) => f.pointer === pointer && f.rule.startsWith('property-'))) return;
     this.#findings.push({ rule, severity, pointer, instancePath: instancePath(frames), change, ...(witness !== undefined ? { witness } : {}) });
   }
 
@@ -396,11 +394,15 @@ class Comparer {
         ]);
         continue;
       }
-      const inOld = this.#newIsConsumer ? inP : inC;
-      const inNew = this.#newIsConsumer ? inC : inP;
-      if (inOld && !inNew) this.#add('property-removed', 'info', `${pointer}/properties/${escapePointerToken(key)}`, frames, `property '${key}' no longer declared`);
-      if (!inOld && inNew) this.#add('property-added', 'info', `${pointer}/properties/${escapePointerToken(key)}`, frames, `property '${key}' declared`);
-      this.#compare(forKey(P, key), forKey(C, key), `${pointer}/properties/${escapePointerToken(key)}`, [...frames, { P, key, via: 'property' }]);
+      const before = this.#findings.length;
+      this.#compare(forKey(P, key), forKey(C, key), pointerHere, [...frames, { P, key, via: 'property' }]);
+      // Declared on one side only: say so, unless the comparison just found that it bites there.
+      if (inP !== inC && !this.#findings.slice(before).some((f) => f.severity !== 'info' && f.pointer === pointerHere)) {
+        // "declared"/"no longer declared" says what a "constraints added/removed" info there would.
+        for (let i = this.#findings.length - 1; i >= before; i--) if (this.#findings[i]?.pointer === pointerHere && this.#findings[i]?.rule.startsWith('constraints-')) this.#findings.splice(i, 1);
+        const inNew = this.#newIsConsumer ? inC : inP;
+        this.#add(inNew ? 'property-added' : 'property-removed', 'info', pointerHere, frames, `property '${key}' ${inNew ? 'declared' : 'no longer declared'}`);
+      }
     }
     // Keys neither side declares.
     const pe = extra(P);
@@ -412,15 +414,18 @@ class Comparer {
     } else if (pe !== false && ce !== false && (pe !== true || ce !== true)) {
       this.#compare(pe, ce, `${pointer}/additionalProperties`, [...frames, { P, key: EXTRA_KEY, via: 'extra' }]);
     }
-    const preq = new Set((P['required'] as string[] | undefined) ?? []);
-    const creq = new Set((C['required'] as string[] | undefined) ?? []);
-    for (const key of creq) {
-      if (preq.has(key)) continue;
+    // Each finding points at the key's entry in the `required` list that has it, so it can be ignored on its own.
+    const preq = (P['required'] as string[] | undefined) ?? [];
+    const creq = (C['required'] as string[] | undefined) ?? [];
+    creq.forEach((key, i) => {
+      if (preq.includes(key)) return;
       const base = sample(P) as Record<string, unknown>;
       const { [key]: _dropped, ...without } = isPlainObject(base) ? base : {};
-      this.#tightened(this.#r(['required-added', 'required-removed'], true), `${pointer}/required`, frames, `property '${key}' is ${this.#newIsConsumer ? 'now' : 'no longer'} required`, [without]);
-    }
-    for (const key of preq) if (!creq.has(key)) this.#add(this.#r(['required-added', 'required-removed'], false), 'info', `${pointer}/required`, frames, `property '${key}' is ${this.#newIsConsumer ? 'no longer' : 'now'} required`);
+      this.#tightened(this.#r(['required-added', 'required-removed'], true), `${pointer}/required/${i}`, frames, `property '${key}' is ${this.#newIsConsumer ? 'now' : 'no longer'} required`, [without]);
+    });
+    preq.forEach((key, i) => {
+      if (!creq.includes(key)) this.#add(this.#r(['required-added', 'required-removed'], false), 'info', `${pointer}/required/${i}`, frames, `property '${key}' is ${this.#newIsConsumer ? 'no longer' : 'now'} required`);
+    });
     this.#counts(P, C, pointer, frames, 'minProperties', 'maxProperties', 'property-count', (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, sample(forKey(P, `k${i}`))])));
     const pdr = (P['dependentRequired'] as Record<string, string[]> | undefined) ?? {};
     const cdr = (C['dependentRequired'] as Record<string, string[]> | undefined) ?? {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileSchema, diffSchema, type DiffKind, type DiffMode, type Finding, type JsonSchema } from '../../index.js';
+import { compileSchema, diffEnvFolders, diffSchema, RULES, type DiffKind, type DiffMode, type Finding, type JsonSchema } from '../../index.js';
 
 const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ type: 'object', properties, ...extra });
 const x = (s: unknown): Record<string, unknown> => obj({ x: s });
@@ -148,5 +148,20 @@ describe('schema-diff corpus', () => {
       expect(breaking.map((f) => f.witness)).toContainEqual(c.witness);
     }
     if (c.warnings) expect(findings.filter((f) => f.severity === 'warning').map((f) => f.rule)).toEqual(c.warnings);
+  });
+});
+
+describe('rule catalogue', () => {
+  it('documents every rule id the differ reports', async () => {
+    const seen = new Set<string>();
+    for (const c of corpus) {
+      for (const mode of ['default', 'full'] as const) for (const f of diffSchema(c.old, c.new, c.kind, { mode })) seen.add(f.rule);
+      for (const f of diffSchema(c.new, c.old, c.kind)) seen.add(f.rule);
+    }
+    for (const [a, b] of [['fixtures/weather', 'fixtures/schema-pairs/weather-v2'], ['fixtures/schema-pairs/weather-v2', 'fixtures/weather'], ['fixtures/weather', 'fixtures/schema-pairs/weather-v3']] as const) {
+      for (const f of await diffEnvFolders(a, b)) seen.add(f.rule);
+    }
+    expect([...seen].filter((id) => !(id in RULES))).toEqual([]);
+    expect(seen.size).toBeGreaterThan(40);
   });
 });

@@ -181,14 +181,25 @@ function diffConditions(oldDef: EnvDefinition, newDef: EnvDefinition, options: D
       if (before) findings.push({ rule: 'enabled-if-removed', severity: 'info', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `enabled_if ${JSON.stringify(before.source)} removed: '${name}' is always enabled.` });
       continue;
     }
-    if (before?.source === after.source) continue;
-    // Variants that drop or null each path the new condition reads expose conditions on removed fields.
+    const dangling = after.paths.filter((p) => !declared(newDef.stateSchema, p) && declared(oldDef.stateSchema, p));
+    if (before?.source === after.source && dangling.length === 0) continue;
+    if (dangling.length > 0) {
+      // The env no longer maintains a field the condition reads: in a new state without it, the action is off.
+      const witness = candidateStates()
+        .map((s) => dangling.reduce((acc, p) => withPath(acc, p, null), s))
+        .find((s) => stateOk(s) && !after.evaluate(s) && (before ? candidateStates().some((o) => before.evaluate(o)) : true));
+      const fields = dangling.map((p) => p.join('.')).join(', ');
+      if (witness !== undefined) {
+        findings.push({ rule: 'enabled-if-dangling', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `enabled_if ${JSON.stringify(after.source)} reads ${fields}, which the new state schema no longer declares: in this state (valid under the new schema) '${name}' is disabled, so policies that relied on it are refused.`, witness, witnessValidIn: 'new' });
+        continue;
+      }
+    }
+    // Variants that drop each path the new condition reads expose conditions on removed fields.
     const variants = candidateStates().flatMap((s) => [s, ...after.paths.map((p) => withPath(s, p, null))]);
     const witness = variants.find((s) => stateOk(s) && (before ? before.evaluate(s) : true) && !after.evaluate(s));
-    const dangling = after.paths.filter((p) => !declared(newDef.stateSchema, p)).map((p) => p.join('.'));
-    const change = `enabled_if ${before ? JSON.stringify(before.source) : 'none'} → ${JSON.stringify(after.source)}${dangling.length > 0 ? ` (reads ${dangling.join(', ')}, which the state schema no longer declares)` : ''}`;
+    const change = `enabled_if ${before ? JSON.stringify(before.source) : 'none'} → ${JSON.stringify(after.source)}`;
     if (witness !== undefined) {
-      findings.push({ rule: dangling.length > 0 ? 'enabled-if-dangling' : 'enabled-if-narrowed', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `${change}: in this state '${name}' was enabled and is now disabled, so a policy's call is refused.`, witness, witnessValidIn: 'old' });
+      findings.push({ rule: 'enabled-if-narrowed', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `${change}: in this state '${name}' was enabled and is now disabled, so a policy's call is refused.`, witness, witnessValidIn: 'old' });
     } else {
       findings.push({ rule: 'enabled-if-changed', severity: 'warning', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `${change}: no state was found where it disables '${name}' that was enabled before; check by hand.` });
     }

@@ -88,7 +88,12 @@ export function buildReport(findings: readonly Finding[], options: { old: string
   };
 }
 
-const witnessText = (f: Finding): string => (f.witness === undefined ? '' : `witness (valid ${f.witnessValidIn}, invalid ${f.witnessValidIn === 'old' ? 'new' : 'old'}): ${JSON.stringify(f.witness)}`);
+function witnessText(f: Finding): string {
+  if (f.witness === undefined) return '';
+  // enabled_if findings carry a state in which the action's availability differs, not a payload of one side.
+  if (f.rule.startsWith('enabled-if')) return `witness state: ${JSON.stringify(f.witness)}`;
+  return `witness (valid ${f.witnessValidIn}, invalid ${f.witnessValidIn === 'old' ? 'new' : 'old'}): ${JSON.stringify(f.witness)}`;
+}
 
 function group(f: Finding): string {
   return f.kind === 'state' ? 'state' : `${f.kind === 'action' ? 'action' : 'reward'} ${f.subject ?? ''}`.trim();
