@@ -211,15 +211,20 @@ class Comparer {
     if (common.includes('string')) this.#compareStrings(P, C, pointer, frames);
     if (common.includes('array')) this.#compareArrays(P, C, pointer, frames);
     if (common.includes('object')) this.#compareObjects(P, C, pointer, frames);
-    for (const key of ['not', 'if', 'then', 'else'] as const) {
-      if (C[key] !== undefined && !sameSchema(P[key], C[key])) {
-        // For a conditional, the telling values satisfy the `if` (so `then` applies) or fail it (so `else` does).
-        const withIf = isPlainObject(C['if']) ? sample(mergeAllOf({ allOf: [P, C['if'] as Schema] })) : undefined;
-        const candidates = key === 'not' ? [sample(C[key] as Schema), sample(P)] : [withIf, sample(P), sample((C['else'] ?? true) as Schema), sample((C['then'] ?? true) as Schema)];
-        this.#tightened(key === 'not' ? (P[key] === undefined ? this.#r(['not-added', 'not-removed'], true) : 'not-changed') : 'conditional-changed', `${pointer}/${key}`, frames, `'${key}' ${P[key] === undefined ? (this.#newIsConsumer ? 'added' : 'removed') : 'changed'}`, candidates);
-      } else if (P[key] !== undefined && C[key] === undefined) {
-        this.#add(key === 'not' ? this.#r(['not-added', 'not-removed'], false) : 'conditional-changed', 'info', `${pointer}/${key}`, frames, `'${key}' ${this.#newIsConsumer ? 'removed' : 'added'}`);
-      }
+    if (C['not'] !== undefined && !sameSchema(P['not'], C['not'])) {
+      const rule = P['not'] === undefined ? this.#r(['not-added', 'not-removed'], true) : 'not-changed';
+      this.#tightened(rule, `${pointer}/not`, frames, `'not' ${P['not'] === undefined ? (this.#newIsConsumer ? 'added' : 'removed') : 'changed'}`, [sample(C['not'] as Schema), sample(P)]);
+    } else if (P['not'] !== undefined && C['not'] === undefined) {
+      this.#add(this.#r(['not-added', 'not-removed'], false), 'info', `${pointer}/not`, frames, `'not' ${this.#newIsConsumer ? 'removed' : 'added'}`);
+    }
+    // if/then/else is one conditional: one finding when any part of it differs.
+    const conditional = (s: SchemaObject): unknown[] => [s['if'], s['then'], s['else']];
+    if (C['if'] !== undefined && !sameSchema(conditional(P), conditional(C))) {
+      // The telling values satisfy the `if` (so `then` applies) or fail it (so `else` does).
+      const withIf = isPlainObject(C['if']) ? sample(mergeAllOf({ allOf: [P, C['if'] as Schema] })) : undefined;
+      this.#tightened('conditional-changed', `${pointer}/if`, frames, `if/then/else ${P['if'] === undefined ? (this.#newIsConsumer ? 'added' : 'removed') : 'changed'}`, [withIf, sample(P), sample((C['else'] ?? true) as Schema), sample((C['then'] ?? true) as Schema)]);
+    } else if (P['if'] !== undefined && C['if'] === undefined) {
+      this.#add('conditional-changed', 'info', `${pointer}/if`, frames, `if/then/else ${this.#newIsConsumer ? 'removed' : 'added'}`);
     }
   }
 
@@ -439,7 +444,10 @@ class Comparer {
     }
     for (const key of ['dependentSchemas', 'propertyNames', 'patternProperties'] as const) {
       if (C[key] !== undefined && !sameSchema(P[key], C[key])) {
-        const candidates = [{ ...(sample(P) as object), [EXTRA_KEY]: 1 }, { ...(sample(P) as object), 'Bad-Key!': 'x' }, sample(P)];
+        const base = sample(P) as object;
+        // Telling keys: the triggers of dependent schemas, keys generated from each pattern, and odd names.
+        const keys = [...Object.keys((C[key] as object | undefined) ?? {}), ...Object.keys((P[key] as object | undefined) ?? {})].flatMap((k) => (key === 'patternProperties' ? keysMatching(k) : [k]));
+        const candidates = [...keys.map((k) => ({ ...base, [k]: sample(forKey(P, k)) })), { ...base, [EXTRA_KEY]: 1 }, { ...base, 'Bad-Key!': 'x' }, base];
         this.#tightened(`${camelToKebab(key)}-changed`, `${pointer}/${key}`, frames, `'${key}' ${P[key] === undefined ? (this.#newIsConsumer ? 'added' : 'removed') : 'changed'}`, candidates);
       }
     }
@@ -575,6 +583,20 @@ function stripCycles<T>(s: T, seen = new Set<object>()): T {
   const out = Array.isArray(s) ? s.map((x) => stripCycles(x, seen)) : Object.fromEntries(Object.entries(s).map(([k, v]) => [k, stripCycles(v, seen)]));
   seen.delete(s);
   return out as T;
+}
+
+/** A few keys that match a patternProperties regex. */
+function keysMatching(pattern: string): string[] {
+  const keys: string[] = [];
+  for (let seed = 1; seed <= 3; seed++) {
+    try {
+      const k = generateSync({ type: 'string', pattern, minLength: 1 }, { seed });
+      if (typeof k === 'string' && safeRegExp(pattern)?.test(k)) keys.push(k);
+    } catch {
+      break;
+    }
+  }
+  return keys;
 }
 
 function camelToKebab(s: string): string {
