@@ -226,7 +226,7 @@ describe('dispatch / resolve', () => {
     const ids = ['crash', 'malformed', 'undeclared', 'range', 'ok'].map((name) => agent.dispatch({ name }));
     const results = await Promise.all(ids.map((id) => agent.resolve(id)));
     expect(results.map((r) => [r.info.status, r.info.error?.code])).toEqual([
-      ['failed', 'TOOL_FAILED'],
+      ['failed', 'TOOL_CRASHED'],
       ['failed', 'TOOL_CONTRACT'],
       ['failed', 'TOOL_CONTRACT'],
       ['failed', 'TOOL_CONTRACT'],

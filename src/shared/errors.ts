@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'EPISODE_DONE'
   | 'TRACE_UNKNOWN'
   | 'TOOL_FAILED'
+  | 'TOOL_CRASHED'
   | 'TOOL_TIMEOUT'
   | 'TOOL_MALFORMED_OUTPUT'
   | 'TOOL_CONTRACT'
@@ -116,7 +117,7 @@ export class ToolError extends AgentError {
   readonly tool: string;
 
   constructor(
-    code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
+    code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_CRASHED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
     tool: string,
     message: string,
     options: AgentErrorOptions = {},

@@ -138,7 +138,7 @@ function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortS
   }
   if (isAgentError(err)) return err;
   const e = err as Error;
-  return new ToolError('TOOL_FAILED', tool, `threw ${e?.name ?? 'a non-Error'}: ${e?.message ?? String(err)}`, {
+  return new ToolError('TOOL_CRASHED', tool, `threw ${e?.name ?? 'a non-Error'}: ${e?.message ?? String(err)}`, {
     cause: err,
     hint: 'Throw a ToolError (with retryable set) for expected failures; anything else is reported as an untyped crash.',
   });

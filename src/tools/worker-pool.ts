@@ -91,7 +91,8 @@ export class WorkerPool implements AsyncDisposable {
           if (reply.id !== id) return;
           cleanup();
           if (reply.ok) resolve(reply.result);
-          else reject(new ToolError('TOOL_FAILED', this.#tool, reply.error.message, { retryable: reply.error.retryable }));
+          // A ToolError thrown in the worker keeps its code; anything else is an untyped crash.
+          else reject(new ToolError(reply.error.code === 'TOOL_FAILED' ? 'TOOL_FAILED' : 'TOOL_CRASHED', this.#tool, reply.error.code === 'TOOL_FAILED' ? reply.error.message : `threw ${reply.error.name}: ${reply.error.message}`, { retryable: reply.error.retryable }));
         };
         const onError = (err: Error): void => {
           cleanup();
