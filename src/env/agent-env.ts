@@ -38,6 +38,8 @@ export interface EnvOptions {
   readonly handlers?: Readonly<Record<string, ToolHandler>>;
   /** Report handlers that hold the event loop this long (default 100 ms) with a `loop_blocked` event. */
   readonly blockThresholdMs?: number;
+  /** Cap every tool's timeout (used by `agent fuzz`). */
+  readonly maxToolTimeoutMs?: number;
 }
 
 export class AgentEnv implements AsyncDisposable {
@@ -83,6 +85,7 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
       ...(options.handlers ? { handlers: options.handlers } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+      ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
       onBlocked: (tool, blockedMs, traceId) => {
         const instanceId = traceId.slice(0, traceId.lastIndexOf(':'));
         events.emit({ type: 'loop_blocked', time: clock.now(), instanceId, traceId, tool, blockedMs });

@@ -84,9 +84,9 @@ export function subprocessExecutor(tool: string, command: readonly string[], cwd
     }
     if (result.exitCode !== 0) {
       const tail = String(result.stderr).split('\n').slice(-5).join('\n');
-      throw new ToolError('TOOL_FAILED', tool, `'${command.join(' ')}' exited with code ${result.exitCode}${tail ? `: ${tail}` : ''}`, {
-        retryable: result.exitCode === EXIT_RETRYABLE,
-      });
+      // EX_TEMPFAIL is the tool saying "try again"; any other exit is a crash (a traceback, an uncaught exception).
+      const retryable = result.exitCode === EXIT_RETRYABLE;
+      throw new ToolError(retryable ? 'TOOL_FAILED' : 'TOOL_CRASHED', tool, `'${command.join(' ')}' exited with code ${result.exitCode}${tail ? `: ${tail}` : ''}`, { retryable });
     }
     return parseReply(String(result.stdout), tool, 'stdout');
   };

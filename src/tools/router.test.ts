@@ -60,7 +60,7 @@ describe('adapters', () => {
     await agent.reset({});
     const ids = ['garbage', 'crash', 'tempfail', 'missing', 'fine'].map((name) => agent.dispatch({ name }));
     const r = await Promise.all(ids.map((id) => agent.resolve(id)));
-    expect(r.map((x) => x.info.error?.code ?? x.info.status)).toEqual(['TOOL_MALFORMED_OUTPUT', 'TOOL_FAILED', 'TOOL_FAILED', 'TOOL_FAILED', 'resolved']);
+    expect(r.map((x) => x.info.error?.code ?? x.info.status)).toEqual(['TOOL_MALFORMED_OUTPUT', 'TOOL_CRASHED', 'TOOL_FAILED', 'TOOL_FAILED', 'resolved']);
     expect(r[0]?.info.error?.message).toContain('this is not json');
     expect(r[1]?.info.error?.message).toMatch(/exited with code 3.*KeyError city/s);
     expect(r[2]?.info.attempts).toBe(2);

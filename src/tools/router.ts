@@ -26,6 +26,8 @@ export interface RouterOptions {
   /** A handler that holds the event loop at least this long is reported (default 100 ms). */
   readonly blockThresholdMs?: number;
   readonly onBlocked?: (tool: string, blockedMs: number, traceId: string) => void;
+  /** Caps every tool's timeout (fuzzing must not wait out a hanging tool's full 30 s). */
+  readonly maxTimeoutMs?: number;
 }
 
 export interface ToolCall {
@@ -108,7 +110,9 @@ export class ToolRouter implements AsyncDisposable {
           unbound.push(tool);
           continue;
         }
-        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, action.policy), ...(prepare ? { prepare } : {}) });
+        const cap = options.maxTimeoutMs;
+        const policy = cap === undefined ? action.policy : { ...action.policy, timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) };
+        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, policy), ...(prepare ? { prepare } : {}) });
       }
     } catch (err) {
       await router[Symbol.asyncDispose]();

@@ -1,0 +1,285 @@
+/**
+ * `agent fuzz` as a library: schema-driven cases against an env, judged by the checks, failures
+ * grouped by signature, shrunk, saved under `.agent-fuzz/` and replayed first next time.
+ *
+ * Cases are a pure function of (seed, index) and the env's definition, so a case id replays it.
+ */
+import { AgentEnv } from '../../env/agent-env.js';
+import type { ActionDefinition, EnvDefinition } from '../../schema/definition.js';
+import { compileSchema } from '../../schema/ajv.js';
+import { generate } from '../../schema/fuzz/generate.js';
+import { boundaries, mutants } from '../../schema/fuzz/mutate.js';
+import { systemClock, type Clock } from '../../shared/clock.js';
+import { Emitter } from '../../shared/emitter.js';
+import { UsageError } from '../../shared/errors.js';
+import type { JsonObject, JsonValue } from '../../shared/json.js';
+import { hashSeed, Rng } from '../../shared/rng.js';
+import { CHECKS, signatureOf, type CheckName, type Failure, type FuzzCase } from './case.js';
+import { runCase, type CaseResult } from './run-case.js';
+import { shrinkValue } from './shrink.js';
+import { loadSaved, removeCase, saveCase } from './store.js';
+
+export interface FuzzOptions {
+  readonly env: string;
+  /** Cases to run (default 500). */
+  readonly runs?: number;
+  readonly seed?: number;
+  /** Only these actions. */
+  readonly actions?: readonly string[];
+  /** Stop starting new cases after this long. */
+  readonly timeBudgetMs?: number;
+  /** Share of cases (among enabled ones) with invalid params (default 0.3). */
+  readonly invalidRatio?: number;
+  /** Checks to run (default all). */
+  readonly checks?: readonly CheckName[];
+  /** Every tool's timeout is capped at this during fuzzing (default 2000 ms). */
+  readonly toolTimeoutMs?: number;
+  /** Where failing cases are kept (default `.agent-fuzz`). */
+  readonly storeDir?: string;
+  /** Time allowed for shrinking each failure (default 5000 ms). */
+  readonly shrinkBudgetMs?: number;
+  readonly blockThresholdMs?: number;
+  readonly clock?: Clock;
+  /** Skip replaying saved cases (for `--replay` and tests that want a clean slate). */
+  readonly replaySaved?: boolean;
+}
+
+export interface FailureGroup {
+  readonly signature: string;
+  readonly check: CheckName;
+  readonly action: string;
+  readonly code: string;
+  readonly message: string;
+  readonly count: number;
+  /** The shrunk input that still fails the same way. */
+  readonly case: FuzzCase;
+  readonly original: FuzzCase;
+  readonly shrinkSteps: number;
+  /** Where the case is saved; `agent fuzz <env> --replay <file>` reruns it. */
+  readonly file?: string;
+  /** True when it failed in a replay of a saved case (it is not fixed yet). */
+  readonly replayed: boolean;
+}
+
+export interface FuzzSummary {
+  readonly env: string;
+  readonly seed: number;
+  readonly cases: number;
+  readonly durationMs: number;
+  readonly casesPerSecond: number;
+  readonly byKind: Readonly<Record<string, number>>;
+  readonly generatorMisses: number;
+  readonly failures: readonly FailureGroup[];
+  readonly fixed: readonly string[];
+  readonly interrupted: boolean;
+}
+
+export type FuzzEvent =
+  | { readonly type: 'started'; readonly env: string; readonly seed: number; readonly runs: number; readonly saved: number }
+  | { readonly type: 'case'; readonly case: FuzzCase; readonly failure?: Failure }
+  | { readonly type: 'fixed'; readonly signature: string; readonly file: string }
+  | { readonly type: 'failure'; readonly group: FailureGroup }
+  | { readonly type: 'done'; readonly summary: FuzzSummary };
+
+export class Fuzzer {
+  readonly events = new Emitter<FuzzEvent>();
+  readonly #env: AgentEnv;
+  readonly #options: FuzzOptions;
+  readonly #clock: Clock;
+  readonly #checks: ReadonlySet<CheckName>;
+  readonly #actions: readonly ActionDefinition[];
+  readonly #states: readonly JsonValue[];
+  readonly #seed: number;
+  readonly #stateOk: (v: unknown) => boolean;
+  #misses = 0;
+
+  private constructor(env: AgentEnv, options: FuzzOptions, actions: readonly ActionDefinition[], states: readonly JsonValue[]) {
+    this.#env = env;
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#checks = new Set(options.checks ?? CHECKS);
+    this.#actions = actions;
+    this.#states = states;
+    this.#seed = options.seed ?? 0;
+    this.#stateOk = compileSchema(env.definition.stateSchema);
+  }
+
+  static async prepare(options: FuzzOptions): Promise<Fuzzer> {
+    const runs = options.runs ?? 500;
+    if (!Number.isInteger(runs) || runs < 0) throw new UsageError(`runs must be a whole number (got ${runs})`);
+    const ratio = options.invalidRatio ?? 0.3;
+    if (!(ratio >= 0 && ratio <= 1)) throw new UsageError(`invalid-ratio must be between 0 and 1 (got ${ratio})`);
+    for (const c of options.checks ?? []) if (!CHECKS.includes(c)) throw new UsageError(`unknown check '${c}'`, `Checks: ${CHECKS.join(', ')}.`);
+    const seed = options.seed ?? 0;
+    const env = await AgentEnv.open(options.env, {
+      seed,
+      maxToolTimeoutMs: options.toolTimeoutMs ?? 2_000,
+      ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    const def = env.definition;
+    const unknown = (options.actions ?? []).filter((a) => !def.actions.has(a));
+    if (unknown.length > 0) {
+      await env[Symbol.asyncDispose]();
+      throw new UsageError(`unknown action${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`, `Actions of ${def.name}: ${[...def.actions.keys()].join(', ')}.`);
+    }
+    const actions = [...def.actions.values()].filter((a) => !a.unsatisfiable && (!options.actions || options.actions.includes(a.name)));
+    return new Fuzzer(env, options, actions, statesFor(def, seed));
+  }
+
+  get definition(): EnvDefinition {
+    return this.#env.definition;
+  }
+
+  /** The case with this index, as planned from the seed (undefined when no valid params could be generated). */
+  plan(index: number): FuzzCase | undefined {
+    const rng = new Rng(hashSeed(this.#seed, 'case', index));
+    const action = rng.pick(this.#actions);
+    const state = rng.pick(this.#states);
+    const id = `${action.name}#${this.#seed}.${index}`;
+    const generated = generate(action.parameters, rng);
+    this.#misses += generated.misses;
+    if (generated.value === undefined) return undefined;
+    const valid = generated.value as JsonObject;
+    const base = { id, seed: this.#seed, index, action: action.name, state };
+    if (action.enabledIf && !action.enabledIf.evaluate(state)) return { ...base, kind: 'disabled', params: valid };
+    const r = rng.next();
+    const ratio = this.#options.invalidRatio ?? 0.3;
+    if (r < ratio) {
+      const m = mutants(action.parameters, valid, rng, 8);
+      const pick = m.length > 0 ? rng.pick(m) : undefined;
+      if (pick) return { ...base, kind: 'invalid', params: pick.value as JsonObject, mutation: pick.mutation, pointer: pick.pointer };
+    } else if (r < ratio + 0.15) {
+      const b = boundaries(action.parameters, valid);
+      const pick = b.length > 0 ? rng.pick(b) : undefined;
+      if (pick) return { ...base, kind: pick.valid ? 'boundary-inside' : 'boundary-outside', params: pick.value as JsonObject, mutation: pick.mutation, pointer: pick.pointer };
+    }
+    return { ...base, kind: 'valid', params: valid };
+  }
+
+  async #run(c: FuzzCase): Promise<CaseResult> {
+    return runCase(this.#env, c, this.#checks, (this.#options.toolTimeoutMs ?? 2_000) + 1_000);
+  }
+
+  /** Run one case (a saved file's, or a planned one) and report its failure, if any. */
+  async replay(c: FuzzCase): Promise<Failure | undefined> {
+    return (await this.#run(c)).failure;
+  }
+
+  async run(signal?: AbortSignal): Promise<FuzzSummary> {
+    const started = this.#clock.monotonic();
+    const storeDir = this.#options.storeDir ?? '.agent-fuzz';
+    const envName = this.#env.definition.name;
+    const saved = this.#options.replaySaved === false ? [] : await loadSaved(storeDir, envName);
+    const runs = this.#options.runs ?? 500;
+    this.events.emit({ type: 'started', env: envName, seed: this.#seed, runs, saved: saved.length });
+    const groups = new Map<string, { failure: Failure; cases: FuzzCase[]; replayed: boolean; file?: string }>();
+    const fixed: string[] = [];
+    const byKind: Record<string, number> = {};
+    let cases = 0;
+
+    const record = (c: FuzzCase, failure: Failure, replayed: boolean, file?: string): void => {
+      const signature = signatureOf(c.action, failure);
+      const g = groups.get(signature);
+      if (g) g.cases.push(c);
+      else groups.set(signature, { failure, cases: [c], replayed, ...(file ? { file } : {}) });
+    };
+
+    // Saved failures first: a fixed bug is shown as fixed.
+    for (const { file, saved: s } of saved) {
+      if (signal?.aborted) break;
+      if (!this.#env.definition.actions.has(s.case.action)) continue;
+      const failure = await this.replay(s.case);
+      cases++;
+      if (failure && signatureOf(s.case.action, failure) === s.signature) record(s.case, failure, true, file);
+      else {
+        fixed.push(s.signature);
+        await removeCase(file);
+        this.events.emit({ type: 'fixed', signature: s.signature, file });
+      }
+    }
+
+    const deadline = this.#options.timeBudgetMs === undefined ? Infinity : started + this.#options.timeBudgetMs;
+    for (let i = 0; i < runs && !signal?.aborted && this.#clock.monotonic() < deadline; i++) {
+      const c = this.plan(i);
+      if (!c) continue;
+      cases++;
+      byKind[c.kind] = (byKind[c.kind] ?? 0) + 1;
+      const first = await this.#run(c);
+      let failure = first.failure;
+      // Same case, same outcome: re-run the first failure of each signature and a sample of the passes.
+      const known = failure !== undefined && groups.has(signatureOf(c.action, failure));
+      if (((failure && !known) || (!failure && i % 8 === 0)) && this.#checks.has('deterministic')) {
+        const again = await this.#run(c);
+        if (again.fingerprint !== first.fingerprint) failure = { check: 'deterministic', code: 'FLAKY', message: `two runs of the same case differ: ${first.fingerprint.slice(0, 80)} vs ${again.fingerprint.slice(0, 80)}` };
+      }
+      if (failure) record(c, failure, false);
+      this.events.emit({ type: 'case', case: c, ...(failure ? { failure } : {}) });
+    }
+
+    const failures: FailureGroup[] = [];
+    for (const [signature, g] of groups) {
+      const original = g.cases.reduce((a, b) => (JSON.stringify(b.params).length < JSON.stringify(a.params).length ? b : a));
+      const { shrunk, steps } = g.replayed || g.failure.check === 'deterministic' ? { shrunk: original, steps: 0 } : await this.#shrink(original, signature);
+      const file = await saveCase(storeDir, envName, { signature, failure: g.failure, case: shrunk, original, first_seen: new Date(this.#clock.now()).toISOString() });
+      const group: FailureGroup = { signature, check: g.failure.check, action: shrunk.action, code: g.failure.code, message: g.failure.message, count: g.cases.length, case: shrunk, original, shrinkSteps: steps, file, replayed: g.replayed };
+      failures.push(group);
+      this.events.emit({ type: 'failure', group });
+    }
+
+    const durationMs = this.#clock.monotonic() - started;
+    const summary: FuzzSummary = {
+      env: envName,
+      seed: this.#seed,
+      cases,
+      durationMs,
+      casesPerSecond: cases / Math.max(durationMs / 1000, 1e-3),
+      byKind,
+      generatorMisses: this.#misses,
+      failures,
+      fixed,
+      interrupted: signal?.aborted === true,
+    };
+    this.events.emit({ type: 'done', summary });
+    return summary;
+  }
+
+  /** Shrink params, then state, keeping the case's kind and its failure signature. */
+  async #shrink(c: FuzzCase, signature: string): Promise<{ shrunk: FuzzCase; steps: number }> {
+    const action = this.#env.definition.actions.get(c.action) as ActionDefinition;
+    const paramsOk = compileSchema(action.parameters);
+    const deadline = this.#clock.monotonic() + (this.#options.shrinkBudgetMs ?? 5_000);
+    const enabled = (state: JsonValue): boolean => !action.enabledIf || action.enabledIf.evaluate(state);
+    const sameKind = (params: JsonValue, state: JsonValue): boolean => {
+      if (!this.#stateOk(state)) return false;
+      if (c.kind === 'disabled') return paramsOk(params) && !enabled(state);
+      if (!enabled(state)) return false;
+      return c.kind === 'invalid' || c.kind === 'boundary-outside' ? !paramsOk(params) : paramsOk(params);
+    };
+    const fails = async (candidate: FuzzCase): Promise<boolean> => {
+      const f = (await this.#run(candidate)).failure;
+      return f !== undefined && signatureOf(candidate.action, f) === signature;
+    };
+    const now = (): number => this.#clock.monotonic();
+    const p = await shrinkValue(c.params, (v) => sameKind(v, c.state), (v) => fails({ ...c, params: v as JsonObject }), deadline, now);
+    const s = await shrinkValue(c.state, (v) => sameKind(p.value, v), (v) => fails({ ...c, params: p.value as JsonObject, state: v }), deadline, now);
+    // An invalid case's pointer may have moved with shrinking; the first error's pointer is what it is now.
+    return { shrunk: { ...c, params: p.value as JsonObject, state: s.value }, steps: p.steps + s.steps };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#env[Symbol.asyncDispose]();
+  }
+}
+
+/** The states cases start from: the env's initial states and states generated from its state schema. */
+function statesFor(def: EnvDefinition, seed: number): JsonValue[] {
+  const rng = new Rng(hashSeed(seed, 'states'));
+  const states: JsonValue[] = [...def.initialStates];
+  for (let i = 0; i < 24; i++) {
+    const v = generate(def.stateSchema, rng, { maxDepth: 3 }).value;
+    if (v !== undefined) states.push(v);
+  }
+  if (states.length === 0) throw new UsageError(`env '${def.name}' has no initial states and none could be generated from its state schema`, 'Add initial_states.json to the env folder.');
+  return states;
+}
