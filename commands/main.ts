@@ -9,6 +9,7 @@ import { formatIssues, isAgentError, ValidationError } from '../src/index.js';
 import type { Io } from './io.js';
 import { registerRun } from './run.js';
 import { registerSchemaDiff } from './schema-diff.js';
+import { registerFuzz } from './fuzz.js';
 
 export type { Io } from './io.js';
 
@@ -23,6 +24,7 @@ const USER_ERRORS = new Set([
   'ACTION_DISABLED',
   'ACTION_UNSATISFIABLE',
   'TOOL_NOT_FOUND',
+  'STATE_SEQ_UNKNOWN',
 ]);
 
 export function createProgram(io: Io): Command {
@@ -34,6 +36,7 @@ export function createProgram(io: Io): Command {
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) });
   registerRun(program, io);
   registerSchemaDiff(program, io);
+  registerFuzz(program, io);
   return program;
 }
 

@@ -14,7 +14,7 @@ function integer(value: string): number {
 }
 
 /** `key=value`, repeatable; the value is read as JSON when it parses (numbers, booleans), else as a string. */
-function toolOption(value: string, previous: Record<string, JsonValue>): Record<string, JsonValue> {
+export function toolOption(value: string, previous: Record<string, JsonValue>): Record<string, JsonValue> {
   const eq = value.indexOf('=');
   if (eq <= 0) throw new InvalidArgumentError('expected key=value, e.g. latency_scale=0.1.');
   const raw = value.slice(eq + 1);

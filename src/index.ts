@@ -56,3 +56,11 @@ export { diffSchema, diffDefinitions, diffEnvFolders, diffSchemaFiles, type Diff
 export { compareSchemas, type RawFinding, type Severity } from './schema/diff/compare.js';
 export { buildReport, parseIgnoreFile, renderGithub, renderMarkdown, renderSarif, renderText, REPORT_VERSION, type DiffReport, type IgnoreEntry } from './schema/diff/report.js';
 export { RULES, RULE_SUMMARIES, type RuleInfo } from './schema/diff/rules.js';
+
+export { Fuzzer, type FailureGroup, type FuzzEvent, type FuzzOptions, type FuzzSummary } from './eval/fuzz/fuzz.js';
+export { CHECKS, CHECK_DESCRIPTIONS, type CheckName, type Failure, type FuzzCase } from './eval/fuzz/case.js';
+export { generate, type GenerateOptions, type Generated } from './schema/fuzz/generate.js';
+export { mutants, boundaries, type Variant } from './schema/fuzz/mutate.js';
+export { generateSamples, type Sample } from './schema/fuzz/samples.js';
+export { renderFuzzView, FuzzPanel, type FuzzProgress } from './ui/fuzz-view.js';
+export { fuzzReport } from './ui/fuzz-report.js';

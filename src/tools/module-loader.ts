@@ -1,4 +1,5 @@
 /** Loads a tools module (TypeScript or JavaScript) once per file and extracts its handlers. */
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { AgentError } from '../shared/errors.js';
 import { importModule } from '../shared/import-module.js';
@@ -8,16 +9,18 @@ import type { ToolHandler, ToolModuleConfig } from './types.js';
 const cache = new Map<string, Promise<Record<string, unknown>>>();
 
 export function importToolModule(file: string): Promise<Record<string, unknown>> {
-  let loaded = cache.get(file);
+  // Keyed by modification time too, so a long-lived process picks up an edited module.
+  const key = `${file}@${statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0}`;
+  let loaded = cache.get(key);
   if (!loaded) {
     loaded = importModule(file).catch((err: unknown) => {
-      cache.delete(file);
+      cache.delete(key);
       throw new AgentError('DEFINITION_INVALID', `cannot load tools module '${file}': ${(err as Error).message}`, {
         cause: err,
         hint: 'Fix the module so that it imports cleanly (try `npx tsx <file>`).',
       });
     });
-    cache.set(file, loaded);
+    cache.set(key, loaded);
   }
   return loaded;
 }

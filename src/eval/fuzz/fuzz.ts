@@ -39,6 +39,8 @@ export interface FuzzOptions {
   /** Time allowed for shrinking each failure (default 5000 ms). */
   readonly shrinkBudgetMs?: number;
   readonly blockThresholdMs?: number;
+  /** Passed to the tools module's `createTools` (e.g. `latency_scale` for simulated tools). */
+  readonly toolOptions?: Readonly<Record<string, JsonValue>>;
   readonly clock?: Clock;
   /** Skip replaying saved cases (for `--replay` and tests that want a clean slate). */
   readonly replaySaved?: boolean;
@@ -115,6 +117,7 @@ export class Fuzzer {
       seed,
       maxToolTimeoutMs: options.toolTimeoutMs ?? 2_000,
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+      ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
     });
     const def = env.definition;

@@ -7,8 +7,6 @@ import type { EnvEvent } from '../../env/events.js';
 import { isAgentError, ValidationError } from '../../shared/errors.js';
 import type { CheckName, Failure, FuzzCase } from './case.js';
 
-let counter = 0;
-
 export interface CaseResult {
   readonly failure?: Failure;
   /** A digest of what happened, compared between runs of the same case. */
@@ -17,7 +15,8 @@ export interface CaseResult {
 }
 
 export async function runCase(env: AgentEnv, c: FuzzCase, enabled: ReadonlySet<CheckName>, caseTimeoutMs: number): Promise<CaseResult> {
-  const agent = env.createInstance({ id: `fuzz-${++counter}` });
+  // The instance id seeds each trace's ctx.rng, so it comes from the case: a rerun draws the same numbers.
+  const agent = env.createInstance({ id: `case-${c.id.replace(/[^A-Za-z0-9_.#-]/g, '_')}` });
   const events: EnvEvent[] = [];
   const off = env.events.onAny((e) => {
     if (e.instanceId === agent.id) events.push(e);

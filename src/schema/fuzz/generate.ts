@@ -10,7 +10,7 @@ import { compileSchema, type JsonSchema } from '../ajv.js';
 import { normalize, type Schema, type SchemaObject } from '../diff/normalize.js';
 import { mergeAllOf } from '../diff/sample.js';
 import type { JsonValue } from '../../shared/json.js';
-import { Rng } from '../../shared/rng.js';
+import type { Rng } from '../../shared/rng.js';
 import { FORMAT_GENERATORS } from './formats.js';
 
 export interface GenerateOptions {
@@ -246,9 +246,11 @@ class Generator {
       }
     }
     const minProps = typeof s['minProperties'] === 'number' ? (s['minProperties'] as number) : 0;
-    for (let i = 0; Object.keys(out).length < minProps && i < minProps + 5; i++) {
-      const candidate = Object.keys(props).find((k) => !(k in out)) ?? `key_${i}`;
-      out[candidate] = this.value(this.#forKey(s, candidate), depth + 1);
+    const names = s['propertyNames'] as Schema | undefined;
+    for (let i = 0; Object.keys(out).length < minProps && i < minProps + 8; i++) {
+      // New keys must satisfy propertyNames when the schema constrains them.
+      const candidate = Object.keys(props).find((k) => !(k in out)) ?? (names !== undefined && names !== true ? String(this.value(names, depth + 1)) : `key_${i}`);
+      if (!(candidate in out)) out[candidate] = this.value(this.#forKey(s, candidate), depth + 1);
     }
     return out;
   }

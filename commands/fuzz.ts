@@ -1,0 +1,145 @@
+/** `agent fuzz`: schema-driven fuzzing of an env's tools, or value generation from one schema. */
+import { readFile } from 'node:fs/promises';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { CHECKS, fuzzReport, Fuzzer, generateSamples, renderFuzzView, UsageError, type CheckName, type FuzzCase, type JsonSchema, type JsonValue } from '../src/index.js';
+import type { Io } from './io.js';
+import { toolOption } from './run.js';
+
+interface Flags {
+  runs: number;
+  seed: number;
+  actions?: string[];
+  timeBudget?: number;
+  invalidRatio: number;
+  json?: boolean;
+  replay?: string;
+  skip: CheckName[];
+  toolTimeout: number;
+  toolOption: Record<string, JsonValue>;
+  store: string;
+  schema?: string;
+  generate?: number;
+  invalid?: boolean;
+}
+
+function wholeNumber(v: string): number {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a whole number.');
+  return Number(v);
+}
+
+/** `60s`, `2m`, `500ms`, or a number of seconds. */
+export function duration(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 60s, 2m or 500ms.');
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+}
+
+function ratio(v: string): number {
+  const n = Number(v);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number between 0 and 1.');
+  return n;
+}
+
+export function registerFuzz(program: Command, io: Io): void {
+  program
+    .command('fuzz')
+    .description('Fuzz an environment from its schemas: valid, boundary and invalid calls in many states; failures shrunk and saved for replay.')
+    .argument('[env-dir]', 'environment folder')
+    .option('--runs <n>', 'cases to run', wholeNumber, 500)
+    .option('--seed <s>', 'seed: the same seed runs the same cases', wholeNumber, 0)
+    .option('--actions <list>', 'only these actions (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .option('--time-budget <duration>', 'stop starting cases after this long (60s, 2m, 500ms)', duration)
+    .option('--invalid-ratio <r>', 'share of enabled cases with invalid params', ratio, 0.3)
+    .addOption(new Option('--skip <check>', `turn a check off (repeatable): ${CHECKS.join(', ')}`).choices([...CHECKS]).argParser((v: string, prev: CheckName[] = []) => [...prev, v as CheckName]).default([]))
+    .option('--tool-timeout <ms>', 'cap on every tool timeout while fuzzing', wholeNumber, 2_000)
+    .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--store <dir>', 'where failing cases are kept and replayed from', '.agent-fuzz')
+    .option('--replay <case>', 'run one saved case (a file under .agent-fuzz) and report it')
+    .option('--json', 'JSON lines for CI: started, fixed, failure and done events')
+    .option('--schema <file>', 'generate values from this JSON Schema instead of fuzzing an env')
+    .option('--generate <n>', 'with --schema: how many values', wholeNumber)
+    .option('--invalid', 'with --schema: generate invalid values (each breaks one rule)')
+    .addHelpText('after', '\nExamples:\n  agent fuzz fixtures/airline --runs 2000 --seed 7\n  agent fuzz fixtures/buggy --replay .agent-fuzz/buggy/no-crash_book_seats_TOOL_CRASHED.json\n  agent fuzz --schema fixtures/weather/state_schema.json --generate 5 --invalid')
+    .action(async (envDir: string | undefined, flags: Flags) => {
+      if (flags.schema !== undefined) {
+        io.exitCode = await generateCommand(flags, io);
+        return;
+      }
+      if (!envDir) throw new UsageError('agent fuzz needs an env folder, or --schema FILE --generate N', 'Run agent fuzz --help for examples.');
+      io.exitCode = await fuzzCommand(envDir, flags, io);
+    });
+}
+
+async function generateCommand(flags: Flags, io: Io): Promise<number> {
+  if (flags.generate === undefined) throw new UsageError('--schema needs --generate N', 'Example: agent fuzz --schema state.json --generate 10');
+  let schema: JsonSchema;
+  try {
+    schema = JSON.parse(await readFile(flags.schema as string, 'utf8')) as JsonSchema;
+  } catch (err) {
+    throw new UsageError(`cannot read JSON Schema '${flags.schema}': ${(err as Error).message}`);
+  }
+  const { samples, misses } = generateSamples(schema, flags.generate, { ...(flags.invalid ? { invalid: true } : {}), seed: flags.seed });
+  for (const s of samples) io.stdout.write(`${JSON.stringify(s)}\n`);
+  if (samples.length < flags.generate) io.stderr.write(`warning: generated ${samples.length} of ${flags.generate} values (${misses} generator misses)\n`);
+  return 0;
+}
+
+async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number> {
+  await using fuzzer = await Fuzzer.prepare({
+    env: envDir,
+    runs: flags.replay ? 0 : flags.runs,
+    seed: flags.seed,
+    ...(flags.actions ? { actions: flags.actions } : {}),
+    ...(flags.timeBudget !== undefined ? { timeBudgetMs: flags.timeBudget } : {}),
+    invalidRatio: flags.invalidRatio,
+    checks: CHECKS.filter((c) => !flags.skip.includes(c)),
+    toolTimeoutMs: flags.toolTimeout,
+    toolOptions: flags.toolOption,
+    storeDir: flags.store,
+    ...(flags.replay ? { replaySaved: false } : {}),
+  });
+  // `return await`: the fuzzer is disposed when this scope ends, so the replay must finish inside it.
+  if (flags.replay) return await replayCommand(fuzzer, flags.replay, io);
+
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort(new Error('interrupted'));
+  process.on('SIGINT', onSignal);
+  const tty = io.stdout.isTTY === true && !flags.json;
+  const view = tty ? renderFuzzView(fuzzer, io.stdout as NodeJS.WriteStream) : undefined;
+  const off = flags.json
+    ? fuzzer.events.onAny((e) => {
+        if (e.type !== 'case') io.stdout.write(`${JSON.stringify(e)}\n`);
+      })
+    : fuzzer.events.onAny((e) => {
+        if (!tty && e.type === 'started') io.stdout.write(`fuzzing ${e.env}: ${e.runs} cases, seed ${e.seed}${e.saved > 0 ? `, replaying ${e.saved} saved case${e.saved === 1 ? '' : 's'} first` : ''}\n`);
+      });
+  try {
+    const summary = await fuzzer.run(controller.signal);
+    view?.close();
+    if (!flags.json) io.stdout.write(fuzzReport(summary, envDir));
+    if (summary.interrupted) return 130;
+    return summary.failures.length > 0 ? 1 : 0;
+  } finally {
+    off();
+    process.off('SIGINT', onSignal);
+  }
+}
+
+async function replayCommand(fuzzer: Fuzzer, spec: string, io: Io): Promise<number> {
+  let c: FuzzCase;
+  try {
+    const saved = JSON.parse(await readFile(spec, 'utf8')) as { case?: FuzzCase };
+    c = saved.case ?? (saved as FuzzCase);
+  } catch (err) {
+    throw new UsageError(`cannot read case '${spec}': ${(err as Error).message}`, 'Pass a file written under .agent-fuzz by an earlier run.');
+  }
+  const failure = await fuzzer.replay(c);
+  io.stdout.write(`case ${c.id}: ${c.action} ${JSON.stringify(c.params)}\n`);
+  if (!failure) {
+    io.stdout.write('passes now\n');
+    return 0;
+  }
+  io.stdout.write(`fails: ${failure.check} ${failure.code}\n  ${failure.message}\n`);
+  return 1;
+}

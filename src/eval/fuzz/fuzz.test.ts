@@ -1,0 +1,90 @@
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Fuzzer, type FuzzOptions, type FuzzSummary } from '../../index.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+async function tmp(prefix: string, inRepo = false): Promise<string> {
+  // A copied env whose tools import 'agentic-rl-toolkit' must live inside this package to resolve it.
+  const parent = inRepo ? path.resolve('.test-tmp') : os.tmpdir();
+  await mkdir(parent, { recursive: true });
+  const d = await mkdtemp(path.join(parent, prefix));
+  dirs.push(d);
+  return d;
+}
+
+async function fuzz(options: FuzzOptions): Promise<FuzzSummary> {
+  await using f = await Fuzzer.prepare({ storeDir: await tmp('agent-fuzz-store-'), toolTimeoutMs: 100, ...options });
+  return await f.run();
+}
+
+describe('agent fuzz on fixtures/buggy', () => {
+  it('finds every planted defect, each shrunk to a minimal input', async () => {
+    const summary = await fuzz({ env: 'fixtures/buggy', runs: 150, seed: 1 });
+    const found = Object.fromEntries(summary.failures.map((g) => [g.signature, g.case.params]));
+    expect(found).toEqual({
+      'no-crash:book_seats:TOOL_CRASHED': { count: 10 }, // off-by-one at the bound
+      'no-crash:greet:TOOL_CRASHED': { name: '' }, // crash when the optional title is absent
+      'state-valid:double_score:STATE_INVALID': { points: 51 }, // patch breaks the state schema
+      'no-timeout:wait_for_partner:TOOL_TIMEOUT': {}, // hang
+      'no-loop-block:checksum:LOOP_BLOCKED': { text: '' }, // blocks the event loop
+    });
+    for (const g of summary.failures) expect(g.case.state).toEqual({ seats: 0, score: 0 });
+  });
+
+  it('each check can be turned off', async () => {
+    const summary = await fuzz({ env: 'fixtures/buggy', runs: 60, seed: 1, actions: ['checksum', 'greet'], checks: ['no-crash', 'rejects-invalid', 'accepts-valid'] });
+    expect(summary.failures.map((g) => g.signature)).toEqual(['no-crash:greet:TOOL_CRASHED']);
+  });
+
+  it('replays saved failures first: a fixed bug is shown as fixed, a remaining one again', async () => {
+    const env = path.join(await tmp('agent-fuzz-env-', true), 'buggy');
+    await cp('fixtures/buggy', env, { recursive: true });
+    const store = await tmp('agent-fuzz-saved-');
+    const first = await fuzz({ env, runs: 80, seed: 1, actions: ['double_score', 'greet'], storeDir: store });
+    expect(first.failures.map((g) => g.signature).sort()).toEqual(['no-crash:greet:TOOL_CRASHED', 'state-valid:double_score:STATE_INVALID']);
+    expect((await readdir(path.join(store, 'buggy'))).length).toBe(2);
+    // Fix double_score (cap the score), leave greet broken.
+    const tools = path.join(env, 'tools.ts');
+    await writeFile(tools, (await readFile(tools, 'utf8')).replace("value: points * 2 }", "value: Math.min(points * 2, 100) }"));
+    const second = await fuzz({ env, runs: 0, storeDir: store });
+    expect(second.fixed).toEqual(['state-valid:double_score:STATE_INVALID']);
+    expect(second.failures.map((g) => [g.signature, g.replayed])).toEqual([['no-crash:greet:TOOL_CRASHED', true]]);
+    expect(await readdir(path.join(store, 'buggy'))).toEqual(['no-crash_greet_TOOL_CRASHED.json']);
+  });
+});
+
+describe('agent fuzz on clean envs', () => {
+  it('fixtures/weather ends clean: valid calls accepted, invalid ones rejected with their pointer, disabled ones refused', async () => {
+    const summary = await fuzz({ env: 'fixtures/weather', runs: 300, seed: 2, invalidRatio: 0.5, toolOptions: { latency_scale: 0 } });
+    expect(summary.failures).toEqual([]);
+    expect(summary.byKind['invalid']).toBeGreaterThan(50);
+    expect(summary.byKind['valid']).toBeGreaterThan(50);
+    expect(summary.byKind['disabled']).toBeGreaterThan(0);
+  });
+
+  it('plans the same cases for the same seed, other cases for another', async () => {
+    await using a = await Fuzzer.prepare({ env: 'fixtures/weather', seed: 5 });
+    await using b = await Fuzzer.prepare({ env: 'fixtures/weather', seed: 5 });
+    await using c = await Fuzzer.prepare({ env: 'fixtures/weather', seed: 6 });
+    const plan = (f: Fuzzer): unknown[] => Array.from({ length: 20 }, (_, i) => f.plan(i));
+    expect(plan(a)).toEqual(plan(b));
+    expect(plan(a)).not.toEqual(plan(c));
+  });
+
+  it('reports a tool whose outcome changes between runs of the same case as flaky', async () => {
+    const env = await tmp('agent-fuzz-flaky-');
+    await writeFile(
+      path.join(env, 'env.json'),
+      JSON.stringify({ state: { type: 'object' }, actions: [{ name: 'roll', parameters: { type: 'object', properties: {} } }], initial_states: [{}], module: 'tools.mjs' }),
+    );
+    // Math.random, not ctx.rng: the outcome is not a function of the case.
+    await writeFile(path.join(env, 'tools.mjs'), 'export const roll = () => ({ observation: Math.random() });\n');
+    const summary = await fuzz({ env, runs: 10 });
+    expect(summary.failures.map((g) => g.signature)).toEqual(['deterministic:roll:FLAKY']);
+  });
+});

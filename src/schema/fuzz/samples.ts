@@ -1,0 +1,37 @@
+/** `agent fuzz --schema FILE --generate N [--invalid]`: N values, all valid or all invalid, from a seed. */
+import { findUnsatisfiable } from '../satisfiable.js';
+import type { JsonSchema } from '../ajv.js';
+import { AgentError } from '../../shared/errors.js';
+import type { JsonValue } from '../../shared/json.js';
+import { hashSeed, Rng } from '../../shared/rng.js';
+import { generate } from './generate.js';
+import { mutants } from './mutate.js';
+
+export interface Sample {
+  readonly valid: boolean;
+  readonly value: JsonValue;
+  /** For invalid samples: the mutation and the JSON pointer it breaks. */
+  readonly mutation?: string;
+  readonly pointer?: string;
+}
+
+export function generateSamples(schema: JsonSchema, count: number, options: { invalid?: boolean; seed?: number } = {}): { samples: Sample[]; misses: number } {
+  const unsat = findUnsatisfiable(schema);
+  if (unsat) throw new AgentError('ACTION_UNSATISFIABLE', `the schema admits no value: ${unsat.reason} (at ${unsat.pointer || '/'})`, { hint: 'Fix the schema at that pointer.' });
+  const samples: Sample[] = [];
+  let misses = 0;
+  for (let i = 0; samples.length < count && i < count * 4; i++) {
+    const rng = new Rng(hashSeed(options.seed ?? 0, 'sample', i));
+    const g = generate(schema, rng);
+    misses += g.misses;
+    if (g.value === undefined) continue;
+    if (!options.invalid) {
+      samples.push({ valid: true, value: g.value });
+      continue;
+    }
+    const m = mutants(schema, g.value, rng, 6);
+    const pick = m.length > 0 ? rng.pick(m) : undefined;
+    if (pick) samples.push({ valid: false, value: pick.value, mutation: pick.mutation, pointer: pick.pointer });
+  }
+  return { samples, misses };
+}

@@ -1,0 +1,27 @@
+/** The closing report of `agent fuzz`: one block per failure signature, with its replay command. */
+import type { FailureGroup, FuzzSummary } from '../eval/fuzz/fuzz.js';
+
+export function fuzzReport(summary: FuzzSummary, envDir: string): string {
+  const lines: string[] = [];
+  for (const s of summary.fixed) lines.push(`✓ fixed: ${s} (its saved case passes now and was removed)`);
+  for (const g of summary.failures) lines.push('', ...failureLines(g, envDir));
+  const kinds = Object.entries(summary.byKind)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+  lines.push(
+    '',
+    `${summary.failures.length === 0 ? 'clean' : `${summary.failures.length} failure${summary.failures.length === 1 ? '' : 's'}`}: ${summary.cases} cases (${kinds || 'saved only'}) in ${(summary.durationMs / 1000).toFixed(1)} s, ${Math.round(summary.casesPerSecond).toLocaleString('en-US')} cases/s, seed ${summary.seed}${summary.generatorMisses > 0 ? `, ${summary.generatorMisses} generator misses (retried)` : ''}${summary.interrupted ? ', interrupted' : ''}`,
+  );
+  return `${lines.join('\n').trimStart()}\n`;
+}
+
+function failureLines(g: FailureGroup, envDir: string): string[] {
+  return [
+    `✗ ${g.signature}  (${g.count} case${g.count === 1 ? '' : 's'}${g.replayed ? ', still failing from a previous run' : ''})`,
+    `  ${g.message}`,
+    `  minimal input (${g.case.kind}${g.case.mutation ? `, ${g.case.mutation} at ${g.case.pointer}` : ''}${g.shrinkSteps > 0 ? `, shrunk in ${g.shrinkSteps} steps` : ''}):`,
+    `    params: ${JSON.stringify(g.case.params)}`,
+    `    state:  ${JSON.stringify(g.case.state).slice(0, 300)}`,
+    ...(g.file ? [`  replay: agent fuzz ${envDir} --replay ${g.file}`] : []),
+  ];
+}
