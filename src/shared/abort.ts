@@ -33,11 +33,10 @@ export function linkedController(...parents: (AbortSignal | undefined)[]): Linke
 
 /** Resolves after `ms`, or rejects with the signal's reason when aborted first. The timer never outlives the call. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  // A zero sleep needs no timer: Node clamps setTimeout(0) to 1 ms, a ceiling of 1,000 steps/s.
+  if (!(ms > 0)) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
     const onAbort = (): void => {
       clearTimeout(timer);
       reject(signal?.reason);

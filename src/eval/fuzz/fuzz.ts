@@ -93,6 +93,7 @@ export class Fuzzer {
   readonly #states: readonly JsonValue[];
   readonly #seed: number;
   readonly #stateOk: (v: unknown) => boolean;
+  readonly #initialCount: number;
   #misses = 0;
 
   private constructor(env: AgentEnv, options: FuzzOptions, actions: readonly ActionDefinition[], states: readonly JsonValue[]) {
@@ -104,6 +105,7 @@ export class Fuzzer {
     this.#states = states;
     this.#seed = options.seed ?? 0;
     this.#stateOk = compileSchema(env.definition.stateSchema);
+    this.#initialCount = env.definition.initialStates.length;
   }
 
   static async prepare(options: FuzzOptions): Promise<Fuzzer> {
@@ -138,9 +140,10 @@ export class Fuzzer {
   plan(index: number): FuzzCase | undefined {
     const rng = new Rng(hashSeed(this.#seed, 'case', index));
     const action = rng.pick(this.#actions);
-    const state = rng.pick(this.#states);
+    // Half the cases start from the env's own initial states: that is where its ids and data make sense.
+    const state = this.#initialCount > 0 && rng.next() < 0.5 ? (this.#states[rng.int(0, this.#initialCount - 1)] as JsonValue) : rng.pick(this.#states);
     const id = `${action.name}#${this.#seed}.${index}`;
-    const generated = generate(action.parameters, rng);
+    const generated = generate(action.parameters, rng, { pool: stringsOf(state) });
     this.#misses += generated.misses;
     if (generated.value === undefined) return undefined;
     const valid = generated.value as JsonObject;
@@ -273,6 +276,34 @@ export class Fuzzer {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
   }
+}
+
+/** Strings found in a state, by the property name they sit under (map keys count under the map's name too). */
+function stringsOf(state: JsonValue): { byName: Map<string, string[]>; all: string[] } {
+  const byName = new Map<string, Set<string>>();
+  const all = new Set<string>();
+  const note = (name: string | undefined, v: string): void => {
+    all.add(v);
+    if (name !== undefined) {
+      let set = byName.get(name);
+      if (!set) byName.set(name, (set = new Set()));
+      if (set.size < 200) set.add(v);
+    }
+  };
+  const walk = (v: unknown, name: string | undefined, depth: number): void => {
+    if (depth > 12) return;
+    if (typeof v === 'string') note(name, v);
+    else if (Array.isArray(v)) v.forEach((x) => walk(x, name, depth + 1));
+    else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        // In {users: {"mia_li_3668": {...}}}, the key is a user id: note it under the item's own id field too.
+        if (x !== null && typeof x === 'object' && !Array.isArray(x)) for (const [ik, iv] of Object.entries(x)) if (iv === k) note(ik, k);
+        walk(x, k, depth + 1);
+      }
+    }
+  };
+  walk(state, undefined, 0);
+  return { byName: new Map([...byName].map(([k, v]) => [k, [...v]])), all: [...all].slice(0, 400) };
 }
 
 /** The states cases start from: the env's initial states and states generated from its state schema. */

@@ -20,6 +20,12 @@ export interface GenerateOptions {
   readonly optionalProbability?: number;
   /** Fresh draws before giving up. */
   readonly attempts?: number;
+  /**
+   * Strings to draw from for string values without format, pattern or enum. The fuzzer fills it
+   * from the case's state, so ids in params name things that exist: `byName` holds the values seen
+   * under each property name (a `user_id` param draws from `user_id` fields), `all` every string.
+   */
+  readonly pool?: { readonly byName: ReadonlyMap<string, readonly string[]>; readonly all: readonly string[] };
 }
 
 export interface Generated {
@@ -31,7 +37,8 @@ export interface Generated {
 const ALL = ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object'];
 const normalized = new WeakMap<object, Schema>();
 
-function normalizedOf(root: JsonSchema): Schema {
+/** The normalized form of a schema, computed once per schema object. */
+export function normalizedOf(root: JsonSchema): Schema {
   if (typeof root === 'boolean') return root;
   let n = normalized.get(root);
   if (n === undefined) {
@@ -71,14 +78,16 @@ class Generator {
   readonly #rng: Rng;
   readonly #maxDepth: number;
   readonly #optional: number;
+  readonly #pool: NonNullable<GenerateOptions['pool']>;
 
   constructor(rng: Rng, options: GenerateOptions) {
     this.#rng = rng;
     this.#maxDepth = options.maxDepth ?? 5;
     this.#optional = options.optionalProbability ?? 0.5;
+    this.#pool = options.pool ?? { byName: new Map(), all: [] };
   }
 
-  value(schema: Schema, depth: number): unknown {
+  value(schema: Schema, depth: number, key?: string): unknown {
     if (schema === false) throw new Error('false schema');
     if (schema === true) return this.#any(depth);
     let s = mergeAllOf(schema);
@@ -89,7 +98,7 @@ class Generator {
         const { [key]: branches, ...rest } = s;
         const branch = this.#rng.pick(branches as Schema[]);
         if (branch === false) throw new Error('false branch');
-        return this.value(branch === true ? rest : mergeAllOf({ allOf: [rest, branch] }), depth);
+        return this.value(branch === true ? rest : mergeAllOf({ allOf: [rest, branch] }), depth, key);
       }
     }
     if (s['if'] !== undefined) {
@@ -99,7 +108,7 @@ class Generator {
       s = mergeAllOf({ allOf: parts.filter((p) => p !== true) as Schema[] });
     }
     const type = this.#pickType(s);
-    return this.#ofType(s, type, depth);
+    return this.#ofType(s, type, depth, key);
   }
 
   #pickType(s: SchemaObject): string {
@@ -120,7 +129,7 @@ class Generator {
     return this.#ofType({}, this.#rng.pick(depth > 2 ? ['null', 'boolean', 'integer', 'string'] : ALL), depth + 1);
   }
 
-  #ofType(s: SchemaObject, type: string, depth: number): unknown {
+  #ofType(s: SchemaObject, type: string, depth: number, key?: string): unknown {
     switch (type) {
       case 'null':
         return null;
@@ -130,7 +139,7 @@ class Generator {
       case 'number':
         return this.#number(s, type === 'integer');
       case 'string':
-        return this.#string(s);
+        return this.#string(s, key);
       case 'array':
         return this.#array(s, depth);
       default:
@@ -168,7 +177,7 @@ class Generator {
     return Math.round(v * 1000) / 1000;
   }
 
-  #string(s: SchemaObject): string {
+  #string(s: SchemaObject, key?: string): string {
     const min = typeof s['minLength'] === 'number' ? (s['minLength'] as number) : 0;
     const max = typeof s['maxLength'] === 'number' ? (s['maxLength'] as number) : min + 12;
     const format = typeof s['format'] === 'string' ? FORMAT_GENERATORS[s['format']] : undefined;
@@ -188,6 +197,10 @@ class Generator {
       const hit = pool.map((p) => p.padEnd(min, p)).find((p) => (!re || re.test(p)) && p.length <= max);
       if (hit !== undefined) return hit;
     }
+    const named = key === undefined ? undefined : this.#pool.byName.get(key);
+    const from = named && this.#rng.next() < 0.7 ? named : this.#rng.next() < 0.3 ? this.#pool.all : [];
+    const fits = from.filter((p) => p.length >= min && p.length <= max);
+    if (fits.length > 0) return this.#rng.pick(fits);
     const length = this.#rng.int(min, Math.max(min, max));
     let out = '';
     for (let i = 0; i < length; i++) out += String.fromCharCode(97 + this.#rng.int(0, 25));
@@ -225,10 +238,10 @@ class Generator {
     const deep = depth >= this.#maxDepth;
     for (const [key, sub] of Object.entries(props)) {
       if (sub === false) continue;
-      if (required.has(key) || (!deep && this.#rng.next() < this.#optional)) out[key] = this.value(sub, depth + 1);
+      if (required.has(key) || (!deep && this.#rng.next() < this.#optional)) out[key] = this.value(sub, depth + 1, key);
     }
     for (const key of required) {
-      if (!(key in out)) out[key] = this.value(this.#forKey(s, key), depth + 1);
+      if (!(key in out)) out[key] = this.value(this.#forKey(s, key), depth + 1, key);
     }
     const dependent = (s['dependentRequired'] as Record<string, string[]> | undefined) ?? {};
     for (const [trigger, deps] of Object.entries(dependent)) {

@@ -5,7 +5,8 @@
  * schema that fails is dropped too.
  */
 import { compileSchema, type JsonSchema } from '../ajv.js';
-import { normalize, type Schema, type SchemaObject } from '../diff/normalize.js';
+import type { Schema, SchemaObject } from '../diff/normalize.js';
+import { normalizedOf } from './generate.js';
 import { mergeAllOf } from '../diff/sample.js';
 import { escapePointerToken, isPlainObject, type JsonValue } from '../../shared/json.js';
 import type { Rng } from '../../shared/rng.js';
@@ -135,7 +136,7 @@ function candidates(site: Site, rng: Rng): [Variant['mutation'], unknown, string
 export function mutants(root: JsonSchema, valid: JsonValue, rng: Rng, limit = 24): Variant[] {
   const validator = compileSchema(root);
   const out: Variant[] = [];
-  const all = sites(normalize(root), valid).flatMap((site) => candidates(site, rng).map(([mutation, v, key]) => ({ site, mutation, v, key })));
+  const all = sites(normalizedOf(root), valid).flatMap((site) => candidates(site, rng).map(([mutation, v, key]) => ({ site, mutation, v, key })));
   for (let i = all.length - 1; i > 0; i--) {
     const j = rng.int(0, i);
     [all[i], all[j]] = [all[j] as (typeof all)[number], all[i] as (typeof all)[number]];
@@ -153,7 +154,7 @@ export function mutants(root: JsonSchema, valid: JsonValue, rng: Rng, limit = 24
 export function boundaries(root: JsonSchema, valid: JsonValue): Variant[] {
   const validator = compileSchema(root);
   const out: Variant[] = [];
-  for (const site of sites(normalize(root), valid)) {
+  for (const site of sites(normalizedOf(root), valid)) {
     const s = site.schema;
     const v = site.value;
     const pointer = site.tokens.map((t) => `/${escapePointerToken(t)}`).join('');
