@@ -19,7 +19,7 @@ function failureLines(g: FailureGroup, envDir: string): string[] {
   return [
     `✗ ${g.signature}  (${g.count} case${g.count === 1 ? '' : 's'}${g.replayed ? ', still failing from a previous run' : ''})`,
     `  ${g.message}`,
-    `  minimal input (${g.case.kind}${g.case.mutation ? `, ${g.case.mutation} at ${g.case.pointer}` : ''}${g.shrinkSteps > 0 ? `, shrunk in ${g.shrinkSteps} steps` : ''}):`,
+    `  minimal input (${g.case.kind}${g.case.mutation ? `, ${g.case.mutation} at ${g.case.pointer}` : ''}${g.shrinkSteps > 0 ? `, shrunk in ${g.shrinkSteps} step${g.shrinkSteps === 1 ? '' : 's'}` : ''}):`,
     `    params: ${JSON.stringify(g.case.params)}`,
     `    state:  ${JSON.stringify(g.case.state).slice(0, 300)}`,
     ...(g.file ? [`  replay: agent fuzz ${envDir} --replay ${g.file}`] : []),
