@@ -1,31 +1,13 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { PassThrough } from 'node:stream';
+import { readdir } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main, type Io } from './main.js';
+import { runAgent, scratch } from './testing.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
-async function agent(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const io: Io = { stdout: Object.assign(out, { isTTY: false }), stderr: err, exitCode: 0 };
-  return { code: await main(args, io), stdout, stderr };
-}
+const agent = runAgent;
 
-async function store(): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), 'agent-fuzz-cli-'));
-  dirs.push(d);
-  return d;
-}
+const store = (): Promise<string> => tmp.dir('agent-fuzz-cli-');
 
 describe('agent fuzz', () => {
   it('fixtures/airline ends clean (exit 0)', async () => {

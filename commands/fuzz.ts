@@ -1,9 +1,10 @@
 /** `agent fuzz`: schema-driven fuzzing of an env's tools, or value generation from one schema. */
 import { readFile } from 'node:fs/promises';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { CHECKS, fuzzReport, Fuzzer, generateSamples, renderFuzzView, UsageError, type CheckName, type FuzzCase, type JsonSchema, type JsonValue } from '../src/index.js';
+import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
-import { toolOption } from './run.js';
+import { duration, ratio, toolOption, wholeNumber } from './options.js';
 
 interface Flags {
   runs: number;
@@ -20,25 +21,6 @@ interface Flags {
   schema?: string;
   generate?: number;
   invalid?: boolean;
-}
-
-function wholeNumber(v: string): number {
-  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a whole number.');
-  return Number(v);
-}
-
-/** `60s`, `2m`, `500ms`, or a number of seconds. */
-export function duration(v: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
-  if (!m) throw new InvalidArgumentError('expected a duration such as 60s, 2m or 500ms.');
-  const n = Number(m[1]);
-  return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
-}
-
-function ratio(v: string): number {
-  const n = Number(v);
-  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number between 0 and 1.');
-  return n;
 }
 
 export function registerFuzz(program: Command, io: Io): void {
@@ -103,8 +85,7 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
   if (flags.replay) return await replayCommand(fuzzer, flags.replay, io);
 
   const controller = new AbortController();
-  const onSignal = (): void => controller.abort(new Error('interrupted'));
-  process.on('SIGINT', onSignal);
+  const stopListening = abortOnSignals(controller, io, 'interrupted: finishing the current case, then shrinking and saving what failed');
   const tty = io.stdout.isTTY === true && !flags.json;
   const view = tty ? renderFuzzView(fuzzer, io.stdout as NodeJS.WriteStream) : undefined;
   const off = flags.json
@@ -122,7 +103,7 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
     return summary.failures.length > 0 ? 1 : 0;
   } finally {
     off();
-    process.off('SIGINT', onSignal);
+    stopListening();
   }
 }
 

@@ -1,34 +1,18 @@
 import { execa } from 'execa';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../src/index.js';
-import { createProgram, main, type Io } from './main.js';
+import { createProgram } from './main.js';
+import { runAgent, scratch } from './testing.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
-async function agent(args: string[], isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const io: Io = { stdout: Object.assign(out, { isTTY }), stderr: err, exitCode: 0 };
-  const code = await main(args, io);
-  return { code, stdout, stderr };
-}
+const agent = runAgent;
 
-async function tmpOut(): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), 'agent-cli-'));
-  dirs.push(d);
-  return d;
-}
+const tmpOut = (): Promise<string> => tmp.dir('agent-cli-');
 
 describe('agent', () => {
   it('--help lists the commands that exist, and only those', async () => {

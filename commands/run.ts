@@ -1,31 +1,9 @@
 /** `agent run <env-dir>`: run episodes of an env with a policy and write a run folder. */
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { attachJsonReporter, attachPlainReporter, renderRunView, Run, type JsonValue, type RunSummary } from '../src/index.js';
+import { abortOnSignals } from './interrupt.js';
+import { integer, positiveInt, toolOption } from './options.js';
 import type { Io } from './io.js';
-
-function positiveInt(value: string): number {
-  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');
-  return Number(value);
-}
-
-function integer(value: string): number {
-  if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('expected an integer.');
-  return Number(value);
-}
-
-/** `key=value`, repeatable; the value is read as JSON when it parses (numbers, booleans), else as a string. */
-export function toolOption(value: string, previous: Record<string, JsonValue>): Record<string, JsonValue> {
-  const eq = value.indexOf('=');
-  if (eq <= 0) throw new InvalidArgumentError('expected key=value, e.g. latency_scale=0.1.');
-  const raw = value.slice(eq + 1);
-  let parsed: JsonValue;
-  try {
-    parsed = JSON.parse(raw) as JsonValue;
-  } catch {
-    parsed = raw;
-  }
-  return { ...previous, [value.slice(0, eq)]: parsed };
-}
 
 interface RunFlags {
   episodes: number;
@@ -70,15 +48,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
   const controller = new AbortController();
-  // `on`, not `once`: ink's signal-exit re-raises a signal that no other listener is left to handle,
-  // which would kill the process before the run folder is flushed.
-  const onSignal = (): void => {
-    if (controller.signal.aborted) return;
-    io.stderr.write('\ninterrupted: cancelling calls in flight and flushing the run folder\n');
-    controller.abort(new Error('interrupted'));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder');
   // `agent run --json | head`: once the reader is gone, stop the run as if interrupted, quietly.
   const onStdoutError = (err: NodeJS.ErrnoException): void => {
     if (!controller.signal.aborted) controller.abort(new Error(`stdout closed (${err.code ?? err.message})`));
@@ -94,8 +64,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   try {
     summary = await run.execute(controller.signal);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stopListening();
     reporter.close(flags.json ? undefined : summary);
   }
   (flags.json ? io.stderr : io.stdout).write(`run folder: ${run.dir}\n`);

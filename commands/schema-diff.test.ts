@@ -1,27 +1,14 @@
 import { execa } from 'execa';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../src/index.js';
-import { main, type Io } from './main.js';
+import { runAgent, scratch } from './testing.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
-async function agent(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const io: Io = { stdout: Object.assign(out, { isTTY: false }), stderr: err, exitCode: 0 };
-  return { code: await main(args, io), stdout, stderr };
-}
+const agent = runAgent;
 
 const V1 = 'fixtures/weather';
 const V2 = 'fixtures/schema-pairs/weather-v2';
@@ -74,8 +61,7 @@ describe('agent schema-diff', () => {
   });
 
   it('an ignore file silences findings until it expires, and reports entries that matched nothing', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-ignore-'));
-    dirs.push(dir);
+    const dir = await tmp.dir('agent-ignore-');
     const file = path.join(dir, 'schema-diff.ignore');
     await writeFile(
       file,
@@ -101,8 +87,7 @@ describe('agent schema-diff', () => {
   });
 
   it('--base compares an env folder with itself at a git revision', async () => {
-    const repo = await mkdtemp(path.join(os.tmpdir(), 'agent-git-'));
-    dirs.push(repo);
+    const repo = await tmp.dir('agent-git-');
     const env = path.join(repo, 'envs', 'weather');
     await cp(V1, env, { recursive: true });
     const git = (...args: string[]): Promise<unknown> => execa('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: repo });
