@@ -44,7 +44,6 @@ export type { PendingCall, RunProgress, ToolStats } from './lifecycle/run-stats.
 export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext } from './lifecycle/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
 export { RUN_FILES, type TrajectoryRecord } from './replay/run-writer.js';
-export { generateValid } from './schema/generate.js';
 
 export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';
@@ -59,7 +58,7 @@ export { RULES, RULE_SUMMARIES, type RuleInfo } from './schema/diff/rules.js';
 
 export { Fuzzer, type FailureGroup, type FuzzEvent, type FuzzOptions, type FuzzSummary } from './eval/fuzz/fuzz.js';
 export { CHECKS, CHECK_DESCRIPTIONS, type CheckName, type Failure, type FuzzCase } from './eval/fuzz/case.js';
-export { generate, type GenerateOptions, type Generated } from './schema/fuzz/generate.js';
+export { generate, type GenerateOptions, type Generated } from './schema/generate.js';
 export { mutants, boundaries, type Variant } from './schema/fuzz/mutate.js';
 export { generateSamples, type Sample } from './schema/fuzz/samples.js';
 export { renderFuzzView, FuzzPanel, type FuzzProgress } from './ui/fuzz-view.js';

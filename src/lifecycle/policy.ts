@@ -4,7 +4,7 @@
  * (default export or `policy`) with the {@link Policy} signature.
  */
 import type { Action, AvailableAction } from '../env/agent-instance.js';
-import { generateValid } from '../schema/generate.js';
+import { generate } from '../schema/generate.js';
 import { AgentError } from '../shared/errors.js';
 import { importModule } from '../shared/import-module.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
@@ -32,7 +32,7 @@ export const randomPolicy: Policy = (obs, { rng }) => {
   const candidates = [...obs.actions];
   while (candidates.length > 0) {
     const pick = candidates.splice(rng.int(0, candidates.length - 1), 1)[0] as AvailableAction;
-    const { value } = generateValid(pick.parameters, rng);
+    const { value } = generate(pick.parameters, rng);
     if (value !== undefined) return { name: pick.name, params: value as JsonObject };
   }
   return null;

@@ -11,7 +11,7 @@ import { setMaxListeners } from 'node:events';
 import { AgentEnv } from '../env/agent-env.js';
 import type { AgentInstance } from '../env/agent-instance.js';
 import type { ErrorInfo } from '../env/events.js';
-import { generateValid } from '../schema/generate.js';
+import { generate } from '../schema/generate.js';
 import { RunWriter } from '../replay/run-writer.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
@@ -110,7 +110,7 @@ export class Run {
     });
     let initialStates = env.definition.initialStates;
     if (initialStates.length === 0) {
-      const generated = generateValid(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
+      const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
       if (generated.value === undefined) {
         await env[Symbol.asyncDispose]();
         throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');

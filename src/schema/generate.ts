@@ -1,33 +1,288 @@
 /**
- * Seeded value generation from a JSON Schema, for the random policy and for initial states.
- * json-schema-faker does the generating; every value is then checked with ajv, because the
- * faker returns invalid values for some schemas. A value that fails is never returned.
+ * Seeded generation of valid values from any JSON Schema: the random policy's params, initial
+ * states, schema-diff's witnesses and states, and fuzz cases. It walks the
+ * normalized schema (`$ref`s resolved, recursion included), merges `allOf`, picks `anyOf`/`oneOf`
+ * branches, steers `if/then/else`, generates formats and fractional `multipleOf` steps itself and
+ * uses json-schema-faker only for regex patterns (and as a last resort). Every value is checked
+ * with ajv; one that fails is retried with a fresh draw and counted as a generator miss.
  */
 import { generateSync } from 'json-schema-faker';
 import { compileSchema, type JsonSchema } from './ajv.js';
+import { normalize, type Schema, type SchemaObject } from './diff/normalize.js';
+import { mergeAllOf } from './diff/sample.js';
 import type { JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
+import { FORMAT_GENERATORS } from './fuzz/formats.js';
 
-export interface GenerateResult {
+export interface GenerateOptions {
+  /** Beyond this depth only required properties and minimal arrays are generated (recursive schemas end). */
+  readonly maxDepth?: number;
+  /** Chance that an optional property is present. */
+  readonly optionalProbability?: number;
+  /** Fresh draws before giving up. */
+  readonly attempts?: number;
+  /**
+   * Strings to draw from for string values without format, pattern or enum. The fuzzer fills it
+   * from the case's state, so ids in params name things that exist: `byName` holds the values seen
+   * under each property name (a `user_id` param draws from `user_id` fields), `all` every string.
+   */
+  readonly pool?: { readonly byName: ReadonlyMap<string, readonly string[]>; readonly all: readonly string[] };
+}
+
+export interface Generated {
   readonly value?: JsonValue;
-  /** Attempts whose output the schema rejected (generator misses). */
+  /** Draws the schema rejected before one passed (or all of them, when none did). */
   readonly misses: number;
 }
 
-/** Up to `tries` seeded attempts; returns the first value the schema accepts. */
-export function generateValid(schema: JsonSchema, rng: Rng, tries = 8): GenerateResult {
-  const validator = compileSchema(schema);
-  let misses = 0;
-  for (let i = 0; i < tries; i++) {
-    let value: unknown;
+const ALL = ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object'];
+const normalized = new WeakMap<object, Schema>();
+
+/** The normalized form of a schema, computed once per schema object. */
+export function normalizedOf(root: JsonSchema): Schema {
+  if (typeof root === 'boolean') return root;
+  let n = normalized.get(root);
+  if (n === undefined) {
+    n = normalize(root);
+    normalized.set(root, n);
+  }
+  return n;
+}
+
+export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = {}): Generated {
+  const validator = compileSchema(root);
+  const schema = normalizedOf(root);
+  const attempts = options.attempts ?? 12;
+  const gen = new Generator(rng, options);
+  for (let i = 0; i < attempts; i++) {
+    let v: unknown;
     try {
-      value = generateSync(schema as Parameters<typeof generateSync>[0], { seed: rng.int(1, 2 ** 31 - 1), optionalsProbability: 0.5, maxDefaultItems: 3 });
+      v = gen.value(schema, 0);
     } catch {
-      misses++;
       continue;
     }
-    if (validator(value)) return { value: value as JsonValue, misses };
-    misses++;
+    if (validator(v)) return { value: v as JsonValue, misses: i };
   }
-  return { misses };
+  // Last resort: the faker, still checked.
+  for (let i = 0; i < 3; i++) {
+    try {
+      const v = generateSync(root as never, { seed: rng.int(1, 2 ** 30) });
+      if (validator(v)) return { value: v as JsonValue, misses: attempts + i };
+    } catch {
+      break;
+    }
+  }
+  return { misses: attempts + 3 };
 }
+
+class Generator {
+  readonly #rng: Rng;
+  readonly #maxDepth: number;
+  readonly #optional: number;
+  readonly #pool: NonNullable<GenerateOptions['pool']>;
+
+  constructor(rng: Rng, options: GenerateOptions) {
+    this.#rng = rng;
+    this.#maxDepth = options.maxDepth ?? 5;
+    this.#optional = options.optionalProbability ?? 0.5;
+    this.#pool = options.pool ?? { byName: new Map(), all: [] };
+  }
+
+  value(schema: Schema, depth: number, key?: string): unknown {
+    if (schema === false) throw new Error('false schema');
+    if (schema === true) return this.#any(depth);
+    let s = mergeAllOf(schema);
+    if ('const' in s) return s['const'];
+    if (Array.isArray(s['enum'])) return this.#rng.pick(s['enum']);
+    for (const key of ['anyOf', 'oneOf'] as const) {
+      if (Array.isArray(s[key])) {
+        const { [key]: branches, ...rest } = s;
+        const branch = this.#rng.pick(branches as Schema[]);
+        if (branch === false) throw new Error('false branch');
+        return this.value(branch === true ? rest : mergeAllOf({ allOf: [rest, branch] }), depth, key);
+      }
+    }
+    if (s['if'] !== undefined) {
+      const { if: cond, then, else: otherwise, ...rest } = s;
+      // Aim at one side of the conditional; ajv decides whether the aim was true.
+      const parts = this.#rng.next() < 0.5 ? [rest, cond, then ?? true] : [rest, otherwise ?? true];
+      s = mergeAllOf({ allOf: parts.filter((p) => p !== true) as Schema[] });
+    }
+    const type = this.#pickType(s);
+    return this.#ofType(s, type, depth, key);
+  }
+
+  #pickType(s: SchemaObject): string {
+    const declared = Array.isArray(s['type']) ? (s['type'] as string[]) : undefined;
+    if (declared) {
+      // Prefer the informative types over null when there is a choice.
+      const nonNull = declared.filter((t) => t !== 'null');
+      return nonNull.length > 0 && this.#rng.next() < 0.85 ? this.#rng.pick(nonNull) : this.#rng.pick(declared);
+    }
+    if (['properties', 'required', 'additionalProperties', 'patternProperties', 'minProperties'].some((k) => k in s)) return 'object';
+    if (['items', 'prefixItems', 'minItems', 'contains'].some((k) => k in s)) return 'array';
+    if (['minLength', 'maxLength', 'pattern', 'format'].some((k) => k in s)) return 'string';
+    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in s)) return 'number';
+    return this.#rng.pick(ALL);
+  }
+
+  #any(depth: number): unknown {
+    return this.#ofType({}, this.#rng.pick(depth > 2 ? ['null', 'boolean', 'integer', 'string'] : ALL), depth + 1);
+  }
+
+  #ofType(s: SchemaObject, type: string, depth: number, key?: string): unknown {
+    switch (type) {
+      case 'null':
+        return null;
+      case 'boolean':
+        return this.#rng.next() < 0.5;
+      case 'integer':
+      case 'number':
+        return this.#number(s, type === 'integer');
+      case 'string':
+        return this.#string(s, key);
+      case 'array':
+        return this.#array(s, depth);
+      default:
+        return this.#object(s, depth);
+    }
+  }
+
+  #number(s: SchemaObject, integer: boolean): number {
+    const n = (k: string): number | undefined => (typeof s[k] === 'number' ? (s[k] as number) : undefined);
+    let lo = n('minimum') ?? -Infinity;
+    let hi = n('maximum') ?? Infinity;
+    const xlo = n('exclusiveMinimum');
+    const xhi = n('exclusiveMaximum');
+    const step = n('multipleOf');
+    const tiny = integer ? 1 : step ?? 1e-3;
+    if (xlo !== undefined && xlo >= lo) lo = xlo + tiny;
+    if (xhi !== undefined && xhi <= hi) hi = xhi - tiny;
+    if (!Number.isFinite(lo) && !Number.isFinite(hi)) [lo, hi] = [-1000, 1000];
+    else if (!Number.isFinite(lo)) lo = hi - 1000;
+    else if (!Number.isFinite(hi)) hi = lo + 1000;
+    if (step !== undefined) {
+      // Pick a whole k with k·step in range and (k·step)/step exact in floating point, as ajv checks it.
+      const kmin = Math.ceil(lo / step - 1e-9);
+      const kmax = Math.floor(hi / step + 1e-9);
+      for (let i = 0; i < 8 && kmin <= kmax; i++) {
+        const k = this.#rng.int(kmin, Math.min(kmax, kmin + 10_000));
+        const decimals = (String(step).split('.')[1] ?? '').length;
+        const v = Number((k * step).toFixed(decimals));
+        if (Number.isInteger(v / step) && (!integer || Number.isInteger(v))) return v;
+      }
+      return kmin * step;
+    }
+    if (integer) return this.#rng.int(Math.ceil(lo), Math.floor(hi));
+    const v = lo + this.#rng.next() * (hi - lo);
+    return Math.round(v * 1000) / 1000;
+  }
+
+  #string(s: SchemaObject, key?: string): string {
+    const min = typeof s['minLength'] === 'number' ? (s['minLength'] as number) : 0;
+    const max = typeof s['maxLength'] === 'number' ? (s['maxLength'] as number) : min + 12;
+    const format = typeof s['format'] === 'string' ? FORMAT_GENERATORS[s['format']] : undefined;
+    if (format) return format(this.#rng);
+    if (typeof s['pattern'] === 'string') {
+      const re = safe(s['pattern']);
+      for (let i = 0; i < 4; i++) {
+        try {
+          const v = generateSync({ type: 'string', pattern: s['pattern'], minLength: min, maxLength: max }, { seed: this.#rng.int(1, 2 ** 30) });
+          if (typeof v === 'string' && (!re || re.test(v)) && v.length >= min && v.length <= max) return v;
+        } catch {
+          break;
+        }
+      }
+      // Patterns the faker cannot read (lookaround, \p{…}): try plain candidates against the real regex.
+      const pool = ['a', 'A', 'abc', 'Abc', 'é', '中文', '0', '123', 'a1', 'A1b2', 'a-b', 'a_b', 'a.b', 'x@y.z', ' ', 'aaaaaaaa'];
+      const hit = pool.map((p) => p.padEnd(min, p)).find((p) => (!re || re.test(p)) && p.length <= max);
+      if (hit !== undefined) return hit;
+    }
+    const named = key === undefined ? undefined : this.#pool.byName.get(key);
+    const from = named && this.#rng.next() < 0.7 ? named : this.#rng.next() < 0.3 ? this.#pool.all : [];
+    const fits = from.filter((p) => p.length >= min && p.length <= max);
+    if (fits.length > 0) return this.#rng.pick(fits);
+    const length = this.#rng.int(min, Math.max(min, max));
+    let out = '';
+    for (let i = 0; i < length; i++) out += String.fromCharCode(97 + this.#rng.int(0, 25));
+    return out;
+  }
+
+  #array(s: SchemaObject, depth: number): unknown[] {
+    const min = typeof s['minItems'] === 'number' ? (s['minItems'] as number) : 0;
+    const max = typeof s['maxItems'] === 'number' ? (s['maxItems'] as number) : min + 3;
+    const prefix = (s['prefixItems'] as Schema[] | undefined) ?? [];
+    const items = (s['items'] as Schema | undefined) ?? true;
+    const n = depth >= this.#maxDepth ? Math.max(min, Math.min(prefix.length, max)) : this.#rng.int(min, Math.max(min, Math.min(max, min + 3)));
+    const out: unknown[] = [];
+    for (let i = 0; i < n; i++) {
+      const sub = prefix[i] ?? items;
+      if (sub === false) break;
+      let v = this.value(sub, depth + 1);
+      if (s['uniqueItems'] === true) {
+        for (let k = 0; k < 5 && out.some((o) => JSON.stringify(o) === JSON.stringify(v)); k++) v = this.value(sub, depth + 1);
+      }
+      out.push(v);
+    }
+    if (s['contains'] !== undefined && s['contains'] !== false) {
+      const c = this.value(s['contains'] as Schema, depth + 1);
+      if (out.length < max) out.splice(this.#rng.int(0, out.length), 0, c);
+      else if (out.length > 0) out[this.#rng.int(0, out.length - 1)] = c;
+    }
+    return out;
+  }
+
+  #object(s: SchemaObject, depth: number): Record<string, unknown> {
+    const props = (s['properties'] as Record<string, Schema> | undefined) ?? {};
+    const required = new Set((s['required'] as string[] | undefined) ?? []);
+    const out: Record<string, unknown> = {};
+    const deep = depth >= this.#maxDepth;
+    for (const [key, sub] of Object.entries(props)) {
+      if (sub === false) continue;
+      if (required.has(key) || (!deep && this.#rng.next() < this.#optional)) out[key] = this.value(sub, depth + 1, key);
+    }
+    for (const key of required) {
+      if (!(key in out)) out[key] = this.value(this.#forKey(s, key), depth + 1, key);
+    }
+    const dependent = (s['dependentRequired'] as Record<string, string[]> | undefined) ?? {};
+    for (const [trigger, deps] of Object.entries(dependent)) {
+      if (trigger in out) for (const d of deps) if (!(d in out)) out[d] = this.value(this.#forKey(s, d), depth + 1);
+    }
+    const patterns = (s['patternProperties'] as Record<string, Schema> | undefined) ?? {};
+    if (!deep && this.#rng.next() < 0.3) {
+      for (const [pattern, sub] of Object.entries(patterns)) {
+        try {
+          const key = generateSync({ type: 'string', pattern, minLength: 1, maxLength: 12 }, { seed: this.#rng.int(1, 2 ** 30) });
+          if (typeof key === 'string' && !(key in out)) out[key] = this.value(sub, depth + 1);
+        } catch {
+          // a pattern the faker cannot read: leave such keys out
+        }
+      }
+    }
+    const minProps = typeof s['minProperties'] === 'number' ? (s['minProperties'] as number) : 0;
+    const names = s['propertyNames'] as Schema | undefined;
+    for (let i = 0; Object.keys(out).length < minProps && i < minProps + 8; i++) {
+      // New keys must satisfy propertyNames when the schema constrains them.
+      const candidate = Object.keys(props).find((k) => !(k in out)) ?? (names !== undefined && names !== true ? String(this.value(names, depth + 1)) : `key_${i}`);
+      if (!(candidate in out)) out[candidate] = this.value(this.#forKey(s, candidate), depth + 1);
+    }
+    return out;
+  }
+
+  #forKey(s: SchemaObject, key: string): Schema {
+    const props = (s['properties'] as Record<string, Schema> | undefined) ?? {};
+    if (Object.hasOwn(props, key)) return props[key] as Schema;
+    for (const [re, sub] of Object.entries((s['patternProperties'] as Record<string, Schema> | undefined) ?? {})) if (safe(re)?.test(key)) return sub;
+    const extra = s['additionalProperties'];
+    return extra === undefined || extra === false ? true : (extra as Schema);
+  }
+}
+
+function safe(source: string): RegExp | undefined {
+  try {
+    return new RegExp(source, 'u');
+  } catch {
+    return undefined;
+  }
+}
+

@@ -7,7 +7,7 @@
 import { AgentEnv } from '../../env/agent-env.js';
 import type { ActionDefinition, EnvDefinition } from '../../schema/definition.js';
 import { compileSchema } from '../../schema/ajv.js';
-import { generate } from '../../schema/fuzz/generate.js';
+import { generate } from '../../schema/generate.js';
 import { boundaries, mutants } from '../../schema/fuzz/mutate.js';
 import { systemClock, type Clock } from '../../shared/clock.js';
 import { Emitter } from '../../shared/emitter.js';

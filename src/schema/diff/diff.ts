@@ -13,7 +13,7 @@ import { parseActionDocument } from '../actions.js';
 import type { ActionDefinition, EnvDefinition, RewardSourceDefinition } from '../definition.js';
 import { loadEnvDefinition } from '../load-env.js';
 import { parseRewardDocument } from '../rewards.js';
-import { generateValid } from '../generate.js';
+import { generate } from '../generate.js';
 import { AgentError, UsageError, ValidationError } from '../../shared/errors.js';
 import { escapePointerToken, type JsonValue } from '../../shared/json.js';
 import { hashSeed, Rng } from '../../shared/rng.js';
@@ -128,7 +128,7 @@ function diffActions(oldActions: ReadonlyMap<string, Pick<ActionDefinition, 'nam
     const newA = newActions.get(name);
     const location = `/actions/${escapePointerToken(name)}`;
     if (!newA) {
-      const params = generateValid(oldA.parameters, new Rng(hashSeed(options.seed ?? 0, name))).value ?? {};
+      const params = generate(oldA.parameters, new Rng(hashSeed(options.seed ?? 0, name))).value ?? {};
       findings.push({
         rule: 'action-removed',
         severity: 'breaking',
@@ -164,9 +164,9 @@ function diffConditions(oldDef: EnvDefinition, newDef: EnvDefinition, options: D
     const rng = new Rng(hashSeed(options.seed ?? 0, 'states'));
     states = [...oldDef.initialStates, ...newDef.initialStates];
     for (let i = 0; i < 30; i++) {
-      const v = generateValid(newDef.stateSchema, rng).value;
+      const v = generate(newDef.stateSchema, rng).value;
       if (v !== undefined) states.push(v);
-      const o = generateValid(oldDef.stateSchema, rng).value;
+      const o = generate(oldDef.stateSchema, rng).value;
       if (o !== undefined) states.push(o);
     }
     return states;
@@ -213,7 +213,7 @@ function diffRewards(oldR: ReadonlyMap<string, RewardSourceDefinition>, newR: Re
     const n = newR.get(name);
     const location = `/rewards/${escapePointerToken(name)}`;
     if (!n) {
-      const value = generateValid(o.schema, new Rng(hashSeed(options.seed ?? 0, name))).value ?? 0;
+      const value = generate(o.schema, new Rng(hashSeed(options.seed ?? 0, name))).value ?? 0;
       findings.push({ rule: 'reward-source-removed', severity: 'breaking', kind: 'reward', subject: name, location, pointer: '', instancePath: '', message: `reward source '${name}' was removed: trainers that read it get nothing, and a tool reporting it now fails its trace.`, witness: { [name]: value }, witnessValidIn: 'old' });
       continue;
     }

@@ -6,7 +6,7 @@
  */
 import { compileSchema, type JsonSchema } from '../ajv.js';
 import type { Schema, SchemaObject } from '../diff/normalize.js';
-import { normalizedOf } from './generate.js';
+import { normalizedOf } from '../generate.js';
 import { mergeAllOf } from '../diff/sample.js';
 import { escapePointerToken, isPlainObject, type JsonValue } from '../../shared/json.js';
 import type { Rng } from '../../shared/rng.js';

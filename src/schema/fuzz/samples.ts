@@ -4,7 +4,7 @@ import type { JsonSchema } from '../ajv.js';
 import { AgentError } from '../../shared/errors.js';
 import type { JsonValue } from '../../shared/json.js';
 import { hashSeed, Rng } from '../../shared/rng.js';
-import { generate } from './generate.js';
+import { generate } from '../generate.js';
 import { mutants } from './mutate.js';
 
 export interface Sample {
