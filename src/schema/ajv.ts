@@ -19,8 +19,6 @@ const draft07MetaSchema = require('ajv/dist/refs/json-schema-draft-07.json') as 
 /** A JSON Schema as found in the wild: an object, or a boolean schema. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
-export type Validator = ValidateFunction;
-
 function createAjv(): InstanceType<typeof Ajv2020> {
   const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false });
   ajv.addMetaSchema(draft07MetaSchema);

@@ -130,10 +130,3 @@ export class ToolError extends AgentError {
     return { ...super.toJSON(), tool: this.tool };
   }
 }
-
-/** Convert anything thrown into an AgentError, keeping AgentErrors as they are. */
-export function toAgentError(err: unknown, fallbackCode: ErrorCode = 'INTERNAL'): AgentError {
-  if (isAgentError(err)) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new AgentError(fallbackCode, message, { cause: err });
-}

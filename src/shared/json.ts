@@ -12,10 +12,6 @@ export function escapePointerToken(token: string | number): string {
   return String(token).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-export function pointerFrom(tokens: readonly (string | number)[]): string {
-  return tokens.length === 0 ? '' : '/' + tokens.map(escapePointerToken).join('/');
-}
-
 export function parsePointer(pointer: string): string[] {
   if (pointer === '') return [];
   if (!pointer.startsWith('/')) throw new SyntaxError(`JSON pointer '${pointer}' must start with '/'`);
@@ -24,19 +20,11 @@ export function parsePointer(pointer: string): string[] {
   return tokens.map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
-/** Freeze a value and everything below it. States are shared between snapshots, so nobody may mutate one. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}
-
 /**
- * Deep-copy a JSON value and freeze the copy, in one pass. Faster than structuredClone + deepFreeze
- * for the small objects that params, patches and observations are. Non-JSON leaves (undefined,
- * functions) are dropped from objects, as JSON.stringify would.
+ * Deep-copy a JSON value and freeze the copy, in one pass: states are shared between snapshots, so
+ * nobody may mutate one. Faster than structuredClone plus a freezing walk for the small objects that
+ * params, patches and observations are. Non-JSON leaves (undefined, functions) are dropped from
+ * objects, as JSON.stringify would.
  */
 export function freezeCopy<T>(value: T): T {
   if (typeof value !== 'object' || value === null) return value;

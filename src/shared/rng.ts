@@ -53,10 +53,6 @@ export class Rng {
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
   }
 
-  /** A 32-bit seed for a child generator, so sub-streams stay independent of call order elsewhere. */
-  fork(): Rng {
-    return new Rng(Math.floor(this.next() * 4294967296));
-  }
 }
 
 /** FNV-1a over a string: a stable 32-bit seed for a named sub-stream (e.g. one trace). */
