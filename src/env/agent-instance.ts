@@ -161,13 +161,15 @@ export class AgentInstance {
 
   /**
    * Start a new episode from `initialState` (validated against the state schema; nothing is
-   * written if it is invalid). Calls still in flight from the previous episode are cancelled.
+   * written if it is invalid). Calls still in flight from the previous episode are cancelled, and
+   * the previous episode's traces are forgotten: resolve a trace before resetting if you need it.
    */
   async reset(initialState: JsonValue, options: { signal?: AbortSignal } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
     assertTransition(this.id, this.#status, 'initialized');
     const issues = validate(this.#rt.definition.stateSchema, initialState);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
+    this.#traces.clear();
     const state = freezeCopy(initialState);
     const now = this.#rt.clock.now();
     await this.#commitSerially(async () => {
@@ -231,8 +233,7 @@ export class AgentInstance {
       this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, params: frozen, episode });
       this.#emit({ type: 'tool_started', time, instanceId: this.id, traceId, tool: def.name });
     }
-    const signal = abort.signal;
-    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal });
+    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal });
     let resolveSettled!: Trace['resolveSettled'];
     const settled = new Promise<StepResult>((r) => (resolveSettled = r));
     const trace: Trace = { id: traceId, action: def, params: frozen, episode, startedAt, settled, resolveSettled, taken: false };
