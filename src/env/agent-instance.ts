@@ -114,6 +114,8 @@ export class AgentInstance {
   #commits: Promise<unknown> = Promise.resolve();
   /** One controller per episode (not per call): reset and terminate abort the calls of the episode. */
   #episodeAbort: LinkedController | undefined;
+  /** Controllers of the episode's attempts in flight, aborted with the episode (see tools/policy.ts). */
+  readonly #live = new Set<AbortController>();
   readonly #hasHooks: boolean;
 
   /** @internal Created by {@link AgentEnv.createInstance}. */
@@ -233,7 +235,7 @@ export class AgentInstance {
       this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, params: frozen, episode });
       this.#emit({ type: 'tool_started', time, instanceId: this.id, traceId, tool: def.name });
     }
-    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal });
+    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live });
     let resolveSettled!: Trace['resolveSettled'];
     const settled = new Promise<StepResult>((r) => (resolveSettled = r));
     const trace: Trace = { id: traceId, action: def, params: frozen, episode, startedAt, settled, resolveSettled, taken: false };
@@ -307,6 +309,8 @@ export class AgentInstance {
       abort.controller.abort(error);
       abort[Symbol.dispose]();
     }
+    for (const c of this.#live) c.abort(error);
+    this.#live.clear();
     for (const t of this.#traces.values()) this.#take(t, { ok: false, error: new ToolError('TOOL_CANCELLED', t.action.name, `cancelled: ${error.message}`, { cause: error }), attempts: 0 });
   }
 

@@ -27,8 +27,11 @@ import type { ToolPolicy } from '../schema/definition.js';
 export type SignalSource = () => AbortSignal;
 
 export interface PolicyStack {
-  /** Runs `attempt` under the policies. `signal` is the call's: aborting it cancels the call. */
-  execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal): Promise<T>;
+  /**
+   * Runs `attempt` under the policies. `signal` is the call's; whoever aborts it must also abort
+   * the controllers in `live` (the attempts in flight).
+   */
+  execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal, live?: LiveControllers): Promise<T>;
 }
 
 function isRetryable(err: unknown): boolean {
@@ -43,44 +46,48 @@ function timeoutError(tool: string, policy: ToolPolicy): ToolError {
 }
 
 /**
- * One attempt under a deadline. The attempt's signal aborts on timeout or when `parent` aborts;
- * it is created (and linked to `parent`) only when the attempt asks for it.
+ * Where the controllers of attempts in flight are kept, so that cancelling the call aborts them.
+ * A plain Set, not a listener on the call's signal: hanging a listener per attempt off a
+ * long-lived signal costs more in garbage collection than the rest of the attempt (bench/).
  */
-function attemptWithTimeout<T>(attempt: (signal: SignalSource) => Promise<T>, parent: AbortSignal, ms: number | undefined, onTimeout: () => Error): Promise<T> {
+export type LiveControllers = Set<AbortController>;
+
+/**
+ * One attempt under a deadline. The attempt's signal aborts on timeout or when the call is
+ * cancelled (its controller sits in `live` meanwhile); it is created only when the attempt asks.
+ */
+function attemptWithTimeout<T>(attempt: (signal: SignalSource) => Promise<T>, parent: AbortSignal, live: LiveControllers | undefined, ms: number | undefined, onTimeout: () => Error): Promise<T> {
   let controller: AbortController | undefined;
-  let unlink: (() => void) | undefined;
   let expired: Error | undefined;
+  const unlink = (): void => {
+    if (controller) live?.delete(controller);
+  };
   const source: SignalSource = () => {
     if (!controller) {
       controller = new AbortController();
       if (expired) controller.abort(expired);
       else if (parent.aborted) controller.abort(parent.reason);
-      else {
-        const c = controller;
-        const forward = (): void => c.abort(parent.reason);
-        parent.addEventListener('abort', forward, { once: true });
-        unlink = () => parent.removeEventListener('abort', forward);
-      }
+      else live?.add(controller);
     }
     return controller.signal;
   };
-  if (ms === undefined) return attempt(source).finally(() => unlink?.());
+  if (ms === undefined) return attempt(source).finally(unlink);
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       expired = onTimeout();
       controller?.abort(expired);
-      unlink?.();
+      unlink();
       reject(expired);
     }, ms);
     attempt(source).then(
       (v) => {
         clearTimeout(timer);
-        unlink?.();
+        unlink();
         resolve(v);
       },
       (err: unknown) => {
         clearTimeout(timer);
-        unlink?.();
+        unlink();
         // A worker or a child process rejects with the abort reason, which is the timeout error itself.
         reject(err);
       },
@@ -111,8 +118,8 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   const onTimeout = (): Error => timeoutError(tool, policy);
 
   return {
-    async execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal): Promise<T> {
-      const once = (): Promise<T> => attemptWithTimeout(attempt, signal, policy.timeoutMs, onTimeout);
+    async execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal, live?: LiveControllers): Promise<T> {
+      const once = (): Promise<T> => attemptWithTimeout(attempt, signal, live, policy.timeoutMs, onTimeout);
       try {
         if (!stack) return await once();
         return (await stack.execute(once, signal)) as T;

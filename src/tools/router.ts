@@ -11,7 +11,7 @@ import { validate } from '../schema/ajv.js';
 import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
 import { httpExecutor, inProcessExecutor, subprocessExecutor } from './executors.js';
 import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
-import { buildPolicyStack, type PolicyStack, type SignalSource } from './policy.js';
+import { buildPolicyStack, type LiveControllers, type PolicyStack, type SignalSource } from './policy.js';
 import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { WorkerPool } from './worker-pool.js';
@@ -35,7 +35,10 @@ export interface ToolCall {
   readonly state: JsonValue;
   readonly traceId: string;
   readonly instanceId: string;
+  /** Aborting it cancels the call; the caller then also aborts the controllers in `live`. */
   readonly signal: AbortSignal;
+  /** Controllers of this caller's attempts in flight (see policy.ts: cheaper than a listener each). */
+  readonly live?: LiveControllers;
 }
 
 /** A call's outcome. Tool failures are values, not exceptions: they belong to one trace. */
@@ -138,7 +141,7 @@ export class ToolRouter implements AsyncDisposable {
         attempts += 1;
         const ctx = contextFor(tool, call, signal, attempts, this.#seed);
         return route.run(call.params, ctx);
-      }, call.signal);
+      }, call.signal, call.live);
       return { ok: true, result: checkToolResult(raw, tool), attempts };
     } catch (err) {
       const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, String(err), { cause: err });
