@@ -36,6 +36,8 @@ export interface RunOptions {
   readonly toolOptions?: Readonly<Record<string, JsonValue>>;
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
+  /** Aborts loading (prepare); `execute` takes its own signal. */
+  readonly signal?: AbortSignal;
 }
 
 export interface RunSummary {
@@ -68,7 +70,7 @@ function runIdFor(time: number, seed: number): string {
   return `${stamp}-${hashSeed(time, seed, process.pid).toString(16).padStart(8, '0').slice(0, 6)}`;
 }
 
-export class Run {
+export class Run implements AsyncDisposable {
   readonly events: Emitter<RunEvent>;
   readonly config: RunConfig;
   readonly #env: AgentEnv;
@@ -103,6 +105,7 @@ export class Run {
     const env = await AgentEnv.open(options.env, {
       seed,
       clock,
+      ...(options.signal ? { signal: options.signal } : {}),
       ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       // A run keeps one instance per episode; trim each history so long runs stay bounded.
@@ -228,6 +231,11 @@ export class Run {
       throw new AgentError('POLICY_FAILED', `the policy threw: ${(err as Error)?.message ?? String(err)}`, { cause: err, hint: 'Fix the policy module.' });
     }
     return action === null ? null : agent.dispatch(action);
+  }
+
+  /** Release the env without running (after `execute`, it is released already). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#env[Symbol.asyncDispose]();
   }
 
   #summary(runId: string, status: RunSummary['status'], started: number): RunSummary {

@@ -201,6 +201,12 @@ describe('loadEnvDefinition', () => {
     ]);
   });
 
+  it('stops loading when its signal aborts', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('user gave up'));
+    await expect(loadEnvDefinition('fixtures/weather', { signal: controller.signal })).rejects.toThrow('user gave up');
+  });
+
   it('rejects initial states that break the state schema', async () => {
     await expect(
       defineEnv({ state: { type: 'object', properties: { n: { type: 'integer' } } }, actions: [], initial_states: [{ n: 1 }, { n: 'two' }] }),

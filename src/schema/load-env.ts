@@ -52,6 +52,7 @@ async function readJson(file: string, issues: Issue[], signal?: AbortSignal): Pr
   try {
     text = await readFile(file, { encoding: 'utf8', ...(signal ? { signal } : {}) });
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
     issues.push({ file, pointer: '', message: `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
     return undefined;
   }

@@ -44,6 +44,8 @@ export interface FuzzOptions {
   readonly clock?: Clock;
   /** Skip replaying saved cases (for `--replay` and tests that want a clean slate). */
   readonly replaySaved?: boolean;
+  /** Aborts loading (prepare); `run` takes its own signal. */
+  readonly signal?: AbortSignal;
 }
 
 export interface FailureGroup {
@@ -117,6 +119,7 @@ export class Fuzzer {
     const seed = options.seed ?? 0;
     const env = await AgentEnv.open(options.env, {
       seed,
+      ...(options.signal ? { signal: options.signal } : {}),
       maxToolTimeoutMs: options.toolTimeoutMs ?? 2_000,
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),

@@ -49,6 +49,8 @@ export interface DiffOptions {
   readonly mode?: DiffMode;
   readonly tolerant?: boolean;
   readonly seed?: number;
+  /** Aborts reading the definitions. */
+  readonly signal?: AbortSignal;
 }
 
 type Side = 'old' | 'new';
@@ -256,7 +258,8 @@ function declared(schema: JsonSchema, tokens: readonly string[]): boolean {
 
 /** Load two env folders and diff them. Definitions that do not load are the user's input errors (exit 2). */
 export async function diffEnvFolders(oldDir: string, newDir: string, options: DiffOptions = {}): Promise<Finding[]> {
-  const [oldDef, newDef] = await Promise.all([loadEnvDefinition(oldDir, { checkConditionPaths: false }), loadEnvDefinition(newDir, { checkConditionPaths: false })]);
+  const load = { checkConditionPaths: false, ...(options.signal ? { signal: options.signal } : {}) };
+  const [oldDef, newDef] = await Promise.all([loadEnvDefinition(oldDir, load), loadEnvDefinition(newDir, load)]);
   return diffDefinitions(oldDef, newDef, options);
 }
 

@@ -23,6 +23,7 @@ export interface SchemaDiffOptions {
   readonly failOn?: Severity;
   readonly ignoreFile?: string;
   readonly today?: string;
+  readonly signal?: AbortSignal;
 }
 
 async function isDir(p: string): Promise<boolean | undefined> {
@@ -34,12 +35,12 @@ export async function schemaDiff(options: SchemaDiffOptions): Promise<DiffReport
   const mode = options.mode ?? 'default';
   const failOn = options.failOn ?? 'breaking';
   const ignores = options.ignoreFile ? parseIgnoreFile(await readFile(options.ignoreFile, 'utf8').catch(() => { throw new UsageError(`cannot read ignore file '${options.ignoreFile}'`); }), options.ignoreFile) : [];
-  const diffOptions = { mode, ...(options.tolerant ? { tolerant: true } : {}) };
+  const diffOptions = { mode, ...(options.tolerant ? { tolerant: true } : {}), ...(options.signal ? { signal: options.signal } : {}) };
   let findings: Finding[];
   let oldLabel: string;
   if (options.base !== undefined) {
     if (!(await isDir(options.new))) throw new UsageError(`--base needs an env folder, and '${options.new}' is not one`);
-    const extracted = await extractAtRevision(options.new, options.base);
+    const extracted = await extractAtRevision(options.new, options.base, options.signal);
     try {
       findings = await diffEnvFolders(extracted.dir, options.new, diffOptions);
     } finally {
@@ -60,16 +61,17 @@ export async function schemaDiff(options: SchemaDiffOptions): Promise<DiffReport
 }
 
 /** Write the env folder as it was at `rev` into a temporary directory (git archive | tar). */
-async function extractAtRevision(dir: string, rev: string): Promise<{ root: string; dir: string }> {
+async function extractAtRevision(dir: string, rev: string, signal?: AbortSignal): Promise<{ root: string; dir: string }> {
   const abs = path.resolve(dir);
-  const top = await execa('git', ['rev-parse', '--show-toplevel'], { cwd: abs, reject: false });
+  const opts = signal ? { cancelSignal: signal } : {};
+  const top = await execa('git', ['rev-parse', '--show-toplevel'], { cwd: abs, reject: false, ...opts });
   if (top.exitCode !== 0) throw new UsageError(`'${dir}' is not inside a git repository`, '--base compares with a git revision; run it inside the repository.');
   const repo = String(top.stdout).trim();
   const rel = path.relative(repo, abs) || '.';
-  const exists = await execa('git', ['cat-file', '-e', `${rev}:${rel === '.' ? '' : rel}`], { cwd: repo, reject: false });
+  const exists = await execa('git', ['cat-file', '-e', `${rev}:${rel === '.' ? '' : rel}`], { cwd: repo, reject: false, ...opts });
   if (exists.exitCode !== 0) throw new UsageError(`'${rel}' does not exist at revision '${rev}'`, 'Check the revision (git log) and the folder name.');
   const root = await mkdtemp(path.join(os.tmpdir(), 'agent-schema-diff-'));
-  const archive = await execa('git', ['archive', '--format=tar', rev, '--', rel], { cwd: repo, encoding: 'buffer' });
-  await execa('tar', ['-x', '-C', root], { input: archive.stdout });
+  const archive = await execa('git', ['archive', '--format=tar', rev, '--', rel], { cwd: repo, encoding: 'buffer', ...opts });
+  await execa('tar', ['-x', '-C', root], { input: archive.stdout, ...opts });
   return { root, dir: path.join(root, rel) };
 }
