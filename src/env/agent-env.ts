@@ -23,6 +23,7 @@ import { ToolRouter } from '../tools/router.js';
 import type { ToolHandler } from '../tools/types.js';
 import { AgentInstance, type InstanceHooks } from './agent-instance.js';
 import type { EnvEvent } from './events.js';
+import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
 
 export interface EnvOptions {
@@ -40,6 +41,11 @@ export interface EnvOptions {
   readonly blockThresholdMs?: number;
   /** Cap every tool's timeout (used by `agent fuzz`). */
   readonly maxToolTimeoutMs?: number;
+  /**
+   * Watch the event loop for lag the per-call timing cannot attribute (blocking after an `await`)
+   * and report it as `loop_lag` with the calls in flight. Uses `blockThresholdMs`. Default off.
+   */
+  readonly watchEventLoop?: boolean;
 }
 
 export class AgentEnv implements AsyncDisposable {
@@ -50,6 +56,7 @@ export class AgentEnv implements AsyncDisposable {
   readonly #abort = new AbortController();
   readonly #ownsStore: boolean;
   readonly #instances = new Map<string, AgentInstance>();
+  readonly #monitor: Disposable | undefined;
   #closed = false;
 
   private constructor(definition: EnvDefinition, router: ToolRouter, options: EnvOptions, events: Emitter<EnvEvent>) {
@@ -66,6 +73,34 @@ export class AgentEnv implements AsyncDisposable {
       events,
       signal: this.#abort.signal,
     };
+    this.#monitor = options.watchEventLoop ? this.#watch(options.blockThresholdMs ?? 100) : undefined;
+  }
+
+  #watch(thresholdMs: number): Disposable {
+    const clock = this.#runtime.clock;
+    let lastBlocked = -Infinity;
+    // Calls in flight, and calls that finished lately: the lag is noticed only after the block,
+    // when the call that blocked may already have settled.
+    const running = new Map<string, string>();
+    const finished: { traceId: string; tool: string; at: number }[] = [];
+    this.events.on('tool_started', (e) => running.set(e.traceId, e.tool));
+    this.events.on('tool_finished', (e) => {
+      running.delete(e.traceId);
+      finished.push({ traceId: e.traceId, tool: e.tool, at: performance.now() });
+      while (finished.length > 0 && performance.now() - (finished[0] as { at: number }).at > 1_000) finished.shift();
+    });
+    this.events.on('loop_blocked', () => (lastBlocked = performance.now()));
+    return watchEventLoop({
+      thresholdMs,
+      onLag: (lagMs) => {
+        const now = performance.now();
+        // A block the router already named (it ended just now) needs no second, vaguer report.
+        if (now - lastBlocked <= lagMs + 50) return;
+        const since = now - lagMs - 50;
+        const inFlight = [...[...running].map(([traceId, tool]) => ({ traceId, tool })), ...finished.filter((f) => f.at >= since).map(({ traceId, tool }) => ({ traceId, tool }))];
+        this.events.emit({ type: 'loop_lag', time: clock.now(), instanceId: '', lagMs, inFlight });
+      },
+    });
   }
 
   /** Load an env folder and bind its tools. */
@@ -129,6 +164,7 @@ export class AgentEnv implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#monitor?.[Symbol.dispose]();
     this.#abort.abort(new AgentError('TOOL_CANCELLED', 'the env was closed'));
     await Promise.all(
       [...this.#instances.values()].filter((i) => i.status !== 'terminated' && i.status !== 'archived').map((i) => i.terminate('the env was closed')),

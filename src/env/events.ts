@@ -65,6 +65,8 @@ export type EnvEvent =
     })
   | (Base & { readonly type: 'lifecycle_changed'; readonly from: LifecycleStatus; readonly to: LifecycleStatus; readonly episode: number })
   | (Base & { readonly type: 'loop_blocked'; readonly traceId: string; readonly tool: string; readonly blockedMs: number })
+  /** The loop lagged and no single call's synchronous part explains it; `instanceId` is '' (env-wide). */
+  | (Base & { readonly type: 'loop_lag'; readonly lagMs: number; readonly inFlight: readonly { readonly traceId: string; readonly tool: string }[] })
   | (Base & { readonly type: 'error'; readonly traceId?: string; readonly error: ErrorInfo });
 
 export type EnvEventType = EnvEvent['type'];

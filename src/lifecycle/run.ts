@@ -110,6 +110,7 @@ export class Run implements AsyncDisposable {
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       // A run keeps one instance per episode; trim each history so long runs stay bounded.
       storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 },
+      watchEventLoop: true,
     });
     let initialStates = env.definition.initialStates;
     if (initialStates.length === 0) {

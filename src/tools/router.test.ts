@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentEnv, defineEnv, ToolError, type EnvEvent, type EnvManifest, type StepResult, type ToolHandler } from '../index.js';
 
 const open: AsyncDisposable[] = [];
@@ -224,6 +224,23 @@ describe('event-loop protection (fixtures/cpu)', () => {
     expect(crunched.observation).toEqual({ spins: true });
     expect(order).toEqual(['ping', 'ping', 'ping', 'ping', 'ping', 'crunch']);
     expect(events.filter((e) => e.type === 'loop_blocked')).toEqual([]);
+  });
+
+  it('reports lag from blocking after an await, with the calls in flight, when the env watches the loop', async () => {
+    const env = await AgentEnv.open('fixtures/cpu', { blockThresholdMs: 50, watchEventLoop: true });
+    open.push(env);
+    const events: EnvEvent[] = [];
+    env.events.onAny((e) => events.push(e));
+    const agent = env.createInstance();
+    await agent.reset({});
+    const id = agent.dispatch({ name: 'crunch_after_await', params: { ms: 200 } });
+    expect((await agent.resolve(id)).info.status).toBe('resolved');
+    // The monitor's tick comes due only after the block; wait for it on the loop, not on a clock.
+    await vi.waitFor(() => expect(events.some((e) => e.type === 'loop_lag')).toBe(true));
+    expect(events.filter((e) => e.type === 'loop_blocked')).toEqual([]);
+    const lag = events.find((e) => e.type === 'loop_lag');
+    expect(lag).toMatchObject({ inFlight: [{ traceId: id, tool: 'crunch_after_await' }] });
+    expect((lag as { lagMs: number }).lagMs).toBeGreaterThanOrEqual(50);
   });
 
   it('times out a CPU-bound worker call by terminating its worker', async () => {

@@ -45,6 +45,9 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
       case 'loop_blocked':
         err.write(`warning: tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"\n`);
         break;
+      case 'loop_lag':
+        err.write(`warning: ${lagText(e.lagMs, e.inFlight)}\n`);
+        break;
       default:
         break;
     }
@@ -56,6 +59,12 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
       if (summary) out.write(summaryLines(summary).join('\n') + '\n');
     },
   };
+}
+
+/** Shared with the live view: what a `loop_lag` event says. */
+export function lagText(lagMs: number, inFlight: readonly { traceId: string; tool: string }[]): string {
+  const tools = [...new Set(inFlight.map((c) => c.tool))];
+  return `the event loop stalled for ${formatDuration(lagMs)}${tools.length > 0 ? ` while ${tools.slice(0, 4).join(', ')} ${tools.length === 1 ? 'was' : 'were'} in flight (a handler blocking after an await?)` : ''}`;
 }
 
 export function summaryLines(s: RunSummary): string[] {

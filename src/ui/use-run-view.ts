@@ -5,6 +5,7 @@
  */
 import { useEffect, useState } from 'react';
 import type { RunProgress } from '../lifecycle/run-stats.js';
+import { lagText } from './plain-reporter.js';
 import type { RunSource } from './run-source.js';
 
 export interface EpisodeRow {
@@ -29,8 +30,8 @@ export function useRunView(source: RunSource, refreshMs = 100): RunViewState {
       if (e.type === 'episode_finished') {
         const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.durationMs, reason: e.reason, ...(e.error ? { error: e.error.message.split('\n')[0] ?? '' } : {}) };
         setState((s) => ({ ...s, progress: source.progress(), finished: [...s.finished, row] }));
-      } else if (e.type === 'loop_blocked') {
-        const w = `tool '${e.tool}' blocked the event loop for ${Math.round(e.blockedMs)} ms (${e.traceId}): declare it "isolate": "worker"`;
+      } else if (e.type === 'loop_blocked' || e.type === 'loop_lag') {
+        const w = e.type === 'loop_blocked' ? `tool '${e.tool}' blocked the event loop for ${Math.round(e.blockedMs)} ms (${e.traceId}): declare it "isolate": "worker"` : lagText(e.lagMs, e.inFlight);
         setState((s) => ({ ...s, warnings: [...s.warnings.slice(-4), w] }));
       }
     });
