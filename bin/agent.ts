@@ -1,5 +1,7 @@
 import { main } from '../commands/main.js';
 
-// `agent-run …` is `agent run …` (the bin shim passes the subcommand in AGENT_SUBCOMMAND).
+// `agent-run …` is `agent run …`: its shim names the subcommand here. Consumed, so that it does
+// not leak into the environment of subprocess tools.
 const sub = process.env['AGENT_SUBCOMMAND'];
+delete process.env['AGENT_SUBCOMMAND'];
 process.exitCode = await main(sub ? [sub, ...process.argv.slice(2)] : process.argv.slice(2));
