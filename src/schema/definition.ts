@@ -24,7 +24,7 @@ export interface ToolPolicy {
 
 export type ToolBinding =
   | { readonly kind: 'module'; readonly module: string; readonly exportName: string }
-  | { readonly kind: 'subprocess'; readonly command: readonly string[]; readonly cwd: string; readonly env?: Readonly<Record<string, string>> }
+  | { readonly kind: 'subprocess'; readonly command: readonly string[]; readonly cwd: string; readonly env?: Readonly<Record<string, string>>; readonly persistent?: boolean }
   | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> };
 
 export interface ActionDefinition {

@@ -258,6 +258,7 @@ function bindingOf(cfg: Record<string, unknown>, name: string, dir: string, modu
       command: cfg['command'] as string[],
       cwd: path.resolve(dir, (cfg['cwd'] as string | undefined) ?? '.'),
       ...(isPlainObject(cfg['env']) ? { env: cfg['env'] as Record<string, string> } : {}),
+      ...(cfg['persistent'] === true ? { persistent: true } : {}),
     };
   }
   if (typeof cfg['url'] === 'string') return { kind: 'http', url: cfg['url'], ...(isPlainObject(cfg['headers']) ? { headers: cfg['headers'] as Record<string, string> } : {}) };

@@ -36,12 +36,12 @@ export function inProcessExecutor(handler: ToolHandler, onSyncTime: (ms: number,
   };
 }
 
-function requestBody(tool: string, params: JsonObject, ctx: ToolContext): string {
+export function requestBody(tool: string, params: JsonObject, ctx: ToolContext): string {
   return JSON.stringify({ tool, params, state: ctx.state, trace_id: ctx.traceId, instance_id: ctx.instanceId, attempt: ctx.attempt });
 }
 
 /** Interpret a JSON reply; `{"error": ...}` becomes a ToolError with the tool's own retryability. */
-function parseReply(text: string, tool: string, where: string): unknown {
+export function parseReply(text: string, tool: string, where: string): unknown {
   let reply: unknown;
   try {
     reply = JSON.parse(text);

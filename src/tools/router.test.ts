@@ -30,7 +30,7 @@ describe('adapters', () => {
     open.push(env);
     const agent = env.createInstance();
     await agent.reset(env.definition.initialStates[0] ?? null);
-    expect(agent.availableActions().map((a) => a.name)).toEqual(['word_count', 'flaky_lookup', 'shout']);
+    expect(agent.availableActions().map((a) => a.name)).toEqual(['word_count', 'flaky_lookup', 'shout', 'serve_info']);
     expect((await agent.step({ name: 'word_count' })).observation).toEqual({ words: 5 });
     const slug = await agent.step({ name: 'slugify', params: { text: 'A Native Runtime!' } });
     expect(slug.state).toMatchObject({ words: 5, slug: 'a-native-runtime' });
@@ -43,6 +43,31 @@ describe('adapters', () => {
     const fallback = await agent.step({ name: 'flaky_lookup', params: { fail_times: 5 } });
     expect(fallback.info).toMatchObject({ status: 'resolved', attempts: 3, fallback: 'observation' });
     expect(fallback.observation).toEqual({ source: 'fallback', value: null });
+  });
+
+  it('keeps persistent Python processes, and replaces one that crashes, garbles or stalls', async () => {
+    const env = await AgentEnv.open('fixtures/polyglot');
+    open.push(env);
+    const agent = env.createInstance();
+    await agent.reset(env.definition.initialStates[0] ?? null);
+    const info = async (params = {}): Promise<{ pid: number; served: number }> => (await agent.step({ name: 'serve_info', params })).observation as { pid: number; served: number };
+    const first = await info();
+    expect(await info()).toEqual({ pid: first.pid, served: first.served + 1 });
+    // Two calls at once get two processes (pool of 2).
+    const [a, b] = await Promise.all([agent.step({ name: 'serve_info', params: { sleep_ms: 50 } }), agent.step({ name: 'serve_info', params: { sleep_ms: 50 } })]);
+    expect(new Set([(a.observation as { pid: number }).pid, (b.observation as { pid: number }).pid]).size).toBe(2);
+    for (const [params, code] of [
+      [{ crash: true }, 'TOOL_CRASHED'],
+      [{ garble: true }, 'TOOL_MALFORMED_OUTPUT'],
+      [{ sleep_ms: 3000 }, 'TOOL_TIMEOUT'],
+    ] as const) {
+      const r = await agent.step({ name: 'serve_info', params });
+      expect(r.info.error?.code).toBe(code);
+      // The next call is served: by a fresh process where the old one was killed.
+      expect((await info()).served).toBeGreaterThanOrEqual(1);
+    }
+    const crash = await agent.step({ name: 'serve_info', params: { crash: true } });
+    expect(crash.info.error?.message).toMatch(/exited with code 3: crashing on request/);
   });
 
   it('reports malformed output, a crash and a missing program as typed failures of that trace only', async () => {

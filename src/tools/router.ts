@@ -14,6 +14,7 @@ import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
 import { buildPolicyStack, type LiveControllers, type PolicyStack, type SignalSource } from './policy.js';
 import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
+import { ProcessPool } from './process-pool.js';
 import { WorkerPool } from './worker-pool.js';
 
 export interface RouterOptions {
@@ -63,7 +64,8 @@ interface Route {
 
 export class ToolRouter implements AsyncDisposable {
   readonly #routes = new Map<string, Route>();
-  readonly #pools: WorkerPool[] = [];
+  /** Worker and process pools, closed with the router. */
+  readonly #disposables: AsyncDisposable[] = [];
   readonly #seed: number;
 
   private constructor(seed: number) {
@@ -100,10 +102,14 @@ export class ToolRouter implements AsyncDisposable {
           });
         } else if (binding?.kind === 'module') {
           const pool = new WorkerPool(tool, binding.module, binding.exportName, config, action.policy.concurrency ?? os.availableParallelism());
-          router.#pools.push(pool);
+          router.#disposables.push(pool);
           await pool.warm();
           run = (params, ctx) => pool.run(params, ctx, ctx.rngSeed);
           prepare = (signal) => pool.whenReady(signal);
+        } else if (binding?.kind === 'subprocess' && binding.persistent) {
+          const pool = new ProcessPool(tool, binding.command, binding.cwd, binding.env, action.policy.concurrency ?? 2);
+          router.#disposables.push(pool);
+          run = (params, ctx) => pool.run(params, ctx);
         } else if (binding?.kind === 'subprocess') {
           run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
         } else if (binding?.kind === 'http') {
@@ -157,7 +163,7 @@ export class ToolRouter implements AsyncDisposable {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    await Promise.all(this.#pools.splice(0).map((p) => p[Symbol.asyncDispose]()));
+    await Promise.all(this.#disposables.splice(0).map((p) => p[Symbol.asyncDispose]()));
   }
 }
 
