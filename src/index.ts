@@ -63,3 +63,4 @@ export { mutants, boundaries, type Variant } from './schema/fuzz/mutate.js';
 export { generateSamples, type Sample } from './schema/fuzz/samples.js';
 export { renderFuzzView, FuzzPanel, type FuzzProgress } from './ui/fuzz-view.js';
 export { fuzzReport } from './ui/fuzz-report.js';
+export { recordedSteps, type RecordedStep } from './replay/recording.js';

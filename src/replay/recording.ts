@@ -1,0 +1,13 @@
+/**
+ * A recorded run: the parts of a run folder's trajectories that a seed determines (no times, no
+ * durations, no run id), so that a recording in fixtures/ can be replayed and compared in CI.
+ */
+import type { TrajectoryRecord } from './run-writer.js';
+
+export type RecordedStep = Pick<TrajectoryRecord, 'episode' | 'step' | 'action' | 'params' | 'status' | 'observation' | 'reward' | 'rewards' | 'done' | 'state_seq'>;
+
+export function recordedSteps(trajectories: readonly TrajectoryRecord[]): RecordedStep[] {
+  return trajectories
+    .map(({ episode, step, action, params, status, observation, reward, rewards, done, state_seq }) => ({ episode, step, action, params, status, ...(observation !== undefined ? { observation } : {}), reward, rewards, done, state_seq }))
+    .sort((a, b) => a.episode - b.episode || a.step - b.step);
+}
