@@ -126,9 +126,11 @@ describe('loadEnvDefinition', () => {
     expect(def.initialStates).toHaveLength(4);
   });
 
+  const USER_STATE = { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'string' } } } } };
+
   it('reports every problem with its file and JSON pointer, and what to do', async () => {
     const dir = await envDir({
-      'state_schema.json': { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'string' } } } } },
+      'state_schema.json': USER_STATE,
       'action_schema.json': {
         type: 'object',
         properties: {
@@ -149,7 +151,7 @@ describe('loadEnvDefinition', () => {
     );
     // after fixing the shape error, the deeper ones show up
     const dir2 = await envDir({
-      'state_schema.json': { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'string' } } } } },
+      'state_schema.json': USER_STATE,
       'action_schema.json': {
         type: 'object',
         properties: {
@@ -165,7 +167,7 @@ describe('loadEnvDefinition', () => {
     ]);
     expect(deeper[1]?.message).toMatch(/single '='.*column 9/);
     const dir3 = await envDir({
-      'state_schema.json': { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'string' } } } } },
+      'state_schema.json': USER_STATE,
       'action_schema.json': { type: 'object', properties: { book: { params: {}, enabled_if: 'user.passport != null' } } },
     });
     const missing = await issuesOf(loadEnvDefinition(dir3));
