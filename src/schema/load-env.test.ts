@@ -126,6 +126,11 @@ describe('loadEnvDefinition', () => {
     expect(def.initialStates).toHaveLength(4);
   });
 
+  // A misspelt type, an enabled_if path the state lacks, and a single '=': each must be located.
+  const BROKEN_ACTIONS = {
+    book: { params: { seat: { type: 'strng' } }, enabled_if: 'user.passport != null' },
+    cancel: { params: {}, enabled_if: 'user.id = null' },
+  };
   const USER_STATE = { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'string' } } } } };
 
   it('reports every problem with its file and JSON pointer, and what to do', async () => {
@@ -133,11 +138,7 @@ describe('loadEnvDefinition', () => {
       'state_schema.json': USER_STATE,
       'action_schema.json': {
         type: 'object',
-        properties: {
-          book: { params: { seat: { type: 'strng' } }, enabled_if: 'user.passport != null' },
-          cancel: { params: {}, enabled_if: 'user.id = null' },
-          both: { params: {}, parameters: { type: 'object' } },
-        },
+        properties: { ...BROKEN_ACTIONS, both: { params: {}, parameters: { type: 'object' } } },
       },
       'reward_schema.json': { type: 'object', properties: { judge: { type: 'number', delay_ms: -5 } } },
     });
@@ -152,13 +153,7 @@ describe('loadEnvDefinition', () => {
     // after fixing the shape error, the deeper ones show up
     const dir2 = await envDir({
       'state_schema.json': USER_STATE,
-      'action_schema.json': {
-        type: 'object',
-        properties: {
-          book: { params: { seat: { type: 'strng' } }, enabled_if: 'user.passport != null' },
-          cancel: { params: {}, enabled_if: 'user.id = null' },
-        },
-      },
+      'action_schema.json': { type: 'object', properties: BROKEN_ACTIONS },
     });
     const deeper = await issuesOf(loadEnvDefinition(dir2));
     expect(deeper.map((i) => [path.basename(i.file ?? ''), i.pointer])).toEqual([
