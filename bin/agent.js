@@ -1,6 +1,12 @@
 #!/usr/bin/env node
-// The toolkit ships TypeScript; tsx compiles it on the fly, so there is no build step to forget.
-import { register } from 'tsx/esm/api';
+// Installed: run the built JavaScript. In a checkout (its tsconfig.json is beside bin/), run the
+// TypeScript sources through tsx, so that development never runs a stale build.
+import { existsSync } from 'node:fs';
 
-register();
-await import('./agent.ts');
+if (existsSync(new URL('../tsconfig.json', import.meta.url))) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./agent.ts');
+} else {
+  await import('../dist/bin/agent.js');
+}

@@ -1,7 +1,8 @@
 /** `agent fuzz`: schema-driven fuzzing of an env's tools, or value generation from one schema. */
 import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import { CHECKS, fuzzReport, Fuzzer, generateSamples, renderFuzzView, UsageError, type CheckName, type FuzzCase, type JsonSchema, type JsonValue } from '../src/index.js';
+import type { CheckName, FuzzCase, Fuzzer, JsonSchema, JsonValue } from '../src/index.js';
+import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { duration, ratio, toolOption, wholeNumber } from './options.js';
@@ -21,6 +22,7 @@ interface Flags {
   schema?: string;
   generate?: number;
   invalid?: boolean;
+  listChecks?: boolean;
 }
 
 export function registerFuzz(program: Command, io: Io): void {
@@ -33,7 +35,8 @@ export function registerFuzz(program: Command, io: Io): void {
     .option('--actions <list>', 'only these actions (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--time-budget <duration>', 'stop starting cases after this long (60s, 2m, 500ms)', duration)
     .option('--invalid-ratio <r>', 'share of enabled cases with invalid params', ratio, 0.3)
-    .addOption(new Option('--skip <check>', `turn a check off (repeatable): ${CHECKS.join(', ')}`).choices([...CHECKS]).argParser((v: string, prev: CheckName[] = []) => [...prev, v as CheckName]).default([]))
+    .addOption(new Option('--skip <check>', 'turn a check off (repeatable; `agent fuzz --list-checks` lists them)').argParser((v: string, prev: CheckName[] = []) => [...prev, v as CheckName]).default([]))
+    .option('--list-checks', 'list the checks with what each one asserts, and exit')
     .option('--tool-timeout <ms>', 'cap on every tool timeout while fuzzing', wholeNumber, 2_000)
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--store <dir>', 'where failing cases are kept and replayed from', '.agent-fuzz')
@@ -44,6 +47,13 @@ export function registerFuzz(program: Command, io: Io): void {
     .option('--invalid', 'with --schema: generate invalid values (each breaks one rule)')
     .addHelpText('after', '\nExamples:\n  agent fuzz fixtures/airline --runs 2000 --seed 7\n  agent fuzz fixtures/buggy --replay .agent-fuzz/buggy/no-crash_book_seats_TOOL_CRASHED.json\n  agent fuzz --schema fixtures/weather/state_schema.json --generate 5 --invalid')
     .action(async (envDir: string | undefined, flags: Flags) => {
+      const { CHECKS, CHECK_DESCRIPTIONS, UsageError } = await core();
+      if (flags.listChecks) {
+        for (const c of CHECKS) io.stdout.write(`${c.padEnd(16)} ${CHECK_DESCRIPTIONS[c]}\n`);
+        return;
+      }
+      const unknown = flags.skip.filter((c) => !CHECKS.includes(c));
+      if (unknown.length > 0) throw new UsageError(`--skip: unknown check '${unknown[0]}'`, `The checks are: ${CHECKS.join(', ')}.`);
       if (flags.schema !== undefined) {
         io.exitCode = await generateCommand(flags, io);
         return;
@@ -54,6 +64,7 @@ export function registerFuzz(program: Command, io: Io): void {
 }
 
 async function generateCommand(flags: Flags, io: Io): Promise<number> {
+  const { generateSamples, UsageError } = await core();
   if (flags.generate === undefined) throw new UsageError('--schema needs --generate N', 'Example: agent fuzz --schema state.json --generate 10');
   let schema: JsonSchema;
   try {
@@ -68,6 +79,7 @@ async function generateCommand(flags: Flags, io: Io): Promise<number> {
 }
 
 async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number> {
+  const { CHECKS, Fuzzer, fuzzReport } = await core();
   await using fuzzer = await Fuzzer.prepare({
     env: envDir,
     runs: flags.replay ? 0 : flags.runs,
@@ -87,7 +99,7 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: finishing the current case, then shrinking and saving what failed');
   const tty = io.stdout.isTTY === true && !flags.json;
-  const view = tty ? renderFuzzView(fuzzer, io.stdout as NodeJS.WriteStream) : undefined;
+  const view = tty ? (await ui()).renderFuzzView(fuzzer, io.stdout as NodeJS.WriteStream) : undefined;
   const off = flags.json
     ? fuzzer.events.onAny((e) => {
         if (e.type !== 'case') io.stdout.write(`${JSON.stringify(e)}\n`);
@@ -108,6 +120,7 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
 }
 
 async function replayCommand(fuzzer: Fuzzer, spec: string, io: Io): Promise<number> {
+  const { UsageError } = await core();
   let c: FuzzCase;
   try {
     const saved = JSON.parse(await readFile(spec, 'utf8')) as { case?: FuzzCase };

@@ -4,9 +4,10 @@
  * 0 ok · 1 the check failed (or an internal error, with a stack and a request to report it) ·
  * 2 bad usage or bad input, with a one-line hint · 130 interrupted.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { formatIssues, isAgentError, ValidationError } from '../src/index.js';
 import type { Io } from './io.js';
+import { core } from './lib.js';
 import { registerRun } from './run.js';
 import { registerSchemaDiff } from './schema-diff.js';
 import { registerFuzz } from './fuzz.js';
@@ -27,10 +28,23 @@ const USER_ERRORS = new Set([
   'STATE_SEQ_UNKNOWN',
 ]);
 
+// bin/, commands/ and dist/commands/ are all one or two levels below the package root.
+const VERSION = ((): string => {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'agentic-rl-toolkit' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+})();
+
 export function createProgram(io: Io): Command {
   const program = new Command('agent')
     .description('The runtime for agentic RL: schema-first environments, an async env core and a resilient tool router.')
-    .version('0.1.0')
+    .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) });
@@ -45,22 +59,22 @@ export async function main(argv: readonly string[], io: Io = { stdout: process.s
     await createProgram(io).parseAsync([...argv], { from: 'user' });
     return io.exitCode;
   } catch (err) {
-    return reportError(err, io);
+    return await reportError(err, io);
   }
 }
 
-function reportError(err: unknown, io: Io): number {
+async function reportError(err: unknown, io: Io): Promise<number> {
   if (err instanceof CommanderError) {
     // Commander has printed its message already; help and version are not errors.
     return err.exitCode === 0 ? 0 : 2;
   }
+  const { formatIssues, isAgentError, ValidationError, describeError } = await core();
   if (isAgentError(err) && USER_ERRORS.has(err.code)) {
     const message = err instanceof ValidationError ? `${err.message.split('\n')[0]}\n${formatIssues(err.issues)}` : err.message;
     io.stderr.write(`error: ${message}\n`);
     if (err.hint) io.stderr.write(`hint: ${err.hint}\n`);
     return 2;
   }
-  const e = err instanceof Error ? err : new Error(String(err));
-  io.stderr.write(`internal error: ${e.stack ?? e.message}\nThis is a bug in agentic-rl-toolkit; please report it with the command you ran.\n`);
+  io.stderr.write(`internal error: ${describeError(err, { stack: true })}\nThis is a bug in agentic-rl-toolkit; please report it with the command you ran.\n`);
   return 1;
 }

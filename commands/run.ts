@@ -1,6 +1,7 @@
 /** `agent run <env-dir>`: run episodes of an env with a policy and write a run folder. */
 import type { Command } from 'commander';
-import { attachJsonReporter, attachPlainReporter, renderRunView, Run, type JsonValue, type RunSummary } from '../src/index.js';
+import type { JsonValue, RunSummary } from '../src/index.js';
+import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import { integer, positiveInt, toolOption } from './options.js';
 import type { Io } from './io.js';
@@ -36,6 +37,7 @@ export function registerRun(program: Command, io: Io): void {
 }
 
 async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<number> {
+  const { Run, attachJsonReporter, attachPlainReporter } = await core();
   const run = await Run.prepare({
     env: envDir,
     episodes: flags.episodes,
@@ -58,7 +60,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   const reporter = flags.json
     ? attachJsonReporter(run, io.stdout)
     : tty
-      ? renderRunView(run, io.stdout as NodeJS.WriteStream, io.stdout)
+      ? (await ui()).renderRunView(run, io.stdout as NodeJS.WriteStream, io.stdout)
       : attachPlainReporter(run, { out: io.stdout, err: io.stderr });
   let summary: RunSummary | undefined;
   try {

@@ -1,13 +1,29 @@
 /** `agent schema-diff`: direction-aware breaking-change detection for env schemas. */
-import chalk from 'chalk';
 import { Option, type Command } from 'commander';
-import { renderGithub, renderMarkdown, renderSarif, renderText, RULE_SUMMARIES, schemaDiff, UsageError, type DiffKind, type DiffMode, type Severity } from '../src/index.js';
+import type { DiffKind, DiffMode, DiffReport, Severity } from '../src/index.js';
 import type { Io } from './io.js';
+import { core } from './lib.js';
+
+type Lib = Awaited<ReturnType<typeof core>>;
+type Format = 'text' | 'json' | 'markdown' | 'github' | 'sarif';
+
+/** One renderer per --format. */
+const RENDERERS: Record<Format, (report: DiffReport, lib: Lib, tty: boolean) => string | Promise<string>> = {
+  json: (report) => `${JSON.stringify(report, null, 2)}\n`,
+  markdown: (report, lib) => lib.renderMarkdown(report),
+  github: (report, lib) => lib.renderGithub(report),
+  sarif: (report, lib) => lib.renderSarif(report, lib.RULE_SUMMARIES),
+  text: async (report, lib, tty) => {
+    if (!tty) return lib.renderText(report);
+    const { default: chalk } = await import('chalk');
+    return lib.renderText(report, (s, text) => (s === 'breaking' ? chalk.red.bold(text) : s === 'warning' ? chalk.yellow(text) : chalk.dim(text)));
+  },
+};
 
 interface Flags {
   kind?: DiffKind;
   mode: DiffMode;
-  format: 'text' | 'json' | 'markdown' | 'github' | 'sarif';
+  format: Format;
   failOn: Severity;
   ignore?: string;
   tolerant?: boolean;
@@ -29,9 +45,11 @@ export function registerSchemaDiff(program: Command, io: Io): void {
     .option('--base <git-rev>', 'compare the env folder <old> with itself at a git revision')
     .addHelpText('after', '\nExamples:\n  agent schema-diff envs/airline-v1 envs/airline-v2\n  agent schema-diff fixtures/weather --base origin/main --format github\n  agent schema-diff old/state_schema.json new/state_schema.json --format json')
     .action(async (first: string, second: string | undefined, flags: Flags) => {
+      const lib = await core();
+      const { UsageError } = lib;
       if (flags.base === undefined && second === undefined) throw new UsageError('schema-diff needs <old> and <new>, or <env-dir> --base <git-rev>', 'Run agent schema-diff --help for examples.');
       if (flags.base !== undefined && second !== undefined) throw new UsageError('with --base, pass one env folder (it is compared with itself at that revision)');
-      const report = await schemaDiff({
+      const report = await lib.schemaDiff({
         ...(flags.base !== undefined ? { new: first, base: flags.base } : { old: first, new: second as string }),
         mode: flags.mode,
         failOn: flags.failOn,
@@ -39,19 +57,7 @@ export function registerSchemaDiff(program: Command, io: Io): void {
         ...(flags.tolerant ? { tolerant: true } : {}),
         ...(flags.ignore ? { ignoreFile: flags.ignore } : {}),
       });
-      const tty = io.stdout.isTTY === true;
-      const paint = (s: Severity, text: string): string => (!tty ? text : s === 'breaking' ? chalk.red.bold(text) : s === 'warning' ? chalk.yellow(text) : chalk.dim(text));
-      const out =
-        flags.format === 'json'
-          ? `${JSON.stringify(report, null, 2)}\n`
-          : flags.format === 'markdown'
-            ? renderMarkdown(report)
-            : flags.format === 'github'
-              ? renderGithub(report)
-              : flags.format === 'sarif'
-                ? renderSarif(report, RULE_SUMMARIES)
-                : renderText(report, paint);
-      io.stdout.write(out);
+      io.stdout.write(await RENDERERS[flags.format](report, lib, io.stdout.isTTY === true));
       io.exitCode = report.compatible ? 0 : 1;
     });
 }

@@ -2,7 +2,8 @@
  * Fails on an import cycle, and on imports that cross the architecture's boundaries:
  *   bin → commands → src/index.ts → feature folders → src/shared
  * - src/ never imports commands/ or bin/;
- * - commands/ import src/ only through src/index.ts;
+ * - commands/ import src/ only through its entry points (src/index.ts, src/ui/index.ts), and
+ *   values only lazily (`import()`), so that `agent --help` loads no library code;
  * - src/shared imports nothing else internal;
  * - src/ui imports core *types* only (values only from inside src/ui and src/shared).
  * Uses TypeScript's own pre-processor, so it sees exactly the imports the compiler sees.
@@ -25,6 +26,7 @@ function files(dir: string): string[] {
 interface Edge {
   readonly to: string;
   readonly typeOnly: boolean;
+  readonly dynamic: boolean;
 }
 
 function resolveImport(from: string, spec: string): string | undefined {
@@ -50,10 +52,10 @@ function edgesOf(file: string): Edge[] {
         ? (node.importClause?.isTypeOnly ?? false) ||
           (node.importClause !== undefined && !node.importClause.name && node.importClause.namedBindings !== undefined && ts.isNamedImports(node.importClause.namedBindings) && node.importClause.namedBindings.elements.every((e) => e.isTypeOnly))
         : node.isTypeOnly;
-      if (to) edges.push({ to, typeOnly });
+      if (to) edges.push({ to, typeOnly, dynamic: false });
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
       const to = resolveImport(file, node.arguments[0].text);
-      if (to) edges.push({ to, typeOnly: false });
+      if (to) edges.push({ to, typeOnly: false, dynamic: true });
     }
     ts.forEachChild(node, visit);
   };
@@ -61,6 +63,7 @@ function edgesOf(file: string): Edge[] {
   return edges;
 }
 
+const ENTRY_POINTS = new Set(['src/index.ts', 'src/ui/index.ts']);
 const rel = (p: string): string => path.relative(ROOT, p);
 const graph = new Map<string, Edge[]>();
 for (const dir of DIRS) for (const f of files(path.join(ROOT, dir))) graph.set(f, edgesOf(f));
@@ -68,10 +71,11 @@ for (const dir of DIRS) for (const f of files(path.join(ROOT, dir))) graph.set(f
 const problems: string[] = [];
 for (const [from, edges] of graph) {
   const f = rel(from);
-  for (const { to, typeOnly } of edges) {
+  for (const { to, typeOnly, dynamic } of edges) {
     const t = rel(to);
     if (f.startsWith('src/') && (t.startsWith('commands/') || t.startsWith('bin/'))) problems.push(`${f} imports ${t}: src/ never imports commands/ or bin/`);
-    if (f.startsWith('commands/') && t.startsWith('src/') && t !== 'src/index.ts') problems.push(`${f} imports ${t}: commands use the public API in src/index.ts`);
+    if (f.startsWith('commands/') && t.startsWith('src/') && !ENTRY_POINTS.has(t)) problems.push(`${f} imports ${t}: commands use the public entry points (${[...ENTRY_POINTS].join(', ')})`);
+    if (f.startsWith('commands/') && t.startsWith('src/') && !typeOnly && !dynamic) problems.push(`${f} imports values of ${t} statically: load the library with import() (commands/lib.ts) so that the CLI starts fast`);
     if (f.startsWith('src/shared/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/shared imports nothing internal`);
     if (f.startsWith('src/ui/') && !typeOnly && !t.startsWith('src/ui/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/ui imports core types only`);
   }

@@ -1,5 +1,7 @@
 /**
- * The public API of the agentic-RL toolkit. Everything the `agent` command uses comes from here.
+ * The public API of the agentic-RL toolkit: the core (env, tools, state, rewards, schemas, run
+ * folders). Importing it loads no ink, React or CLI code, so a trainer pays only for the core;
+ * the terminal views are in `agentic-rl-toolkit/ui` and the command line in `agentic-rl-toolkit/cli`.
  */
 export { AgentEnv, type EnvOptions } from './env/agent-env.js';
 export {
@@ -32,7 +34,7 @@ export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
 
 export { assertTransition, canTransition, type LifecycleStatus } from './lifecycle/lifecycle.js';
 
-export { AgentError, ToolError, UsageError, ValidationError, formatIssues, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
+export { AgentError, ToolError, UsageError, ValidationError, describeError, formatIssues, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
 export { ManualClock, systemClock, type Clock } from './shared/clock.js';
 export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
@@ -47,7 +49,6 @@ export { RUN_FILES, type TrajectoryRecord } from './replay/run-writer.js';
 
 export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';
-export { renderRunView } from './ui/render-run.js';
 export type { Output, RunSource } from './ui/run-source.js';
 
 export { schemaDiff, type SchemaDiffOptions } from './schema/diff/schema-diff.js';
@@ -61,6 +62,5 @@ export { CHECKS, CHECK_DESCRIPTIONS, type CheckName, type Failure, type FuzzCase
 export { generate, type GenerateOptions, type Generated } from './schema/generate.js';
 export { mutants, boundaries, type Variant } from './schema/fuzz/mutate.js';
 export { generateSamples, type Sample } from './schema/fuzz/samples.js';
-export { renderFuzzView, FuzzPanel, type FuzzProgress } from './ui/fuzz-view.js';
 export { fuzzReport } from './ui/fuzz-report.js';
 export { recordedSteps, type RecordedStep } from './replay/recording.js';

@@ -15,7 +15,7 @@ import { loadEnvDefinition, type LoadEnvOptions } from '../schema/load-env.js';
 import type { EnvDefinition } from '../schema/definition.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
-import { AgentError } from '../shared/errors.js';
+import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { MemoryStateStore } from '../state/memory-store.js';
 import type { StateStore, StateStoreOptions } from '../state/store.js';
@@ -113,7 +113,7 @@ export class AgentEnv implements AsyncDisposable {
     const clock = options.clock ?? systemClock;
     // Listener errors must not break the core; they surface as `error` events (guarded against recursion).
     const events: Emitter<EnvEvent> = new Emitter<EnvEvent>((err, event) => {
-      if (event.type !== 'error') events.emit({ type: 'error', time: clock.now(), instanceId: event.instanceId, error: { code: 'INTERNAL', message: `event listener threw on ${event.type}: ${(err as Error).message}` } });
+      if (event.type !== 'error') events.emit({ type: 'error', time: clock.now(), instanceId: event.instanceId, error: { code: 'INTERNAL', message: `event listener threw on ${event.type}: ${describeError(err)}` } });
     });
     const router = await ToolRouter.create(definition, {
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
@@ -159,6 +159,11 @@ export class AgentEnv implements AsyncDisposable {
 
   get store(): StateStore {
     return this.#runtime.store;
+  }
+
+  /** Same as `await using`: for callers on plain JavaScript, where Node 20 has no `using`. */
+  close(): Promise<void> {
+    return this[Symbol.asyncDispose]();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -10,7 +10,7 @@ import { pendingRewards, stepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
-import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType } from '../shared/errors.js';
+import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
 import { freezeCopy, isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import { applyPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
@@ -311,7 +311,7 @@ export class AgentInstance {
     }
     for (const c of this.#live) c.abort(error);
     this.#live.clear();
-    for (const t of this.#traces.values()) this.#take(t, { ok: false, error: new ToolError('TOOL_CANCELLED', t.action.name, `cancelled: ${error.message}`, { cause: error }), attempts: 0 });
+    for (const t of this.#traces.values()) this.#take(t, { ok: false, error: new ToolError('TOOL_CANCELLED', t.action.name, `cancelled: ${describeError(error)}`, { cause: error }), attempts: 0 });
   }
 
   /** The first outcome of a trace wins: the tool's, or a cancellation that did not wait for it. */
@@ -366,7 +366,7 @@ export class AgentInstance {
       try {
         final = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
       } catch (err) {
-        error = isAgentError(err) ? err : new AgentError('INTERNAL', String(err), { cause: err });
+        error = isAgentError(err) ? err : new AgentError('INTERNAL', describeError(err), { cause: err });
       }
     }
     if (!final) {
@@ -474,7 +474,7 @@ export class AgentInstance {
           break;
       }
     } catch (err) {
-      this.#rt.events.emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, error: { code: 'INTERNAL', message: `hook for ${event.type} threw: ${(err as Error).message}` } });
+      this.#rt.events.emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, error: { code: 'INTERNAL', message: `hook for ${event.type} threw: ${describeError(err)}` } });
     }
   }
 }

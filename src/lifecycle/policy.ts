@@ -3,10 +3,12 @@
  * enabled actions with seeded, schema-valid parameters. A policy module exports a function
  * (default export or `policy`) with the {@link Policy} signature.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Action, AvailableAction } from '../env/agent-instance.js';
 import { generate } from '../schema/generate.js';
-import { AgentError } from '../shared/errors.js';
-import { importModule } from '../shared/import-module.js';
+import { AgentError, describeError } from '../shared/errors.js';
+import { importModule, ModuleImportError } from '../shared/import-module.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
 
@@ -41,11 +43,16 @@ export const randomPolicy: Policy = (obs, { rng }) => {
 /** `random`, or the path of a module exporting a policy (TypeScript or JavaScript). */
 export async function loadPolicy(spec: string): Promise<Policy> {
   if (spec === 'random') return randomPolicy;
+  if (!existsSync(spec)) {
+    throw new AgentError('BAD_USAGE', `cannot load policy module '${spec}': no such file (looked at ${path.resolve(spec)})`, {
+      hint: "Pass --policy random, or the path of a module whose default export is (observation, ctx) => action | null.",
+    });
+  }
   let ns: Record<string, unknown>;
   try {
     ns = await importModule(spec);
   } catch (err) {
-    throw new AgentError('BAD_USAGE', `cannot load policy module '${spec}': ${(err as Error).message}`, {
+    throw new AgentError('BAD_USAGE', `cannot load policy module ${err instanceof ModuleImportError ? err.message : `'${spec}': ${describeError(err)}`}`, {
       cause: err,
       hint: "Pass --policy random, or the path of a module whose default export is (observation, ctx) => action | null.",
     });

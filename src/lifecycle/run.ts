@@ -15,7 +15,7 @@ import { generate } from '../schema/generate.js';
 import { RunWriter } from '../replay/run-writer.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
-import { AgentError, isAgentError, UsageError } from '../shared/errors.js';
+import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
@@ -202,7 +202,7 @@ export class Run implements AsyncDisposable {
       if (signal.aborted) reason = 'interrupted';
       else {
         reason = 'policy_error';
-        const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', (err as Error)?.message ?? String(err), { cause: err });
+        const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
         error = { code: e.code, message: e.message, ...(e.hint ? { hint: e.hint } : {}) };
       }
     } finally {
@@ -229,7 +229,7 @@ export class Run implements AsyncDisposable {
       action = await this.#policy(observation, { rng, signal });
     } catch (err) {
       if (isAgentError(err)) throw err;
-      throw new AgentError('POLICY_FAILED', `the policy threw: ${(err as Error)?.message ?? String(err)}`, { cause: err, hint: 'Fix the policy module.' });
+      throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
     }
     return action === null ? null : agent.dispatch(action);
   }

@@ -24,8 +24,16 @@ export interface ToolPolicy {
 
 export type ToolBinding =
   | { readonly kind: 'module'; readonly module: string; readonly exportName: string }
-  | { readonly kind: 'subprocess'; readonly command: readonly string[]; readonly cwd: string; readonly env?: Readonly<Record<string, string>>; readonly persistent?: boolean }
-  | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> };
+  | {
+      readonly kind: 'subprocess';
+      readonly command: readonly string[];
+      readonly cwd: string;
+      readonly env?: Readonly<Record<string, string>>;
+      readonly persistent?: boolean;
+      /** Cap on what one call may write to stdout (default 16 MB): past it, TOOL_OUTPUT_TOO_LARGE. */
+      readonly maxOutputBytes?: number;
+    }
+  | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>>; readonly maxOutputBytes?: number };
 
 export interface ActionDefinition {
   readonly name: string;

@@ -252,6 +252,7 @@ function policyOf(cfg: Record<string, unknown>): ToolPolicy {
 }
 
 function bindingOf(cfg: Record<string, unknown>, name: string, dir: string, moduleFile: string | undefined): ToolBinding | undefined {
+  const cap = typeof cfg['max_output_bytes'] === 'number' ? { maxOutputBytes: cfg['max_output_bytes'] } : {};
   if (Array.isArray(cfg['command'])) {
     return {
       kind: 'subprocess',
@@ -259,9 +260,10 @@ function bindingOf(cfg: Record<string, unknown>, name: string, dir: string, modu
       cwd: path.resolve(dir, (cfg['cwd'] as string | undefined) ?? '.'),
       ...(isPlainObject(cfg['env']) ? { env: cfg['env'] as Record<string, string> } : {}),
       ...(cfg['persistent'] === true ? { persistent: true } : {}),
+      ...cap,
     };
   }
-  if (typeof cfg['url'] === 'string') return { kind: 'http', url: cfg['url'], ...(isPlainObject(cfg['headers']) ? { headers: cfg['headers'] as Record<string, string> } : {}) };
+  if (typeof cfg['url'] === 'string') return { kind: 'http', url: cfg['url'], ...(isPlainObject(cfg['headers']) ? { headers: cfg['headers'] as Record<string, string> } : {}), ...cap };
   const module = typeof cfg['module'] === 'string' ? path.resolve(dir, cfg['module']) : moduleFile;
   if (module) return { kind: 'module', module, exportName: (cfg['export'] as string | undefined) ?? name };
   return undefined;

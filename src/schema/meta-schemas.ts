@@ -1,8 +1,10 @@
 /** The project's own meta-schemas (in `schemas/`), read once and compiled through the shared ajv. */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { JsonSchema } from './ajv.js';
 
 const cache = new Map<string, JsonSchema>();
+// This file is src/schema/ in a checkout and dist/src/schema/ when built; schemas/ sits at the package root.
+const DIR = ['../../schemas/', '../../../schemas/'].map((rel) => new URL(rel, import.meta.url)).find((u) => existsSync(u)) ?? new URL('../../schemas/', import.meta.url);
 
 export type MetaSchemaName =
   | 'env-manifest'
@@ -16,7 +18,7 @@ export type MetaSchemaName =
 export function metaSchema(name: MetaSchemaName): JsonSchema {
   let schema = cache.get(name);
   if (!schema) {
-    schema = JSON.parse(readFileSync(new URL(`../../schemas/${name}.schema.json`, import.meta.url), 'utf8')) as JsonSchema;
+    schema = JSON.parse(readFileSync(new URL(`${name}.schema.json`, DIR), 'utf8')) as JsonSchema;
     cache.set(name, schema);
   }
   return schema;

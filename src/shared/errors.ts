@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'TOOL_CRASHED'
   | 'TOOL_TIMEOUT'
   | 'TOOL_MALFORMED_OUTPUT'
+  | 'TOOL_OUTPUT_TOO_LARGE'
   | 'TOOL_CONTRACT'
   | 'TOOL_CIRCUIT_OPEN'
   | 'TOOL_CANCELLED'
@@ -73,8 +74,48 @@ export class AgentError extends Error {
   }
 }
 
+/** Total: a Proxy whose traps throw is simply not an AgentError. */
 export function isAgentError(value: unknown): value is AgentError {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  if (typeof value !== 'object' || value === null) return false;
+  try {
+    return (value as Record<symbol, unknown>)[BRAND] === true;
+  } catch {
+    return false;
+  }
+}
+
+function attempt<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Any thrown value in words: `Name: message` for errors, the value itself for primitives, JSON for
+ * plain objects. Total: it never throws, whatever getters, prototype or Proxy traps the value has,
+ * because a tool may throw anything and a formatter that throws turns one failed call into a
+ * crashed run.
+ */
+export function describeError(value: unknown, options: { readonly stack?: boolean } = {}): string {
+  if (value === null || value === undefined) return String(value);
+  if (typeof value !== 'object' && typeof value !== 'function') return attempt(() => String(value)) ?? 'an unprintable value';
+  const text = (read: () => unknown): string | undefined => {
+    const v = attempt(read);
+    return typeof v === 'string' && v !== '' ? v : undefined;
+  };
+  const obj = value as { name?: unknown; message?: unknown; stack?: unknown };
+  if (options.stack) {
+    const stack = text(() => obj.stack);
+    if (stack) return stack;
+  }
+  const message = text(() => obj.message);
+  const name = text(() => obj.name);
+  if (message !== undefined) return name ? `${name}: ${message}` : message;
+  const json = text(() => JSON.stringify(value));
+  if (json !== undefined && json !== '{}') return json;
+  return name ?? text(() => Object.prototype.toString.call(value)) ?? 'an unprintable value';
 }
 
 /** A user-facing input error: bad flags, a bad env folder, an invalid action. Exit code 2 at the CLI. */
@@ -117,7 +158,7 @@ export class ToolError extends AgentError {
   readonly tool: string;
 
   constructor(
-    code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_CRASHED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
+    code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_CRASHED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_OUTPUT_TOO_LARGE' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
     tool: string,
     message: string,
     options: AgentErrorOptions = {},

@@ -7,8 +7,7 @@
  * Response: {"observation": ..., "patch": [...], "rewards": {...}, "done": false}
  *   or {"error": {"message": "...", "retryable": true}} for a failure the tool reports itself.
  */
-import { execa } from 'execa';
-import { ToolError } from '../shared/errors.js';
+import { ToolError, describeError } from '../shared/errors.js';
 import { isPlainObject, type JsonObject } from '../shared/json.js';
 import type { ToolContext, ToolHandler } from './types.js';
 
@@ -61,38 +60,7 @@ export function parseReply(text: string, tool: string, where: string): unknown {
   return reply;
 }
 
-export function subprocessExecutor(tool: string, command: readonly string[], cwd: string, env: Readonly<Record<string, string>> | undefined): Executor {
-  const [file, ...args] = command as [string, ...string[]];
-  return async (params, ctx) => {
-    const result = await execa(file, args, {
-      input: requestBody(tool, params, ctx),
-      cwd,
-      ...(env ? { env } : {}),
-      cancelSignal: ctx.signal,
-      reject: false,
-      stripFinalNewline: true,
-      maxBuffer: 64 * 1024 * 1024,
-      forceKillAfterDelay: 2_000,
-    });
-    if (ctx.signal.aborted) throw ctx.signal.reason;
-    if (result.exitCode === undefined) {
-      const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-      throw new ToolError('TOOL_FAILED', tool, `cannot start '${command.join(' ')}'${code ? ` (${code})` : ''}`, {
-        cause: result.cause,
-        hint: 'Check the "command" of this tool in env.json and that the program is installed.',
-      });
-    }
-    if (result.exitCode !== 0) {
-      const tail = String(result.stderr).split('\n').slice(-5).join('\n');
-      // EX_TEMPFAIL is the tool saying "try again"; any other exit is a crash (a traceback, an uncaught exception).
-      const retryable = result.exitCode === EXIT_RETRYABLE;
-      throw new ToolError(retryable ? 'TOOL_FAILED' : 'TOOL_CRASHED', tool, `'${command.join(' ')}' exited with code ${result.exitCode}${tail ? `: ${tail}` : ''}`, { retryable });
-    }
-    return parseReply(String(result.stdout), tool, 'stdout');
-  };
-}
-
-export function httpExecutor(tool: string, url: string, headers: Readonly<Record<string, string>> | undefined): Executor {
+export function httpExecutor(tool: string, url: string, headers: Readonly<Record<string, string>> | undefined, maxOutputBytes: number): Executor {
   return async (params, ctx) => {
     let response: Response;
     try {
@@ -104,9 +72,9 @@ export function httpExecutor(tool: string, url: string, headers: Readonly<Record
       });
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      throw new ToolError('TOOL_FAILED', tool, `POST ${url} failed: ${(err as Error).message}`, { cause: err, retryable: true });
+      throw new ToolError('TOOL_FAILED', tool, `POST ${url} failed: ${describeError(err)}`, { cause: err, retryable: true });
     }
-    const text = await response.text();
+    const text = await readCapped(response, maxOutputBytes, tool, url);
     if (!response.ok) {
       // 5xx and 429 are the service's trouble and may pass; other 4xx are the request's and will not.
       const retryable = response.status >= 500 || response.status === 429;
@@ -114,4 +82,26 @@ export function httpExecutor(tool: string, url: string, headers: Readonly<Record
     }
     return parseReply(text, tool, `the response of ${url}`);
   };
+}
+
+/** The response body as text, refused past `max` bytes without buffering the rest. */
+async function readCapped(response: Response, max: number, tool: string, url: string): Promise<string> {
+  const tooLarge = (): ToolError =>
+    new ToolError('TOOL_OUTPUT_TOO_LARGE', tool, `the response of ${url} is larger than ${max} bytes`, {
+      hint: 'Return less (a summary, an id to fetch the rest), or raise "max_output_bytes" for this tool in env.json.',
+    });
+  if (Number(response.headers.get('content-length') ?? 0) > max) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body) {
+    size += chunk.length;
+    // Throwing out of the loop cancels the stream: the rest is never read.
+    if (size > max) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }

@@ -1,8 +1,8 @@
 /** Loads a tools module (TypeScript or JavaScript) once per file and extracts its handlers. */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { AgentError } from '../shared/errors.js';
-import { importModule } from '../shared/import-module.js';
+import { AgentError, describeError } from '../shared/errors.js';
+import { importModule, ModuleImportError } from '../shared/import-module.js';
 import { isPlainObject } from '../shared/json.js';
 import type { ToolHandler, ToolModuleConfig } from './types.js';
 
@@ -15,7 +15,7 @@ export function importToolModule(file: string): Promise<Record<string, unknown>>
   if (!loaded) {
     loaded = importModule(file).catch((err: unknown) => {
       cache.delete(key);
-      throw new AgentError('DEFINITION_INVALID', `cannot load tools module '${file}': ${(err as Error).message}`, {
+      throw new AgentError('DEFINITION_INVALID', `cannot load tools module ${err instanceof ModuleImportError ? err.message : `'${file}': ${describeError(err)}`}`, {
         cause: err,
         hint: 'Fix the module so that it imports cleanly (try `npx tsx <file>`).',
       });

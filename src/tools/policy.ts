@@ -20,7 +20,7 @@ import {
   wrap,
   type IPolicy,
 } from 'cockatiel';
-import { isAgentError, ToolError } from '../shared/errors.js';
+import { isAgentError, ToolError, describeError } from '../shared/errors.js';
 import type { ToolPolicy } from '../schema/definition.js';
 
 /** Gives the attempt its AbortSignal on demand. */
@@ -133,7 +133,7 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
 /** Map policy and handler failures to ToolErrors the caller can match on. */
 function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) {
-    return new ToolError('TOOL_CANCELLED', tool, `cancelled: ${String((signal.reason as Error | undefined)?.message ?? signal.reason)}`, { cause: signal.reason });
+    return new ToolError('TOOL_CANCELLED', tool, `cancelled: ${describeError(signal.reason)}`, { cause: signal.reason });
   }
   if (isBrokenCircuitError(err)) {
     return new ToolError('TOOL_CIRCUIT_OPEN', tool, `circuit open after ${policy.circuitBreaker?.failures} consecutive failures; calls are refused until a probe succeeds`, {
@@ -144,8 +144,7 @@ function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortS
     return new ToolError('TOOL_FAILED', tool, `rejected: ${policy.concurrency} calls running and the queue of ${policy.queue} is full`, { retryable: true });
   }
   if (isAgentError(err)) return err;
-  const e = err as Error;
-  return new ToolError('TOOL_CRASHED', tool, `threw ${e?.name ?? 'a non-Error'}: ${e?.message ?? String(err)}`, {
+  return new ToolError('TOOL_CRASHED', tool, `threw ${describeError(err)}`, {
     cause: err,
     hint: 'Throw a ToolError (with retryable set) for expected failures; anything else is reported as an untyped crash.',
   });

@@ -5,16 +5,18 @@
  * or outlives a call's timeout is killed; a fresh one takes its place on the next call.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface, type Interface } from 'node:readline';
 import { raceAbort } from '../shared/abort.js';
 import { AgentError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import { parseReply, requestBody } from './executors.js';
+import { DEFAULT_MAX_OUTPUT_BYTES, killGroup, stderrTail, type SubprocessOptions } from './subprocess.js';
 import type { ToolContext } from './types.js';
 
 interface Proc {
   readonly child: ChildProcessWithoutNullStreams;
-  readonly lines: Interface;
+  /** Bytes of the reply line not yet ended by a newline. */
+  partial: Buffer[];
+  partialSize: number;
   /** The answer line of the request in flight. */
   pending?: { resolve: (line: string) => void; reject: (err: unknown) => void };
   stderr: string;
@@ -25,18 +27,16 @@ interface Proc {
 export class ProcessPool implements AsyncDisposable {
   readonly #tool: string;
   readonly #command: readonly string[];
-  readonly #cwd: string;
-  readonly #env: Readonly<Record<string, string>> | undefined;
+  readonly #options: SubprocessOptions;
   readonly #size: number;
   readonly #procs = new Set<Proc>();
   readonly #waiting: (() => void)[] = [];
   #closed = false;
 
-  constructor(tool: string, command: readonly string[], cwd: string, env: Readonly<Record<string, string>> | undefined, size: number) {
+  constructor(tool: string, command: readonly string[], options: SubprocessOptions, size: number) {
     this.#tool = tool;
     this.#command = command;
-    this.#cwd = cwd;
-    this.#env = env;
+    this.#options = options;
     this.#size = Math.max(1, size);
   }
 
@@ -83,24 +83,50 @@ export class ProcessPool implements AsyncDisposable {
 
   #spawn(): Proc {
     const [file, ...args] = this.#command as [string, ...string[]];
-    const child = spawn(file, args, { cwd: this.#cwd, ...(this.#env ? { env: { ...process.env, ...this.#env } } : {}), stdio: ['pipe', 'pipe', 'pipe'] });
-    const proc: Proc = { child, lines: createInterface({ input: child.stdout }), stderr: '', busy: false, dead: false };
-    proc.lines.on('line', (line) => {
-      const p = proc.pending;
-      proc.pending = undefined;
-      if (p) p.resolve(line);
+    const { cwd, env } = this.#options;
+    const max = this.#options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    // Its own process group, so that whatever the tool starts dies with it.
+    const child = spawn(file, args, { cwd, env: env ? { ...process.env, ...env } : process.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const proc: Proc = { child, partial: [], partialSize: 0, stderr: '', busy: false, dead: false };
+    child.stdout.on('data', (c: Buffer) => {
+      for (let start = 0; ; ) {
+        const nl = c.indexOf(10, start);
+        if (nl < 0) {
+          proc.partial.push(c.subarray(start));
+          proc.partialSize += c.length - start;
+          if (proc.partialSize > max) {
+            proc.pending?.reject(new ToolError('TOOL_OUTPUT_TOO_LARGE', this.#tool, `'${this.#command.join(' ')}' wrote a reply line longer than ${max} bytes`, {
+              hint: 'Return less (a summary, an id to fetch the rest), or raise "max_output_bytes" for this tool in env.json.',
+            }));
+            proc.pending = undefined;
+            this.#kill(proc);
+          }
+          return;
+        }
+        const line = Buffer.concat([...proc.partial, c.subarray(start, nl)]).toString('utf8');
+        proc.partial = [];
+        proc.partialSize = 0;
+        start = nl + 1;
+        const p = proc.pending;
+        proc.pending = undefined;
+        if (p) p.resolve(line);
+      }
     });
-    child.stderr.on('data', (c: Buffer) => (proc.stderr = (proc.stderr + c.toString()).slice(-2_000)));
+    child.stderr.on('data', (c: Buffer) => (proc.stderr = (proc.stderr + c.toString()).slice(-4_096)));
+    child.stdin.on('error', () => {
+      // EPIPE after the process died: its 'exit' reports the crash.
+    });
     const fail = (why: string, cause?: unknown): void => {
       proc.dead = true;
       this.#procs.delete(proc);
-      const tail = proc.stderr.trim().split('\n').slice(-5).join('\n');
+      killGroup(child.pid);
+      const tail = stderrTail(proc.stderr);
       proc.pending?.reject(new ToolError('TOOL_CRASHED', this.#tool, `'${this.#command.join(' ')}' ${why}${tail ? `: ${tail}` : ''}`, { ...(cause ? { cause } : {}) }));
       proc.pending = undefined;
       this.#wake();
     };
     child.on('error', (err) => fail(`could not run (${(err as NodeJS.ErrnoException).code ?? err.message})`, err));
-    child.on('exit', (code, sig) => fail(`exited with ${sig ?? `code ${code}`}`));
+    child.on('exit', (code, sig) => fail(`exited with ${sig ? `signal ${sig}` : `code ${code}`}`));
     this.#procs.add(proc);
     return proc;
   }
@@ -113,7 +139,7 @@ export class ProcessPool implements AsyncDisposable {
   #kill(proc: Proc): void {
     proc.dead = true;
     this.#procs.delete(proc);
-    proc.child.kill('SIGKILL');
+    killGroup(proc.child.pid);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -125,9 +151,9 @@ export class ProcessPool implements AsyncDisposable {
           new Promise<void>((resolve) => {
             if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
             p.child.once('exit', () => resolve());
-            // Closing stdin is the polite stop; a tool that ignores it is killed.
+            // Closing stdin is the polite stop; a tool that ignores it is killed, with its group.
             p.child.stdin.end();
-            setTimeout(() => p.child.kill('SIGKILL'), 1_000).unref();
+            setTimeout(() => killGroup(p.child.pid), 1_000).unref();
           }),
       ),
     );

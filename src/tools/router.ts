@@ -4,12 +4,13 @@
  * A failing tool fails only its own call: every error is a ToolError naming the tool.
  */
 import os from 'node:os';
-import { AgentError, isAgentError, ToolError, type AgentError as AgentErrorType } from '../shared/errors.js';
+import { AgentError, isAgentError, ToolError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
 import { type JsonObject, type JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { validate } from '../schema/ajv.js';
 import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
-import { httpExecutor, inProcessExecutor, subprocessExecutor } from './executors.js';
+import { httpExecutor, inProcessExecutor } from './executors.js';
+import { DEFAULT_MAX_OUTPUT_BYTES, subprocessExecutor } from './subprocess.js';
 import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
 import { buildPolicyStack, type LiveControllers, type PolicyStack, type SignalSource } from './policy.js';
 import { checkToolResult } from './result.js';
@@ -107,13 +108,13 @@ export class ToolRouter implements AsyncDisposable {
           run = (params, ctx) => pool.run(params, ctx, ctx.rngSeed);
           prepare = (signal) => pool.whenReady(signal);
         } else if (binding?.kind === 'subprocess' && binding.persistent) {
-          const pool = new ProcessPool(tool, binding.command, binding.cwd, binding.env, action.policy.concurrency ?? 2);
+          const pool = new ProcessPool(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes }, action.policy.concurrency ?? 2);
           router.#disposables.push(pool);
           run = (params, ctx) => pool.run(params, ctx);
         } else if (binding?.kind === 'subprocess') {
-          run = subprocessExecutor(tool, binding.command, binding.cwd, binding.env);
+          run = subprocessExecutor(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes });
         } else if (binding?.kind === 'http') {
-          run = httpExecutor(tool, binding.url, binding.headers);
+          run = httpExecutor(tool, binding.url, binding.headers, binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
         }
         if (!run) {
           unbound.push(tool);
@@ -150,7 +151,7 @@ export class ToolRouter implements AsyncDisposable {
       }, call.signal, call.live);
       return { ok: true, result: checkToolResult(raw, tool), attempts };
     } catch (err) {
-      const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, String(err), { cause: err });
+      const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, describeError(err), { cause: err });
       const fallback = route.action.policy.fallback;
       // A contract violation is a bug in the tool, not an outage: a fallback would hide it.
       if (!fallback || call.signal.aborted || error.code === 'TOOL_CONTRACT') return { ok: false, error, attempts };

@@ -7,6 +7,7 @@ import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
 import { Rng } from '../shared/rng.js';
 import type { ToolHandler, ToolModuleConfig } from './types.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import { describeError, isAgentError } from '../shared/errors.js';
 
 interface Setup {
   readonly moduleFile: string;
@@ -58,17 +59,23 @@ parentPort?.on('message', (msg: CallMessage) => {
       }),
     )
     .then(
-      (result) => parentPort?.postMessage({ id: msg.id, ok: true, result } satisfies ReplyMessage),
+      (result) => {
+        try {
+          parentPort?.postMessage({ id: msg.id, ok: true, result } satisfies ReplyMessage);
+        } catch (err) {
+          // Not structured-cloneable (a function, a symbol): the tool broke its contract.
+          parentPort?.postMessage({ id: msg.id, ok: false, error: { message: `returned a value that cannot leave the worker: ${describeError(err)}`, code: 'TOOL_CONTRACT', retryable: false, name: 'ToolError' } } satisfies ReplyMessage);
+        }
+      },
       (err: unknown) => {
-        const e = err as { message?: unknown; code?: unknown; retryable?: unknown; name?: unknown };
         parentPort?.postMessage({
           id: msg.id,
           ok: false,
           error: {
-            message: String(e?.message ?? err),
-            ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-            retryable: e?.retryable === true,
-            name: typeof e?.name === 'string' ? e.name : 'Error',
+            message: isAgentError(err) ? err.message : describeError(err),
+            ...(isAgentError(err) ? { code: err.code } : {}),
+            retryable: isAgentError(err) && err.retryable,
+            name: isAgentError(err) ? err.name : 'Error',
           },
         } satisfies ReplyMessage);
       },

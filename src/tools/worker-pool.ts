@@ -5,9 +5,10 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { raceAbort } from '../shared/abort.js';
-import { AgentError, ToolError } from '../shared/errors.js';
+import { AgentError, describeError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import type { ToolContext, ToolModuleConfig } from './types.js';
 import type { CallMessage, ReplyMessage } from './worker-entry.js';
@@ -15,7 +16,8 @@ import type { CallMessage, ReplyMessage } from './worker-entry.js';
 // tsx's CommonJS build of tsImport resolves its ESM half at a wrong path, so the worker imports
 // the ESM build (same folder, .mjs) by URL.
 const TSX_API = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-const ENTRY = new URL('./worker-entry.ts', import.meta.url).href;
+// A sibling of this file: worker-entry.ts in a checkout, worker-entry.js when built.
+const ENTRY = new URL(`./worker-entry${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
 // The worker boots from a tiny snippet that loads our TypeScript entry through tsx.
 const BOOT = `const { workerData } = require('node:worker_threads');
 import(workerData.tsxApi).then((api) => api.tsImport(workerData.entry, workerData.entry)).catch((e) => { setImmediate(() => { throw e; }); });`;
@@ -53,7 +55,15 @@ export class WorkerPool implements AsyncDisposable {
   /** Start one worker and wait until it has loaded the handler, so load errors surface at env creation. */
   async warm(): Promise<void> {
     const slot = [...this.#slots][0] ?? this.#spawn();
-    await slot.ready;
+    try {
+      await slot.ready;
+    } catch (err) {
+      // At env creation a handler that cannot load is a broken definition, not a failed call.
+      throw new AgentError('DEFINITION_INVALID', `tool '${this.#tool}': ${describeError((err as { cause?: unknown }).cause ?? err)}`, {
+        cause: err,
+        hint: 'Fix the tools module so that it imports cleanly in a worker thread (isolate: "worker").',
+      });
+    }
   }
 
   /**
@@ -91,8 +101,9 @@ export class WorkerPool implements AsyncDisposable {
           if (reply.id !== id) return;
           cleanup();
           if (reply.ok) resolve(reply.result);
-          // A ToolError thrown in the worker keeps its code; anything else is an untyped crash.
-          else reject(new ToolError(reply.error.code === 'TOOL_FAILED' ? 'TOOL_FAILED' : 'TOOL_CRASHED', this.#tool, reply.error.code === 'TOOL_FAILED' ? reply.error.message : `threw ${reply.error.name}: ${reply.error.message}`, { retryable: reply.error.retryable }));
+          // A tool's own failure and a contract breach keep their code; anything else is an untyped crash.
+          else if (reply.error.code === 'TOOL_FAILED' || reply.error.code === 'TOOL_CONTRACT') reject(new ToolError(reply.error.code, this.#tool, reply.error.message, { retryable: reply.error.retryable }));
+          else reject(new ToolError('TOOL_CRASHED', this.#tool, `threw ${reply.error.message}`, { retryable: reply.error.retryable }));
         };
         const onError = (err: Error): void => {
           cleanup();

@@ -4,7 +4,7 @@
  */
 import type { AgentEnv } from '../../env/agent-env.js';
 import type { EnvEvent } from '../../env/events.js';
-import { isAgentError, ValidationError } from '../../shared/errors.js';
+import { describeError, isAgentError, ValidationError } from '../../shared/errors.js';
 import type { CheckName, Failure, FuzzCase } from './case.js';
 
 export interface CaseResult {
@@ -38,7 +38,7 @@ export async function runCase(env: AgentEnv, c: FuzzCase, enabled: ReadonlySet<C
         if (!named) return fail('rejects-invalid', 'WRONG_POINTER', `the call was rejected, but the error names ${pointers.join(', ') || 'no field'} instead of ${c.pointer}`) ?? ok(code);
         return ok(`rejected:${c.pointer}`);
       }
-      return fail('accepts-valid', code, `a valid, enabled call was refused: ${(err as Error).message.split('\n')[0]}`) ?? ok(code);
+      return fail('accepts-valid', code, `a valid, enabled call was refused: ${describeError(err).split('\n')[0]}`) ?? ok(code);
     }
     if (c.kind === 'disabled') return fail('refuses-disabled', 'ACCEPTED', 'a call whose enabled_if is false in this state was accepted') ?? ok('accepted');
     if (c.kind === 'invalid' || c.kind === 'boundary-outside') return fail('rejects-invalid', 'ACCEPTED', `an invalid call (${c.mutation ?? c.kind} at ${c.pointer}) was accepted and dispatched`) ?? ok('accepted');

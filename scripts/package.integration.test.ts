@@ -1,0 +1,217 @@
+/**
+ * The package as a user gets it: `npm pack` (which builds), install the tarball into a fresh
+ * folder, then use it from there: plain-Node ESM and CommonJS, the CLI, an env folder written
+ * outside the repo in TypeScript (ESM and CommonJS, with and without a package.json of its own)
+ * that imports the package, and a strict consumer type-check.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scratch } from '../commands/testing.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const tmp = scratch();
+let consumer = '';
+let outside = '';
+let packed: { filename: string; size: number; files: { path: string }[] };
+
+async function node(args: string[], cwd: string): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const r = await run(process.execPath, args, { cwd, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 16 * 1024 * 1024 });
+    return { ...r, code: 0 };
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number };
+    return { stdout: e.stdout, stderr: e.stderr, code: e.code };
+  }
+}
+
+// Refuses to resolve the heavy modules: a module graph that needs them fails to load.
+const REFUSE_HOOK = `export async function resolve(specifier, context, next) {
+  if (/^(ink|react)(\\/|$)/.test(specifier)) throw new Error('refused ' + specifier);
+  return next(specifier, context);
+}`;
+
+const agentBin = (): string => path.join(consumer, 'node_modules', 'agentic-rl-toolkit', 'bin', 'agent.js');
+
+// A minimal env in TypeScript whose tools import the package by name, as the README shows.
+const ENV_FILES = {
+  'state_schema.json': { type: 'object', required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } },
+  'action_schema.json': { properties: { bump: { params: { by: { type: 'integer', minimum: 1, maximum: 3 } } } } },
+  'reward_schema.json': { properties: { progress: { type: 'number', delay_ms: 0 } } },
+  'initial_states.json': [{ count: 0 }],
+};
+const TOOLS_TS = `import { defineTool, ToolError, type JsonObject } from 'agentic-rl-toolkit';
+export const bump = defineTool<{ by: number }>(({ by }, ctx) => {
+  const count = (ctx.state as JsonObject)['count'] as number;
+  if (count > 1000) throw new ToolError('TOOL_FAILED', 'bump', 'too high');
+  return { observation: { count: count + by }, patch: [{ op: 'replace', path: '/count', value: count + by }], rewards: { progress: by } };
+});
+`;
+const POLICY_TS = `import type { Policy } from 'agentic-rl-toolkit';
+const policy: Policy = (obs) => (obs.step < 3 ? { name: 'bump', params: { by: 2 } } : null);
+export default policy;
+`;
+
+async function writeEnv(dir: string, extra: Record<string, string> = {}): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const [name, value] of Object.entries(ENV_FILES)) await writeFile(path.join(dir, name), JSON.stringify(value));
+  await writeFile(path.join(dir, 'tools.ts'), TOOLS_TS);
+  await writeFile(path.join(dir, 'policy.ts'), POLICY_TS);
+  for (const [name, text] of Object.entries(extra)) await writeFile(path.join(dir, name), text);
+}
+
+beforeAll(async () => {
+  const dest = await tmp.dir('agent-pack-');
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  // npm prints the prepack script's output before the JSON.
+  packed = (JSON.parse(stdout.slice(stdout.indexOf('[\n'))) as (typeof packed)[])[0] as typeof packed;
+  consumer = await tmp.dir('agent-consumer-');
+  await writeFile(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(dest, packed.filename)], { cwd: consumer, maxBuffer: 64 * 1024 * 1024 });
+  outside = await tmp.dir('agent-outside-');
+}, 180_000);
+
+afterAll(() => tmp.cleanup());
+
+describe('the tarball', () => {
+  it('ships built code, types, schemas and the quick-start fixtures, and no tests or real-world data', () => {
+    const files = packed.files.map((f) => f.path);
+    expect(packed.size).toBeLessThan(3 * 1024 * 1024);
+    const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
+    expect(pkg).toBeTruthy();
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'fixtures/weather/tools.ts']) {
+      expect(files).toContain(must);
+    }
+    expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
+  });
+
+  it('has every entry point that package.json names', async () => {
+    const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | Record<string, string>>; bin: Record<string, string> };
+    const files = new Set(packed.files.map((f) => f.path));
+    const targets = [...Object.values(pkg.bin), ...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))].filter((t) => !t.includes('*'));
+    expect(targets.length).toBeGreaterThan(6);
+    for (const t of targets) expect(files, t).toContain(t.replace(/^\.\//, ''));
+  });
+});
+
+describe('the installed package', () => {
+  it('runs an episode from a plain-Node ESM script', async () => {
+    await writeFile(
+      path.join(consumer, 'episode.mjs'),
+      `import { AgentEnv } from 'agentic-rl-toolkit';
+const env = await AgentEnv.open('node_modules/agentic-rl-toolkit/fixtures/weather', { toolOptions: { latency_scale: 0 } });
+const agent = env.createInstance();
+await agent.reset({ user_location: '上海', current_weather: null, pending_requests: [] });
+const r = await agent.step({ name: 'get_weather', params: { city: '上海' } });
+console.log(JSON.stringify({ status: r.info.status, condition: typeof r.state.current_weather?.condition }));
+await env.close();
+`,
+    );
+    const r = await node(['episode.mjs'], consumer);
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ status: 'resolved', condition: 'string' });
+  });
+
+  it('loads with require() from CommonJS', async () => {
+    await writeFile(path.join(consumer, 'load.cjs'), `const lib = require('agentic-rl-toolkit'); console.log(typeof lib.AgentEnv.open, typeof lib.defineTool);`);
+    const r = await node(['load.cjs'], consumer);
+    expect(r.stdout.trim()).toBe('function function');
+  });
+
+  it('loads no ink or React with the core, and no library code for agent --help', async () => {
+    // A resolve hook that refuses the heavy modules: the core must import without them; the ui
+    // entry must not (which proves the hook works).
+    const hook = path.join(consumer, 'refuse.mjs');
+    await writeFile(path.join(consumer, 'refuse-hook.mjs'), REFUSE_HOOK);
+    await writeFile(hook, `import { register } from 'node:module'; register('./refuse-hook.mjs', import.meta.url);`);
+    const core = await node(['--import', hook, '--input-type=module', '-e', `await import('agentic-rl-toolkit'); console.log('core ok')`], consumer);
+    expect(core.stdout.trim()).toBe('core ok');
+    const ui = await node(['--import', hook, '--input-type=module', '-e', `await import('agentic-rl-toolkit/ui')`], consumer);
+    expect(ui.stderr).toMatch(/refused (ink|react)/);
+    await writeFile(path.join(consumer, 'refuse-hook.mjs'), REFUSE_HOOK.replace('ink|react', 'ink|react|ajv|cockatiel|execa'));
+    const help = await node(['--import', hook, agentBin(), '--help'], consumer);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Usage: agent/);
+  });
+
+  it('type-checks in a strict consumer project', async () => {
+    await writeFile(
+      path.join(consumer, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', lib: ['ES2023'], noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')] }, include: ['check.ts'] }),
+    );
+    await writeFile(
+      path.join(consumer, 'check.ts'),
+      `import { AgentEnv, defineTool, isAgentError, type StepResult, type Policy } from 'agentic-rl-toolkit';
+import { renderRunView, type RunSource } from 'agentic-rl-toolkit/ui';
+import { createProgram } from 'agentic-rl-toolkit/cli';
+export const t = defineTool<{ city: string }>(({ city }) => ({ observation: city.length }));
+export const p: Policy = (obs) => (obs.actions[0] ? { name: obs.actions[0].name, params: {} } : null);
+export async function f(): Promise<StepResult> {
+  const env = await AgentEnv.open('x');
+  const i = env.createInstance();
+  try { return await i.step({ name: 'a', params: {} }); } catch (e) { if (isAgentError(e)) throw new Error(e.code); throw e; }
+}
+export const r = (s: RunSource): void => renderRunView(s, process.stdout, process.stdout).close();
+export const c: typeof createProgram = createProgram;
+// @ts-expect-error: the params type is enforced
+export const bad = defineTool<{ city: string }>(({ city }) => city.toFixed(1));
+`,
+    );
+    const tsc = await node([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], consumer);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.code).toBe(0);
+  });
+});
+
+describe('npx agent run with an env written anywhere', () => {
+  it('runs a TypeScript env in the consumer folder (ESM) that imports the package', async () => {
+    const env = path.join(consumer, 'my-env');
+    await writeEnv(env);
+    const r = await node([agentBin(), 'run', './my-env', '--episodes', '2', '--policy', './my-env/policy.ts', '--out', 'runs'], consumer);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/2 episodes/);
+    expect(r.stdout).toMatch(/tool bump: 6 calls, 0 failed/);
+  });
+
+  it('runs one in a folder with no package.json and no install (CommonJS TypeScript)', async () => {
+    const env = path.join(outside, 'cjs-env');
+    await writeEnv(env);
+    const r = await node([agentBin(), 'run', env, '--episodes', '1', '--policy', path.join(env, 'policy.ts'), '--out', path.join(outside, 'runs')], outside);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/tool bump: 3 calls, 0 failed/);
+  });
+
+  it('runs one in a CommonJS package with JavaScript tools that require() the package', async () => {
+    const env = path.join(outside, 'js-env');
+    await writeEnv(env, {
+      'package.json': JSON.stringify({ name: 'js-env', type: 'commonjs' }),
+      'tools.js': `const { defineTool } = require('agentic-rl-toolkit');
+exports.bump = defineTool(({ by }, ctx) => ({ observation: ctx.state.count + by, patch: [{ op: 'replace', path: '/count', value: ctx.state.count + by }] }));`,
+    });
+    const { rm } = await import('node:fs/promises');
+    await rm(path.join(env, 'tools.ts'));
+    const r = await node([agentBin(), 'run', env, '--episodes', '1', '--policy', path.join(env, 'policy.ts'), '--out', path.join(outside, 'runs')], outside);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/tool bump: 3 calls, 0 failed/);
+  });
+
+  it('names the file and line when a tools module fails to import', async () => {
+    const broken = `import { defineTool } from 'agentic-rl-toolkit';\nconst x: number = 1;\nthrow new Error('boom at load ' + x);\nexport const bump = defineTool(() => ({}));\n`;
+    const esm = path.join(outside, 'broken-esm');
+    await writeEnv(esm, { 'tools.ts': broken, 'package.json': JSON.stringify({ type: 'module' }) });
+    const r = await node([agentBin(), 'run', esm, '--episodes', '1'], outside);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/broken-esm\/tools\.ts:3:\d+: Error: boom at load 1/);
+    expect(r.stderr).not.toMatch(/internal error/);
+    // A syntax error, in a CommonJS folder: esbuild's own location and words.
+    const cjs = path.join(outside, 'broken-cjs');
+    await writeEnv(cjs, { 'tools.ts': `import { defineTool } from 'agentic-rl-toolkit';\nconst x: number = ;\n` });
+    const s = await node([agentBin(), 'run', cjs, '--episodes', '1'], outside);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/broken-cjs\/tools\.ts:2:18: TransformError: ERROR: Unexpected ";"/);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * One-shot subprocess tools: one process per call, the request as JSON on stdin, the answer as
+ * JSON on stdout. Each call's process leads its own process group, so everything it started
+ * (a shell's background job, a Python multiprocessing child) dies with the call: on timeout, on
+ * cancel, and once the answer is in. The answer is complete when stdout holds a whole JSON line
+ * or the process has exited, not when every inherited copy of stdout is closed, so a leftover
+ * grandchild can neither turn an answered call into a timeout nor keep the run alive.
+ */
+import { spawn } from 'node:child_process';
+import { ToolError } from '../shared/errors.js';
+import type { JsonObject } from '../shared/json.js';
+import { EXIT_RETRYABLE, parseReply, requestBody, type Executor } from './executors.js';
+import type { ToolContext } from './types.js';
+
+/** Default cap on what a tool may write to stdout (and an HTTP tool may answer): 16 MB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+const STDERR_TAIL = 4_096;
+
+export interface SubprocessOptions {
+  readonly cwd: string;
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly maxOutputBytes?: number | undefined;
+}
+
+/** Kill a process group, ignoring one that is already gone. */
+export function killGroup(pid: number | undefined, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group has exited already.
+  }
+}
+
+/** The last non-empty lines of a tool's stderr: a traceback's final line names the cause. */
+export function stderrTail(stderr: string, lines = 5): string {
+  return stderr.trim().split('\n').filter((l) => l.trim() !== '').slice(-lines).join('\n');
+}
+
+export function subprocessExecutor(tool: string, command: readonly string[], options: SubprocessOptions): Executor {
+  const shown = command.join(' ');
+  return (params, ctx) => runOnce(tool, command, shown, options, params, ctx);
+}
+
+function runOnce(tool: string, command: readonly string[], shown: string, options: SubprocessOptions, params: JsonObject, ctx: ToolContext): Promise<unknown> {
+  const signal = ctx.signal;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const [file, ...args] = command as [string, ...string[]];
+  return new Promise<unknown>((resolve, reject) => {
+    const child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env ? { ...process.env, ...options.env } : process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let stderr = '';
+    let exited: { readonly code: number | null; readonly sig: NodeJS.Signals | null } | undefined;
+    let settled = false;
+    let stdoutEnded = false;
+
+    const finish = (outcome: () => unknown): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      // Whatever the call left running (the tool itself if it answered and lingers, its children) goes.
+      killGroup(child.pid);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      try {
+        resolve(outcome());
+      } catch (err) {
+        reject(err);
+      }
+    };
+    const fail = (err: unknown): void => finish(() => {
+      throw err;
+    });
+    const onAbort = (): void => fail(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    const stdoutText = (): string => Buffer.concat(chunks, size).toString('utf8');
+    const parses = (text: string): boolean => {
+      try {
+        JSON.parse(text);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    /**
+     * Settle if the answer is complete: a first line that parses (whatever the process does next),
+     * or, once the process has exited, all of stdout (at its end, or as soon as it parses while a
+     * grandchild still holds the pipe open).
+     */
+    const judge = (): void => {
+      if (settled) return;
+      const text = stdoutText();
+      const nl = text.indexOf('\n');
+      if (nl >= 0 && parses(text.slice(0, nl))) return finish(() => parseReply(text.slice(0, nl), tool, 'stdout'));
+      if (!exited) return;
+      const { code, sig } = exited;
+      if (code !== 0) {
+        const tail = stderrTail(stderr);
+        const retryable = code === EXIT_RETRYABLE;
+        // EX_TEMPFAIL is the tool saying "try again"; any other exit is a crash (a traceback, an uncaught exception).
+        return fail(new ToolError(retryable ? 'TOOL_FAILED' : 'TOOL_CRASHED', tool, `'${shown}' exited with ${sig ? `signal ${sig}` : `code ${code}`}${tail ? `: ${tail}` : ''}`, { retryable }));
+      }
+      if (stdoutEnded || parses(text)) finish(() => parseReply(text.trim(), tool, 'stdout'));
+    };
+
+    child.stdout.on('data', (c: Buffer) => {
+      if (settled) return;
+      size += c.length;
+      if (size > max) {
+        fail(new ToolError('TOOL_OUTPUT_TOO_LARGE', tool, `'${shown}' wrote more than ${max} bytes to stdout`, {
+          hint: 'Return less (a summary, an id to fetch the rest), or raise "max_output_bytes" for this tool in env.json.',
+        }));
+        return;
+      }
+      chunks.push(c);
+      if (exited || c.includes(10)) judge();
+    });
+    child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-STDERR_TAIL)));
+    child.on('error', (err: NodeJS.ErrnoException) =>
+      fail(new ToolError('TOOL_FAILED', tool, `cannot start '${shown}' (${err.code ?? err.message})`, {
+        cause: err,
+        hint: 'Check the "command" of this tool in env.json and that the program is installed.',
+      })),
+    );
+    child.stdout.on('end', () => {
+      stdoutEnded = true;
+      judge();
+    });
+    // 'exit' can come before stdout is drained, so judge again on the next turn (stderr too has landed then).
+    child.on('exit', (code, sig) => {
+      exited = { code, sig };
+      setImmediate(judge);
+    });
+    child.stdin.on('error', () => {
+      // EPIPE: the tool exited without reading its request; its exit status tells what happened.
+    });
+    child.stdin.end(requestBody(tool, params, ctx));
+  });
+}

@@ -1,0 +1,8 @@
+/**
+ * `agentic-rl-toolkit/ui`: the live terminal views of `agent run` and `agent fuzz` (ink + React).
+ * A separate entry point so that importing the core never loads them; the CLI imports it only on
+ * a TTY. Its declarations mention no React type, so a consumer type-checks without @types/react.
+ */
+export { renderRunView } from './render-run.js';
+export { renderFuzzView, type FuzzSource } from './render-fuzz.js';
+export type { Output, RunSource } from './run-source.js';
