@@ -6,7 +6,8 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { AgentError, UsageError } from '../../shared/errors.js';
 import type { Severity } from './compare.js';
 import { diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './diff.js';
@@ -60,18 +61,36 @@ export async function schemaDiff(options: SchemaDiffOptions): Promise<DiffReport
   return buildReport(findings, { old: oldLabel, new: options.new, mode, failOn, ignores, ...(options.today ? { today: options.today } : {}) });
 }
 
+const run = promisify(execFile);
+
+/** Exit status 0, without throwing on any other. */
+async function succeeds(file: string, args: string[], cwd: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+  try {
+    return (await run(file, args, { cwd, ...(signal ? { signal } : {}) })).stdout;
+  } catch {
+    if (signal?.aborted) throw signal.reason as Error;
+    return undefined;
+  }
+}
+
 /** Write the env folder as it was at `rev` into a temporary directory (git archive | tar). */
 async function extractAtRevision(dir: string, rev: string, signal?: AbortSignal): Promise<{ root: string; dir: string }> {
   const abs = path.resolve(dir);
-  const opts = signal ? { cancelSignal: signal } : {};
-  const top = await execa('git', ['rev-parse', '--show-toplevel'], { cwd: abs, reject: false, ...opts });
-  if (top.exitCode !== 0) throw new UsageError(`'${dir}' is not inside a git repository`, '--base compares with a git revision; run it inside the repository.');
-  const repo = String(top.stdout).trim();
+  const top = await succeeds('git', ['rev-parse', '--show-toplevel'], abs, signal);
+  if (top === undefined) throw new UsageError(`'${dir}' is not inside a git repository`, '--base compares with a git revision; run it inside the repository.');
+  const repo = top.trim();
   const rel = path.relative(repo, abs) || '.';
-  const exists = await execa('git', ['cat-file', '-e', `${rev}:${rel === '.' ? '' : rel}`], { cwd: repo, reject: false, ...opts });
-  if (exists.exitCode !== 0) throw new UsageError(`'${rel}' does not exist at revision '${rev}'`, 'Check the revision (git log) and the folder name.');
+  if ((await succeeds('git', ['cat-file', '-e', `${rev}:${rel === '.' ? '' : rel}`], repo, signal)) === undefined) {
+    throw new UsageError(`'${rel}' does not exist at revision '${rev}'`, 'Check the revision (git log) and the folder name.');
+  }
   const root = await mkdtemp(path.join(os.tmpdir(), 'agent-schema-diff-'));
-  const archive = await execa('git', ['archive', '--format=tar', rev, '--', rel], { cwd: repo, encoding: 'buffer', ...opts });
-  await execa('tar', ['-x', '-C', root], { input: archive.stdout, ...opts });
+  await new Promise<void>((resolve, reject) => {
+    const git = spawn('git', ['archive', '--format=tar', rev, '--', rel], { cwd: repo, stdio: ['ignore', 'pipe', 'inherit'], ...(signal ? { signal } : {}) });
+    const tar = spawn('tar', ['-x', '-C', root], { stdio: ['pipe', 'ignore', 'inherit'], ...(signal ? { signal } : {}) });
+    git.stdout.pipe(tar.stdin);
+    git.on('error', reject);
+    tar.on('error', reject);
+    tar.on('close', (code) => (code === 0 ? resolve() : reject(new AgentError('INTERNAL', `git archive | tar exited with ${code}`))));
+  });
   return { root, dir: path.join(root, rel) };
 }
