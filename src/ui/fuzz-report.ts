@@ -1,11 +1,16 @@
 /** The closing report of `agent fuzz`: one block per failure signature, with its replay command. */
+import type { CaseKind } from '../eval/fuzz/case.js';
 import type { FailureGroup, FuzzSummary } from '../eval/fuzz/fuzz.js';
+
+const KIND_ORDER: readonly string[] = ['valid', 'boundary-inside', 'boundary-outside', 'invalid', 'disabled'] satisfies readonly CaseKind[];
 
 export function fuzzReport(summary: FuzzSummary, envDir: string): string {
   const lines: string[] = [];
   for (const s of summary.fixed) lines.push(`✓ fixed: ${s} (its saved case passes now and was removed)`);
   for (const g of summary.failures) lines.push('', ...failureLines(g, envDir));
+  // A fixed order, so that reports of two runs read alike whatever case came first.
   const kinds = Object.entries(summary.byKind)
+    .sort(([a], [b]) => KIND_ORDER.indexOf(a) - KIND_ORDER.indexOf(b))
     .map(([k, n]) => `${n} ${k}`)
     .join(', ');
   lines.push(

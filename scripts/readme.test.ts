@@ -1,0 +1,116 @@
+/**
+ * The README is a promise: its TypeScript blocks type-check against the package, the core example
+ * runs, its shell blocks run as written, every flag its usage blocks show exists, and its
+ * transcripts (`$ agent …` followed by output) match what the command prints today.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import ts from 'typescript';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runAgent, scratch } from '../commands/testing.js';
+import { importModule } from '../src/shared/import-module.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const WORK = path.join(ROOT, '.test-tmp', 'readme');
+const tmp = scratch();
+afterAll(async () => {
+  await rm(WORK, { recursive: true, force: true });
+  await tmp.cleanup();
+});
+
+interface Block {
+  readonly lang: string;
+  readonly body: string;
+  readonly line: number;
+}
+
+const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+const blocks: Block[] = [];
+{
+  const lines = readme.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\w*)\s*$/.exec(lines[i] as string);
+    if (!open) continue;
+    const end = lines.findIndex((l, j) => j > i && l.startsWith('```'));
+    blocks.push({ lang: open[1] ?? '', body: lines.slice(i + 1, end).join('\n'), line: i + 1 });
+    i = end;
+  }
+}
+const tsBlocks = blocks.filter((b) => b.lang === 'ts' && b.body.includes("from 'agentic-rl-toolkit'"));
+const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^npx agent /m.test(b.body));
+const transcripts = blocks.filter((b) => b.lang === '' && b.body.startsWith('$ agent '));
+const usages = blocks.filter((b) => b.lang === '' && /^agent [a-z-]+ /.test(b.body));
+
+/** Split a command line the way a shell would for these simple cases (no quotes in README commands). */
+const argv = (command: string): string[] => command.trim().split(/\s+/);
+
+describe('README', () => {
+  it('has the blocks this test reads', () => {
+    expect(tsBlocks.length).toBeGreaterThanOrEqual(2);
+    expect(shBlocks.length).toBeGreaterThanOrEqual(3);
+    expect(transcripts.length).toBeGreaterThanOrEqual(2);
+    expect(usages.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('TypeScript blocks type-check against the package (strict)', async () => {
+    await mkdir(WORK, { recursive: true });
+    const files: string[] = [];
+    for (const b of tsBlocks) {
+      const file = path.join(WORK, `block-${b.line}.ts`);
+      await writeFile(file, `${b.body}\nexport {};\n`);
+      files.push(file);
+    }
+    const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+    const program = ts.createProgram(files, { ...config?.options, noEmit: true, noUnusedLocals: false });
+    const diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.file && files.includes(path.resolve(d.file.fileName)));
+    const text = ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' });
+    expect(text).toBe('');
+  }, 60_000);
+
+  it('the core example runs as written', async () => {
+    const core = tsBlocks.find((b) => b.body.includes("AgentEnv.open('fixtures/weather')"));
+    expect(core).toBeDefined();
+    const file = path.join(WORK, 'core-example.ts');
+    await mkdir(WORK, { recursive: true });
+    await writeFile(file, `${(core as Block).body}\nexport {};\n`);
+    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    try {
+      await importModule(file);
+    } finally {
+      log.mockRestore();
+    }
+  }, 30_000);
+
+  it.each(shBlocks.map((b) => [b.line, b] as const))('the shell block at line %i runs as written', async (_line, block) => {
+    const home = await tmp.dir('readme-home-');
+    // `npx agent` is this checkout's CLI; npm lines (install, test) are what CI itself does.
+    const shim = `npx() { [ "$1" = agent ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
+    const out = await promisify(execFile)('bash', ['-e', '-c', shim + block.body], { cwd: ROOT, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 });
+    expect(out.stderr).not.toMatch(/internal error|exit \d+: agent/);
+  }, 120_000);
+
+  it.each(usages.map((b) => [b.body.split('\n')[0]?.split(' ').slice(0, 2).join(' '), b] as const))('every flag in the usage of `%s` exists', async (_name, block) => {
+    for (const line of block.body.split('\n')) {
+      const command = /^agent ([a-z-]+)/.exec(line)?.[1] ?? /^agent ([a-z-]+)/.exec(block.body)?.[1];
+      const { stdout } = await runAgent([command as string, '--help']);
+      for (const flag of line.match(/--[a-z-]+/g) ?? []) expect(stdout, `${flag} in agent ${command} --help`).toContain(flag);
+    }
+  });
+
+  it.each(transcripts.map((b) => [b.body.split('\n')[0], b] as const))('the transcript `%s` matches what the command prints', async (_cmd, block) => {
+    const [first, ...shown] = block.body.split('\n');
+    const store = await tmp.dir('readme-fuzz-store-');
+    const args = argv((first as string).slice('$ agent '.length));
+    const { stdout } = await runAgent(args[0] === 'fuzz' ? [...args, '--store', store] : args);
+    // Wall-clock figures differ from run to run; everything else must be as shown.
+    const normalize = (l: string): string => l.replace(/\d+(\.\d+)? s, [\d,]+ cases\/s/, '<time>').trimEnd();
+    const actual = stdout.replaceAll(store, '.agent-fuzz').split('\n').map(normalize);
+    for (const line of shown.map(normalize)) {
+      if (line.trim() === '…' || line === '') continue;
+      if (line.endsWith(' …')) expect(actual.some((a) => a.startsWith(line.slice(0, -2))), line).toBe(true);
+      else expect(actual, line).toContain(line);
+    }
+  }, 60_000);
+});
