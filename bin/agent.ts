@@ -8,3 +8,7 @@ process.setSourceMapsEnabled(true);
 const sub = process.env['AGENT_SUBCOMMAND'];
 delete process.env['AGENT_SUBCOMMAND'];
 process.exitCode = await main(sub ? [sub, ...process.argv.slice(2)] : process.argv.slice(2));
+// The command is done. Something still holding the event loop now is a tool that ignored its
+// AbortSignal (the run has named it): it must not keep the CLI alive. Unref'd, so a clean
+// process exits at once without waiting for this.
+setTimeout(() => process.exit(), 2_000).unref();

@@ -4,18 +4,26 @@ import type { Io } from './io.js';
 /**
  * Abort `controller` on SIGINT/SIGTERM until the returned function is called. `on`, not `once`:
  * ink's signal-exit re-raises a signal that no other listener is left to handle, which would kill
- * the process before its output is flushed.
+ * the process before its output is flushed. A second signal means "now": the listeners step
+ * aside and the signal is raised again, so the process ends the way the user asked (130).
  */
 export function abortOnSignals(controller: AbortController, io: Io, message: string): () => void {
-  const onSignal = (): void => {
-    if (controller.signal.aborted) return;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) {
+      io.stderr.write('\nexiting at once; the run folder may miss its last records\n');
+      stop();
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+      return;
+    }
     io.stderr.write(`\n${message}\n`);
     controller.abort(new Error('interrupted'));
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return () => {
+  const stop = (): void => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return stop;
 }

@@ -50,7 +50,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
   const controller = new AbortController();
-  const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder');
+  const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder (Ctrl-C again to exit at once)');
   // `agent run --json | head`: once the reader is gone, stop the run as if interrupted, quietly.
   const onStdoutError = (err: NodeJS.ErrnoException): void => {
     if (!controller.signal.aborted) controller.abort(new Error(`stdout closed (${err.code ?? err.message})`));
@@ -72,5 +72,10 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   (flags.json ? io.stderr : io.stdout).write(`run folder: ${run.dir}\n`);
   // Late writes to a closed pipe would raise 'error' again; keep listening until the process ends.
   if (!controller.signal.aborted) io.stdout.off('error', onStdoutError);
-  return summary.status === 'interrupted' ? 130 : 0;
+  if (summary.status === 'interrupted') return 130;
+  if (summary.problem) {
+    io.stderr.write(`error: ${summary.problem}\n`);
+    return 1;
+  }
+  return 0;
 }

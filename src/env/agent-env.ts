@@ -161,6 +161,14 @@ export class AgentEnv implements AsyncDisposable {
     return this.#runtime.store;
   }
 
+  /**
+   * Tool calls whose handler has not returned, though their traces may be settled: after `close()`,
+   * the handlers that ignored their AbortSignal (they keep the process busy until they finish).
+   */
+  runningCalls(): { readonly tool: string; readonly traceId: string }[] {
+    return this.#runtime.router.running();
+  }
+
   /** Same as `await using`: for callers on plain JavaScript, where Node 20 has no `using`. */
   close(): Promise<void> {
     return this[Symbol.asyncDispose]();

@@ -11,7 +11,7 @@ import { validate } from '../schema/ajv.js';
 import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
-import { freezeCopy, isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
+import { isPlainObject, jsonCopy, type JsonObject, type JsonValue, type NotJsonError } from '../shared/json.js';
 import { applyPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
@@ -168,11 +168,17 @@ export class AgentInstance {
    */
   async reset(initialState: JsonValue, options: { signal?: AbortSignal } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
     assertTransition(this.id, this.#status, 'initialized');
-    const issues = validate(this.#rt.definition.stateSchema, initialState);
+    let state: JsonValue;
+    try {
+      state = jsonCopy(initialState);
+    } catch (err) {
+      const e = err as NotJsonError;
+      throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass the initial state as plain JSON.');
+    }
+    const issues = validate(this.#rt.definition.stateSchema, state);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
     this.#traces.clear();
-    const state = freezeCopy(initialState);
     const now = this.#rt.clock.now();
     await this.#commitSerially(async () => {
       if (this.#episode === 0) await this.#rt.store.init(this.id, state, now, options.signal);
@@ -218,7 +224,15 @@ export class AgentInstance {
         hint: 'Choose among availableActions().',
       });
     }
-    const params = action.params ?? {};
+    // Copied first, so that what is validated is exactly what the tool will see (no getter can
+    // answer twice, no "__proto__" key can become a prototype) and nothing the caller keeps can change it.
+    let params: JsonValue;
+    try {
+      params = jsonCopy(action.params ?? {});
+    } catch (err) {
+      const e = err as NotJsonError;
+      throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' are not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass params as plain JSON (objects, arrays, strings, finite numbers, booleans, null).');
+    }
     if (!isPlainObject(params)) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' must be an object`, [{ pointer: '', message: 'must be object' }], 'Pass params as an object.');
     const issues = validate(def.parameters, params);
     if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, issues, 'Fix the listed params; nothing was dispatched.');
@@ -227,7 +241,7 @@ export class AgentInstance {
     if (!abort) throw new AgentError('ILLEGAL_TRANSITION', `instance '${this.id}' is being reset`, { hint: 'Await reset() before dispatching.' });
     const traceId = `${this.id}:${++this.#nextTrace}`;
     if (this.#status === 'initialized') this.#transition('running');
-    const frozen = freezeCopy(params);
+    const frozen = params as JsonObject;
     const startedAt = this.#rt.clock.monotonic();
     const episode = this.#episode;
     if (this.#observed) {

@@ -27,4 +27,6 @@ export type RunEvent =
       readonly durationMs: number;
       readonly error?: ErrorInfo;
     }
+  /** After the env closed: calls whose handler ignored its AbortSignal and is still running. */
+  | { readonly type: 'calls_abandoned'; readonly time: number; readonly calls: readonly { readonly tool: string; readonly traceId: string }[] }
   | { readonly type: 'run_finished'; readonly time: number; readonly runId: string; readonly status: 'completed' | 'interrupted' };

@@ -2,7 +2,8 @@
  * Live statistics of a run, folded from its events. Reporters (the ink view, plain lines) read
  * `snapshot()`, which is plain data; the summary written at the end comes from the same fold.
  */
-import type { EnvEventOf } from '../env/events.js';
+import type { EnvEventOf, ErrorInfo } from '../env/events.js';
+import { oneLine } from '../shared/errors.js';
 import type { EpisodeEndReason, RunEvent } from './run-events.js';
 
 export interface PendingCall {
@@ -36,6 +37,11 @@ export interface RunProgress {
   readonly rewardsBySource: Readonly<Record<string, { readonly arrived: number; readonly pending: number; readonly sum: number }>>;
   readonly episodeRewards: { readonly count: number; readonly sum: number; readonly min: number; readonly max: number };
   readonly loopBlocked: readonly { readonly tool: string; readonly blockedMs: number }[];
+  /** Failed steps by error code, over every tool. */
+  readonly errors: Readonly<Record<string, number>>;
+  /** The first failed step's error on one line, for a run's closing verdict. */
+  readonly firstError?: string;
+  readonly firstPolicyError?: string;
 }
 
 const RECENT = 8;
@@ -54,6 +60,9 @@ export class RunStats {
   readonly #bySource: Record<string, { arrived: number; pending: number; sum: number }> = {};
   readonly #episodeRewards = { count: 0, sum: 0, min: Infinity, max: -Infinity };
   readonly #blocked: { tool: string; blockedMs: number }[] = [];
+  readonly #errors: Record<string, number> = {};
+  #firstError: string | undefined;
+  #firstPolicyError: string | undefined;
 
   constructor(clock: () => number) {
     this.#clock = clock;
@@ -75,7 +84,9 @@ export class RunStats {
       case 'trace_settled':
         this.#pending.delete(e.traceId);
         this.#steps++;
-        if (e.status === 'failed') this.#failedSteps++;
+        // Failures are counted per step, not per tool answer: a tool that answered but whose patch
+        // broke the state schema (STATE_INVALID) or its contract failed all the same.
+        if (e.status === 'failed') this.#failed(e.action, e.error);
         for (const [source, r] of Object.entries(e.rewards)) {
           const s = (this.#bySource[source] ??= { arrived: 0, pending: 0, sum: 0 });
           if (r.status === 'pending') s.pending++;
@@ -95,6 +106,9 @@ export class RunStats {
       case 'episode_finished': {
         this.#episodesDone++;
         this.#byReason[e.reason] = (this.#byReason[e.reason] ?? 0) + 1;
+        if (e.reason === 'policy_error' && e.error) this.#firstPolicyError ??= oneLine(e.error.message);
+        // An interrupted episode was cut short: its reward says nothing about the policy.
+        if (e.reason === 'interrupted') break;
         const r = this.#episodeRewards;
         r.count++;
         r.sum += e.reward;
@@ -111,11 +125,16 @@ export class RunStats {
     const t = (this.#tools[name] ??= { calls: 0, failed: 0, totalMs: 0, errors: {} });
     t.calls++;
     t.totalMs += e.durationMs;
-    if (!e.ok) {
-      t.failed++;
-      const code = e.error?.code ?? 'UNKNOWN';
-      t.errors[code] = (t.errors[code] ?? 0) + 1;
-    }
+  }
+
+  #failed(tool: string, error: ErrorInfo | undefined): void {
+    const t = (this.#tools[tool] ??= { calls: 0, failed: 0, totalMs: 0, errors: {} });
+    const code = error?.code ?? 'UNKNOWN';
+    t.failed++;
+    t.errors[code] = (t.errors[code] ?? 0) + 1;
+    this.#failedSteps++;
+    this.#errors[code] = (this.#errors[code] ?? 0) + 1;
+    if (error && code !== 'TOOL_CANCELLED') this.#firstError ??= oneLine(error.message);
   }
 
   snapshot(): RunProgress {
@@ -137,6 +156,9 @@ export class RunStats {
       rewardsBySource: structuredClone(this.#bySource),
       episodeRewards: r.count === 0 ? { count: 0, sum: 0, min: 0, max: 0 } : { ...r },
       loopBlocked: [...this.#blocked],
+      errors: { ...this.#errors },
+      ...(this.#firstError !== undefined ? { firstError: this.#firstError } : {}),
+      ...(this.#firstPolicyError !== undefined ? { firstPolicyError: this.#firstPolicyError } : {}),
     };
   }
 }

@@ -10,7 +10,7 @@
 import { setMaxListeners } from 'node:events';
 import { AgentEnv } from '../env/agent-env.js';
 import type { AgentInstance } from '../env/agent-instance.js';
-import type { ErrorInfo } from '../env/events.js';
+import type { EnvEvent, ErrorInfo } from '../env/events.js';
 import { generate } from '../schema/generate.js';
 import { RunWriter } from '../replay/run-writer.js';
 import { systemClock, type Clock } from '../shared/clock.js';
@@ -21,6 +21,7 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
 import type { EpisodeEndReason, RunConfig, RunEvent } from './run-events.js';
 import { RunStats, type RunProgress } from './run-stats.js';
+import type { RunningCall } from '../tools/router.js';
 
 export interface RunOptions {
   /** The env folder. */
@@ -57,7 +58,16 @@ export interface RunSummary {
     readonly by_source: Readonly<Record<string, { readonly arrived: number; readonly pending: number; readonly mean: number | null }>>;
   };
   readonly loop_blocked: number;
+  /** Records the run folder could not write (a full disk, a value that is not JSON): never dropped silently. */
+  readonly records_lost?: { readonly records: number; readonly reason: string };
+  /** Calls whose handler ignored its AbortSignal and was still running when the run closed. */
+  readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
+  /** Set when the run completed but could not have worked: every step failed, no action was ever enabled, … */
+  readonly problem?: string;
 }
+
+/** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
+const YIELD_EVERY_MS = 8;
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -80,6 +90,10 @@ export class Run implements AsyncDisposable {
   readonly #stats: RunStats;
   readonly #initialStates: readonly JsonValue[];
   #dir: string | undefined;
+  #writer: RunWriter | undefined;
+  #lastYield = 0;
+  /** The episode each live instance runs, and the steps (settled traces) it has taken. */
+  readonly #episodes = new Map<string, { readonly index: number; steps: number }>();
 
   private constructor(env: AgentEnv, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[]) {
     this.#env = env;
@@ -145,7 +159,8 @@ export class Run implements AsyncDisposable {
     const runId = runIdFor(started, this.config.seed);
     await using writer = await RunWriter.create(this.#out, runId);
     this.#dir = writer.dir;
-    const unsubscribe = [this.events.onAny((e) => writer.write(e)), this.#env.events.onAny((e) => this.events.emit(e))];
+    this.#writer = writer;
+    const unsubscribe = [this.events.onAny((e) => writer.write(e)), this.#env.events.onAny((e) => this.#forward(e))];
     try {
       this.events.emit({ type: 'run_started', time: started, runId, dir: writer.dir, config: this.config });
       let next = 0;
@@ -156,41 +171,69 @@ export class Run implements AsyncDisposable {
       const status = signal.aborted ? 'interrupted' : 'completed';
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
+      const abandoned = this.#env.runningCalls();
+      if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
-      const summary = this.#summary(runId, status, started);
+      const summary = this.#summary(runId, status, started, abandoned);
       await writer.finish(summary);
-      return summary;
+      const loss = writer.loss;
+      return loss ? { ...summary, records_lost: loss, problem: `${loss.records} record(s) could not be written to the run folder: ${loss.reason}` } : summary;
     } finally {
       for (const off of unsubscribe) off();
+      this.#writer = undefined;
       await this.#env[Symbol.asyncDispose]();
     }
+  }
+
+  /**
+   * Env events into the run's stream, with `episode` as the run's episode index (an instance
+   * counts its own resets from 1), and each instance's settled traces counted as its steps.
+   */
+  #forward(e: EnvEvent): void {
+    const ep = this.#episodes.get(e.instanceId ?? '');
+    if (ep && e.type === 'trace_settled') ep.steps++;
+    this.events.emit(ep && 'episode' in e ? { ...e, episode: ep.index } : e);
+  }
+
+  /**
+   * Give I/O a turn: a tool that answers at once makes the loop pure microtasks, which would starve
+   * the writer, signals and timers. Yield every few ms, and wait while the run folder catches up.
+   */
+  async #breathe(): Promise<void> {
+    const now = performance.now();
+    if (now - this.#lastYield < YIELD_EVERY_MS && !this.#writer?.needsDrain) return;
+    await new Promise((r) => setImmediate(r));
+    await this.#writer?.drained();
+    this.#lastYield = performance.now();
   }
 
   async #episode(index: number, signal: AbortSignal): Promise<void> {
     const started = this.#clock.monotonic();
     const agent = this.#env.createInstance({ id: `ep-${index}` });
+    const counts = { index, steps: 0 };
+    this.#episodes.set(agent.id, counts);
     this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index });
     const rng = new Rng(hashSeed(this.config.seed, 'policy', index));
-    let steps = 0;
     let reward = 0;
     let reason: EpisodeEndReason = 'max_steps';
     let error: ErrorInfo | undefined;
     try {
       await agent.reset(this.#initialStates[index % this.#initialStates.length] ?? null, { signal });
       let lastObservation: JsonValue | undefined;
-      for (; steps < this.config.maxSteps; ) {
+      for (let step = 0; step < this.config.maxSteps; step++) {
+        await this.#breathe();
+        if (signal.aborted) throw signal.reason;
         const actions = agent.availableActions();
         if (actions.length === 0) {
           reason = 'no_actions';
           break;
         }
-        const choice = await this.#choose(agent, { state: agent.state, actions, episode: index, step: steps, ...(lastObservation !== undefined ? { lastObservation } : {}) }, rng, signal);
+        const choice = await this.#choose(agent, { state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}) }, rng, signal);
         if (choice === null) {
           reason = 'policy_stop';
           break;
         }
         const result = await agent.resolve(choice, { signal });
-        steps++;
         reward += result.reward;
         lastObservation = result.observation;
         if (result.done) {
@@ -208,13 +251,14 @@ export class Run implements AsyncDisposable {
     } finally {
       if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
       this.#env.release(agent.id);
+      this.#episodes.delete(agent.id);
     }
     this.events.emit({
       type: 'episode_finished',
       time: this.#clock.now(),
       instanceId: agent.id,
       episode: index,
-      steps,
+      steps: counts.steps,
       reward,
       reason,
       durationMs: this.#clock.monotonic() - started,
@@ -239,10 +283,11 @@ export class Run implements AsyncDisposable {
     await this.#env[Symbol.asyncDispose]();
   }
 
-  #summary(runId: string, status: RunSummary['status'], started: number): RunSummary {
+  #summary(runId: string, status: RunSummary['status'], started: number, abandoned: readonly RunningCall[]): RunSummary {
     const p = this.#stats.snapshot();
     const finished = this.#clock.now();
-    const episodeMean = p.episodeRewards.count === 0 ? 0 : p.episodeRewards.sum / p.episodeRewards.count;
+    const r = p.episodeRewards;
+    const problem = status === 'completed' ? problemOf(p) : undefined;
     return {
       schema_version: 1,
       run_id: runId,
@@ -250,23 +295,46 @@ export class Run implements AsyncDisposable {
       status,
       started_at: new Date(started).toISOString(),
       finished_at: new Date(finished).toISOString(),
-      duration_ms: finished - started,
+      duration_ms: Math.round(finished - started),
       config: this.config,
       episodes: { requested: this.config.episodes, finished: p.episodesDone, by_reason: p.episodesByReason },
-      steps: { total: p.steps, failed: p.failedSteps, per_second: Math.round(p.stepsPerSecond * 100) / 100 },
+      steps: { total: p.steps, failed: p.failedSteps, per_second: round(p.stepsPerSecond, 2) },
       tools: Object.fromEntries(
-        Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : Math.round((t.totalMs / t.calls) * 1000) / 1000, errors: t.errors }]),
+        Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : round(t.totalMs / t.calls, 3), errors: t.errors }]),
       ),
       rewards: {
-        per_episode: { mean: episodeMean, min: p.episodeRewards.min, max: p.episodeRewards.max },
+        // Interrupted episodes were cut short: their rewards would drag the mean down, so they are left out.
+        per_episode: { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) },
         by_source: Object.fromEntries(
           [...this.#env.definition.rewards.keys()].map((name) => {
             const s = p.rewardsBySource[name] ?? { arrived: 0, pending: 0, sum: 0 };
-            return [name, { arrived: s.arrived, pending: s.pending, mean: s.arrived === 0 ? null : s.sum / s.arrived }];
+            return [name, { arrived: s.arrived, pending: s.pending, mean: s.arrived === 0 ? null : round(s.sum / s.arrived) }];
           }),
         ),
       },
       loop_blocked: p.loopBlocked.length,
+      ...(abandoned.length > 0 ? { abandoned_calls: abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),
+      ...(problem ? { problem } : {}),
     };
   }
+}
+
+/** Six significant decimals: enough for any reward scale, without float noise in summaries. */
+function round(n: number, digits = 6): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** Why a completed run could not have worked, or undefined. `agent run` exits 1 on one. */
+function problemOf(p: RunProgress): string | undefined {
+  const finished = p.episodesDone;
+  if (finished === 0) return undefined;
+  const byReason = p.episodesByReason;
+  if (p.steps > 0 && p.failedSteps === p.steps) {
+    const [code, n] = Object.entries(p.errors).sort((a, b) => b[1] - a[1])[0] ?? ['?', 0];
+    return `every step failed (${p.steps} of ${p.steps}; ${code} ×${n}${p.firstError ? `: ${p.firstError}` : ''})`;
+  }
+  if ((byReason.no_actions ?? 0) === finished && p.steps === 0) return 'no action was ever enabled: every episode ended before its first step (check enabled_if against the initial states)';
+  if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.firstPolicyError ? `: ${p.firstPolicyError}` : ''}`;
+  return undefined;
 }

@@ -4,10 +4,12 @@
  * status) and, at the end, `summary.json`. Record shapes: schemas/run-event.schema.json,
  * trajectory-record.schema.json, run-summary.schema.json.
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import type { WriteStream } from 'node:fs';
+import { mkdir, open, rename, writeFile, type FileHandle } from 'node:fs/promises';
+import { once } from 'node:events';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
+import { describeError, UsageError } from '../shared/errors.js';
 import type { EnvEventOf, ErrorInfo, RewardEntry } from '../env/events.js';
 import type { RunEvent } from '../lifecycle/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
@@ -33,6 +35,12 @@ export interface TrajectoryRecord {
   readonly error?: ErrorInfo;
 }
 
+/** Records the writer could not write: counted and reported, never dropped silently. */
+export interface WriteLoss {
+  readonly records: number;
+  readonly reason: string;
+}
+
 export class RunWriter implements AsyncDisposable {
   readonly runId: string;
   readonly dir: string;
@@ -42,25 +50,76 @@ export class RunWriter implements AsyncDisposable {
   readonly #stepOf = new Map<string, number>();
   #seq = 0;
   #closed = false;
+  #lost = 0;
+  #lossReason = '';
 
-  private constructor(runId: string, dir: string) {
+  private constructor(runId: string, dir: string, events: FileHandle, trajectories: FileHandle) {
     this.runId = runId;
     this.dir = dir;
-    this.#events = createWriteStream(path.join(dir, RUN_FILES.events), { flags: 'wx' });
-    this.#trajectories = createWriteStream(path.join(dir, RUN_FILES.trajectories), { flags: 'wx' });
+    this.#events = this.#stream(events, RUN_FILES.events);
+    this.#trajectories = this.#stream(trajectories, RUN_FILES.trajectories);
   }
 
+  /**
+   * Create `<outDir>/<runId>/` and open its logs now, so that a bad `--out` (a file in the path,
+   * no permission, a special file) is a usage error before anything runs, not a crash later.
+   */
   static async create(outDir: string, runId: string): Promise<RunWriter> {
     const dir = path.resolve(outDir, runId);
-    await mkdir(dir, { recursive: true });
-    return new RunWriter(runId, dir);
+    const opened: FileHandle[] = [];
+    try {
+      await mkdir(dir, { recursive: true });
+      for (const name of [RUN_FILES.events, RUN_FILES.trajectories]) opened.push(await open(path.join(dir, name), 'wx'));
+    } catch (err) {
+      await Promise.all(opened.map((h) => h.close()));
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new UsageError(`cannot create the run folder '${dir}': ${code ?? describeError(err)}`, `Pass --out a folder you can write to (it is created if missing); ${code === 'ENOTDIR' ? 'a part of that path is a file' : code === 'EACCES' || code === 'EPERM' ? 'you have no permission there' : 'check the path'}.`);
+    }
+    return new RunWriter(runId, dir, opened[0] as FileHandle, opened[1] as FileHandle);
+  }
+
+  #stream(handle: FileHandle, name: string): WriteStream {
+    const stream = handle.createWriteStream();
+    stream.on('error', (err) => this.#lose(1, `writing ${name} failed: ${describeError(err)}`));
+    return stream;
+  }
+
+  #lose(records: number, reason: string): void {
+    this.#lost += records;
+    this.#lossReason ||= reason;
+  }
+
+  /** Records that could not be written so far (undefined when none). */
+  get loss(): WriteLoss | undefined {
+    return this.#lost === 0 ? undefined : { records: this.#lost, reason: this.#lossReason };
+  }
+
+  /** Resolves once both logs have flushed below their buffer limit: the run waits here instead of piling up records. */
+  async drained(): Promise<void> {
+    for (const s of [this.#events, this.#trajectories]) if (s.writableNeedDrain && !s.destroyed) await once(s, 'drain');
+  }
+
+  get needsDrain(): boolean {
+    return this.#events.writableNeedDrain || this.#trajectories.writableNeedDrain;
   }
 
   write(event: RunEvent): void {
     if (this.#closed) return;
-    this.#events.write(`${JSON.stringify({ event_seq: ++this.#seq, ...event })}\n`);
+    const seq = ++this.#seq;
     if (event.type === 'episode_started') this.#episodeOf.set(event.instanceId, event.episode);
-    else if (event.type === 'trace_settled') this.#trajectories.write(`${JSON.stringify(this.#trajectory(event))}\n`);
+    this.#line(this.#events, () => ({ event_seq: seq, ...event }), `event ${seq} (${event.type})`);
+    if (event.type === 'trace_settled') this.#line(this.#trajectories, () => this.#trajectory(event), `the trajectory record of ${event.traceId}`);
+  }
+
+  #line(stream: WriteStream, record: () => object, what: string): void {
+    let text: string;
+    try {
+      text = JSON.stringify(record());
+    } catch (err) {
+      this.#lose(1, `${what} is not JSON: ${describeError(err)}`);
+      return;
+    }
+    stream.write(`${text}\n`);
   }
 
   #trajectory(e: EnvEventOf<'trace_settled'>): TrajectoryRecord {
@@ -89,20 +148,27 @@ export class RunWriter implements AsyncDisposable {
   /** Flush both logs and write summary.json atomically (write then rename). */
   async finish(summary: object): Promise<void> {
     if (this.#closed) return;
-    this.#closed = true;
-    this.#events.end();
-    this.#trajectories.end();
-    await Promise.all([finished(this.#events), finished(this.#trajectories)]);
+    await this.#close();
     const tmp = path.join(this.dir, `.${RUN_FILES.summary}.tmp`);
     await writeFile(tmp, `${JSON.stringify(summary, null, 2)}\n`);
     await rename(tmp, path.join(this.dir, RUN_FILES.summary));
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
-    if (this.#closed) return;
+  async #close(): Promise<void> {
     this.#closed = true;
-    this.#events.end();
-    this.#trajectories.end();
-    await Promise.all([finished(this.#events), finished(this.#trajectories)]);
+    await Promise.all(
+      [this.#events, this.#trajectories].map(async (s) => {
+        s.end();
+        try {
+          await finished(s);
+        } catch {
+          // Already counted by the stream's 'error' listener.
+        }
+      }),
+    );
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#closed) await this.#close();
   }
 }

@@ -19,7 +19,7 @@ import { compileCondition, ConditionSyntaxError, schemaDeclaresPath, type Compil
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
-import { escapePointerToken, freezeCopy, isPlainObject, type JsonValue } from '../shared/json.js';
+import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
 export interface LoadEnvOptions {
   /** How to read tool parameter schemas; overrides the manifest's `dialect`. */
@@ -220,7 +220,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
         const at = Array.isArray(doc) ? `${pointer}/${i}` : pointer;
         const stateIssues = validate(stateSchema, s, file);
         if (stateIssues.length > 0) issues.push(...stateIssues.map((x) => ({ ...x, pointer: at + x.pointer, message: `initial state does not match the state schema: ${x.message}` })));
-        else initialStates.push(freezeCopy(s as JsonValue));
+        else initialStates.push(jsonCopy(s as JsonValue));
       });
     }
   }

@@ -171,3 +171,14 @@ export class ToolError extends AgentError {
     return { ...super.toJSON(), tool: this.tool };
   }
 }
+
+/**
+ * A multi-line message on one line, keeping its cause: the first line says what failed, the last
+ * usually why (a traceback's `KeyError: 'balance'`, a schema issue's pointer and reason).
+ */
+export function oneLine(message: string, max = 300): string {
+  const lines = message.split('\n').map((l) => l.trim().replace(/^- /, '')).filter((l) => l !== '');
+  const kept = lines.length <= 3 ? lines : [lines[0], lines[1], '…', lines[lines.length - 1]];
+  const text = kept.join(' ');
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { applyPatch, assertPatch, PatchError } from './patch.js';
-import { freezeCopy, type JsonValue } from '../shared/json.js';
+import { jsonCopy, type JsonValue } from '../shared/json.js';
 
 describe('applyPatch', () => {
-  const base = freezeCopy({ a: { b: [1, 2, 3] }, keep: { big: 'x' } }) as JsonValue;
+  const base = jsonCopy({ a: { b: [1, 2, 3] }, keep: { big: 'x' } }) as JsonValue;
 
   it('applies every RFC 6902 operation without mutating the input', () => {
     const out = applyPatch(base, [

@@ -5,7 +5,7 @@
  * tool handler that tries to mutate the state it was given throws instead of corrupting history.
  */
 import { AgentError } from '../shared/errors.js';
-import { freezeCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
+import { jsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 
 export type PatchOperation =
   | { readonly op: 'add' | 'replace' | 'test'; readonly path: string; readonly value: JsonValue }
@@ -70,12 +70,12 @@ function tokensOf(pointer: string, index: number): string[] {
 function applyOperation(doc: JsonValue, op: PatchOperation, i: number): JsonValue {
   const path = tokensOf(op.path, i);
   // Replacing the whole document is legal JSON Patch and the only root-level edit that is.
-  if (path.length === 0 && (op.op === 'add' || op.op === 'replace')) return freezeCopy(op.value);
+  if (path.length === 0 && (op.op === 'add' || op.op === 'replace')) return jsonCopy(op.value);
   switch (op.op) {
     case 'add':
-      return update(doc, path, i, (parent, key) => insert(parent, key, freezeCopy(op.value), i, false));
+      return update(doc, path, i, (parent, key) => insert(parent, key, jsonCopy(op.value), i, false));
     case 'replace':
-      return update(doc, path, i, (parent, key) => insert(parent, key, freezeCopy(op.value), i, true));
+      return update(doc, path, i, (parent, key) => insert(parent, key, jsonCopy(op.value), i, true));
     case 'remove':
       return update(doc, path, i, (parent, key) => remove(parent, key, i));
     case 'test': {

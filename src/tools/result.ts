@@ -1,14 +1,28 @@
 /** Checks a tool's raw return value against the handler contract; a violation fails only that trace. */
 import { ToolError } from '../shared/errors.js';
-import { isPlainObject } from '../shared/json.js';
+import { isPlainObject, jsonCopy, type JsonValue, type NotJsonError } from '../shared/json.js';
 import type { PatchError } from '../state/patch.js';
 import { assertPatch } from '../state/patch.js';
 import type { ToolResult } from './types.js';
 
 const KEYS = new Set(['observation', 'patch', 'rewards', 'done']);
 
-export function checkToolResult(raw: unknown, tool: string): ToolResult {
-  if (raw === undefined) return {};
+/**
+ * The result is copied first (frozen plain JSON): the log keeps nothing the tool still holds, and
+ * a value JSON cannot carry (a BigInt, a Date, a cycle, a throwing getter) fails this trace here,
+ * as the tool's contract breach, instead of failing later in a writer or a validator.
+ */
+export function checkToolResult(value: unknown, tool: string): ToolResult {
+  if (value === undefined) return {};
+  let raw: JsonValue;
+  try {
+    raw = jsonCopy(value);
+  } catch (err) {
+    const e = err as NotJsonError;
+    throw new ToolError('TOOL_CONTRACT', tool, `returned a value that is not JSON at ${e.pointer === '' ? '(root)' : e.pointer}: ${e.reason}`, {
+      hint: 'Return plain JSON: objects, arrays, strings, finite numbers, booleans and null (convert dates with toISOString()).',
+    });
+  }
   if (!isPlainObject(raw)) {
     throw new ToolError('TOOL_CONTRACT', tool, `returned ${Array.isArray(raw) ? 'an array' : typeof raw}, expected {observation, patch?, rewards?, done?}`, {
       hint: 'Return an object; put the data the agent should see under "observation".',

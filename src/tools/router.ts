@@ -63,8 +63,16 @@ interface Route {
   readonly prepare?: (signal: AbortSignal) => Promise<void>;
 }
 
+/** A tool call whose handler has not returned yet, even if its trace was settled (cancelled) already. */
+export interface RunningCall {
+  readonly tool: string;
+  readonly traceId: string;
+}
+
 export class ToolRouter implements AsyncDisposable {
   readonly #routes = new Map<string, Route>();
+  /** Handler promises not settled yet, so that closing can name the calls that ignore their signal. */
+  readonly #running = new Set<RunningCall>();
   /** Worker and process pools, closed with the router. */
   readonly #disposables: AsyncDisposable[] = [];
   readonly #seed: number;
@@ -147,7 +155,12 @@ export class ToolRouter implements AsyncDisposable {
       const raw = await route.policies.execute((signal) => {
         attempts += 1;
         const ctx = contextFor(tool, call, signal, attempts, this.#seed);
-        return route.run(call.params, ctx);
+        const running = route.run(call.params, ctx);
+        const entry: RunningCall = { tool, traceId: call.traceId };
+        this.#running.add(entry);
+        const done = (): void => void this.#running.delete(entry);
+        running.then(done, done);
+        return running;
       }, call.signal, call.live);
       return { ok: true, result: checkToolResult(raw, tool), attempts };
     } catch (err) {
@@ -161,6 +174,11 @@ export class ToolRouter implements AsyncDisposable {
       const outcome = await this.call(fallback.action, call);
       return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
     }
+  }
+
+  /** Calls whose handler is still running: after a cancellation, the ones that ignore their AbortSignal. */
+  running(): RunningCall[] {
+    return [...this.#running];
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

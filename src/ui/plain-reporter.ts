@@ -4,6 +4,8 @@
  * failures and blocked event loops (on stderr), and a closing summary.
  */
 import type { RunSummary } from '../lifecycle/run.js';
+import type { RunEvent } from '../lifecycle/run-events.js';
+import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';
 
@@ -35,21 +37,15 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
       case 'episode_finished': {
         const done = run.progress().episodesDone;
         out.write(
-          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.durationMs)} (${e.reason}${e.error ? `: ${e.error.message.split('\n')[0]}` : ''})\n`,
+          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.durationMs)} (${e.reason}${e.error ? `: ${oneLine(e.error.message)}` : ''})\n`,
         );
         break;
       }
-      case 'tool_finished':
-        if (!e.ok && e.error?.code !== 'TOOL_CANCELLED') err.write(`warning: ${e.traceId} ${e.error?.code}: ${e.error?.message.split('\n')[0]}\n`);
+      default: {
+        const w = warningOf(e);
+        if (w !== undefined) err.write(`warning: ${w}\n`);
         break;
-      case 'loop_blocked':
-        err.write(`warning: tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"\n`);
-        break;
-      case 'loop_lag':
-        err.write(`warning: ${lagText(e.lagMs, e.inFlight)}\n`);
-        break;
-      default:
-        break;
+      }
     }
   });
   return {
@@ -59,6 +55,24 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
       if (summary) out.write(summaryLines(summary).join('\n') + '\n');
     },
   };
+}
+
+/** Shared with the live view: the warning an event deserves, if any. */
+export function warningOf(e: RunEvent): string | undefined {
+  switch (e.type) {
+    case 'trace_settled':
+      // Every failed step, whatever failed it: the tool, its contract, or a patch the state schema refused.
+      if (e.status === 'failed' && e.error && e.error.code !== 'TOOL_CANCELLED') return `${e.traceId} ${e.error.code}: ${oneLine(e.error.message)}${e.error.hint ? ` (${e.error.hint})` : ''}`;
+      return undefined;
+    case 'loop_blocked':
+      return `tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"`;
+    case 'loop_lag':
+      return lagText(e.lagMs, e.inFlight);
+    case 'calls_abandoned':
+      return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} ignored cancellation and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.traceId})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
+    default:
+      return undefined;
+  }
 }
 
 /** Shared with the live view: what a `loop_lag` event says. */
@@ -79,5 +93,7 @@ export function summaryLines(s: RunSummary): string[] {
     const errors = Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ');
     lines.push(`  tool ${name}: ${t.calls} calls, ${t.failed} failed${errors ? ` (${errors})` : ''}, mean ${formatDuration(t.mean_ms)}`);
   }
+  if (s.abandoned_calls) lines.push(`  ${s.abandoned_calls.length} call(s) ignored cancellation and were left running`);
+  if (s.records_lost) lines.push(`  ${s.records_lost.records} record(s) could not be written: ${s.records_lost.reason}`);
   return lines;
 }

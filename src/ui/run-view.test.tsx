@@ -27,6 +27,7 @@ function progress(overrides: Partial<RunProgress> = {}): RunProgress {
     rewardsBySource: {},
     episodeRewards: { count: 5, sum: 10, min: 1, max: 3 },
     loopBlocked: [],
+    errors: { TOOL_TIMEOUT: 2 },
     ...overrides,
   };
 }
@@ -63,7 +64,7 @@ describe('LiveRunView', () => {
     await vi.waitFor(() => expect(lastFrame()).toContain('✓ episode 0: 10 steps, reward 3021.4, 1.2s (max_steps)'));
     expect(lastFrame()).toContain('1/20 episodes');
     events.emit({ type: 'loop_blocked', time: 2, instanceId: 'ep-1', traceId: 'ep-1:1', tool: 'crunch', blockedMs: 180 });
-    await vi.waitFor(() => expect(lastFrame()).toContain("tool 'crunch' blocked the event loop for 180 ms"));
+    await vi.waitFor(() => expect(lastFrame()).toContain("tool 'crunch' blocked the event loop for 180ms"));
     unmount();
     expect(events.hasListeners).toBe(false);
   });

@@ -5,7 +5,8 @@
  */
 import { useEffect, useState } from 'react';
 import type { RunProgress } from '../lifecycle/run-stats.js';
-import { lagText } from './plain-reporter.js';
+import { warningOf } from './plain-reporter.js';
+import { oneLine } from '../shared/errors.js';
 import type { RunSource } from './run-source.js';
 
 export interface EpisodeRow {
@@ -28,11 +29,11 @@ export function useRunView(source: RunSource, refreshMs = 100): RunViewState {
   useEffect(() => {
     const off = source.events.onAny((e) => {
       if (e.type === 'episode_finished') {
-        const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.durationMs, reason: e.reason, ...(e.error ? { error: e.error.message.split('\n')[0] ?? '' } : {}) };
+        const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.durationMs, reason: e.reason, ...(e.error ? { error: oneLine(e.error.message) } : {}) };
         setState((s) => ({ ...s, progress: source.progress(), finished: [...s.finished, row] }));
-      } else if (e.type === 'loop_blocked' || e.type === 'loop_lag') {
-        const w = e.type === 'loop_blocked' ? `tool '${e.tool}' blocked the event loop for ${Math.round(e.blockedMs)} ms (${e.traceId}): declare it "isolate": "worker"` : lagText(e.lagMs, e.inFlight);
-        setState((s) => ({ ...s, warnings: [...s.warnings.slice(-4), w] }));
+      } else {
+        const w = warningOf(e);
+        if (w !== undefined) setState((s) => ({ ...s, warnings: [...s.warnings.slice(-4), w] }));
       }
     });
     const timer = setInterval(() => setState((s) => ({ ...s, progress: source.progress() })), refreshMs);
