@@ -20,7 +20,8 @@ const draft07MetaSchema = require('ajv/dist/refs/json-schema-draft-07.json') as 
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
 function createAjv(): InstanceType<typeof Ajv2020> {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false });
+  // verbose: errors carry their schema, so that an unknown key can be answered with "did you mean".
+  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true });
   ajv.addMetaSchema(draft07MetaSchema);
   addFormats(ajv);
   return ajv;
@@ -87,11 +88,11 @@ export function checkSchema(schema: unknown, file?: string, basePointer = ''): I
 /** Validate and return issues (empty when valid). */
 export function validate(schema: JsonSchema, value: unknown, file?: string): Issue[] {
   const v = compileSchema(schema);
-  return v(value) ? [] : toIssues(v.errors ?? [], file);
+  return v(value) ? [] : toIssues(v.errors ?? [], file, schema);
 }
 
 /** Turn ajv errors into issues whose pointer names the exact offending field, missing ones included. */
-export function toIssues(errors: readonly ErrorObject[], file?: string): Issue[] {
+export function toIssues(errors: readonly ErrorObject[], file?: string, root?: JsonSchema): Issue[] {
   const issues: Issue[] = [];
   const seen = new Set<string>();
   for (const e of errors) {
@@ -104,13 +105,13 @@ export function toIssues(errors: readonly ErrorObject[], file?: string): Issue[]
         message = 'is required but missing';
         break;
       case 'additionalProperties':
-        pointer += `/${escapePointerToken(String(p['additionalProperty']))}`;
-        message = 'is not allowed here (the schema does not declare it and is closed)';
+      case 'unevaluatedProperties': {
+        const key = String(p[e.keyword === 'additionalProperties' ? 'additionalProperty' : 'unevaluatedProperty']);
+        pointer += `/${escapePointerToken(key)}`;
+        const guess = didYouMean(key, [...declaredKeys(e.parentSchema, root)]);
+        message = `is not allowed here (the schema does not declare it and is closed)${guess ? `: did you mean '${guess}'?` : ''}`;
         break;
-      case 'unevaluatedProperties':
-        pointer += `/${escapePointerToken(String(p['unevaluatedProperty']))}`;
-        message = 'is not allowed here (unevaluated property)';
-        break;
+      }
       case 'enum':
         message = `must be one of ${JSON.stringify(p['allowedValues'])}`;
         break;
@@ -129,4 +130,43 @@ export function toIssues(errors: readonly ErrorObject[], file?: string): Issue[]
     issues.push({ pointer, message, schemaPath: e.schemaPath, ...(file ? { file } : {}) });
   }
   return issues;
+}
+
+/** Property names a schema declares, through local `$ref`s and `allOf` branches. */
+function declaredKeys(schema: unknown, root: JsonSchema | undefined, out = new Set<string>(), depth = 0): Set<string> {
+  if (typeof schema !== 'object' || schema === null || depth > 8) return out;
+  const s = schema as Record<string, unknown>;
+  if (typeof s['properties'] === 'object' && s['properties'] !== null) for (const k of Object.keys(s['properties'])) out.add(k);
+  if (Array.isArray(s['allOf'])) for (const b of s['allOf']) declaredKeys(b, root, out, depth + 1);
+  const ref = s['$ref'];
+  if (typeof ref === 'string' && ref.startsWith('#/') && typeof root === 'object') {
+    let target: unknown = root;
+    for (const part of ref.slice(2).split('/')) target = typeof target === 'object' && target !== null ? (target as Record<string, unknown>)[part] : undefined;
+    declaredKeys(target, root, out, depth + 1);
+  }
+  return out;
+}
+
+/** The known name closest to a mistyped one (`param` → `params`, `enable_if` → `enabled_if`), if any is close. */
+export function didYouMean(word: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = k.startsWith(word) || word.startsWith(k) ? Math.abs(k.length - word.length) * 0.5 : editDistance(word, k);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = k;
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length] as number;
 }

@@ -25,14 +25,27 @@ export interface CompiledCondition {
   readonly source: string;
   /** Every state path the expression reads, as token lists (for load-time checks and schema-diff). */
   readonly paths: readonly (readonly string[])[];
+  /** Every comparison of a path with a literal, so that a load-time check can refuse one that can never hold. */
+  readonly comparisons: readonly Comparison[];
   evaluate(state: unknown): boolean;
 }
+
+export interface Comparison {
+  readonly path: readonly string[];
+  readonly op: string;
+  readonly literal: unknown;
+}
+
+/** Limits: a condition is one line a person wrote, and deeper nesting would exhaust the stack. */
+export const MAX_CONDITION_LENGTH = 4_096;
+export const MAX_CONDITION_NESTING = 32;
 
 export class ConditionSyntaxError extends Error {
   readonly column: number;
 
   constructor(message: string, column: number) {
     super(`${message} at column ${column + 1}`);
+    this.name = 'ConditionSyntaxError';
     this.column = column;
   }
 }
@@ -96,10 +109,19 @@ const KEYWORDS = new Set(['and', 'or', 'not', 'in', 'true', 'false', 'null']);
 class Parser {
   readonly #tokens: Token[];
   #pos = 0;
+  #depth = 0;
   readonly paths: string[][] = [];
+  readonly comparisons: Comparison[] = [];
+  /** What the last operand was: a path, a literal, or something else. */
+  #last: { path: string[] } | { literal: unknown } | undefined;
 
   constructor(src: string) {
+    if (src.length > MAX_CONDITION_LENGTH) throw new ConditionSyntaxError(`is ${src.length} characters long; the limit is ${MAX_CONDITION_LENGTH}`, MAX_CONDITION_LENGTH);
     this.#tokens = tokenize(src);
+  }
+
+  #enter(at: number): void {
+    if (++this.#depth > MAX_CONDITION_NESTING) throw new ConditionSyntaxError(`nests deeper than ${MAX_CONDITION_NESTING} levels`, at);
   }
 
   parse(): Node {
@@ -127,32 +149,30 @@ class Parser {
     if (!((t.kind === 'op' || t.kind === 'name') && t.value === value)) throw new ConditionSyntaxError(`expected '${value}'`, t.at);
   }
 
+  // Chains of `or`/`and` are flat lists, evaluated in a loop: a long chain costs no stack.
   #or(): Node {
-    let left = this.#and();
+    const terms = [this.#and()];
     while (this.#isOp('or') || this.#isOp('||')) {
       this.#next();
-      const l = left;
-      const r = this.#and();
-      left = (s) => truthy(l(s)) || truthy(r(s));
+      terms.push(this.#and());
     }
-    return left;
+    return terms.length === 1 ? (terms[0] as Node) : (s) => terms.some((t) => truthy(t(s)));
   }
 
   #and(): Node {
-    let left = this.#unary();
+    const terms = [this.#unary()];
     while (this.#isOp('and') || this.#isOp('&&')) {
       this.#next();
-      const l = left;
-      const r = this.#unary();
-      left = (s) => truthy(l(s)) && truthy(r(s));
+      terms.push(this.#unary());
     }
-    return left;
+    return terms.length === 1 ? (terms[0] as Node) : (s) => terms.every((t) => truthy(t(s)));
   }
 
   #unary(): Node {
     if (this.#isOp('not') || this.#isOp('!')) {
-      this.#next();
+      this.#enter(this.#next().at);
       const inner = this.#unary();
+      this.#depth--;
       return (s) => !truthy(inner(s));
     }
     return this.#compare();
@@ -160,6 +180,7 @@ class Parser {
 
   #compare(): Node {
     const left = this.#operand();
+    const leftKind = this.#last;
     const t = this.#peek();
     let op: string | undefined;
     if (t.kind === 'op' && ['==', '!=', '<', '<=', '>', '>='].includes(t.value)) op = t.value;
@@ -171,6 +192,11 @@ class Parser {
     if (!op) return left;
     this.#next();
     const right = this.#operand();
+    const rightKind = this.#last;
+    if (leftKind && rightKind && op !== 'in' && op !== 'not in') {
+      if ('path' in leftKind && 'literal' in rightKind) this.comparisons.push({ path: leftKind.path, op, literal: rightKind.literal });
+      else if ('literal' in leftKind && 'path' in rightKind) this.comparisons.push({ path: rightKind.path, op, literal: leftKind.literal });
+    }
     switch (op) {
       case '==':
         return (s) => deepEqual(left(s), right(s));
@@ -187,24 +213,31 @@ class Parser {
 
   #operand(): Node {
     const t = this.#next();
+    this.#last = undefined;
     switch (t.kind) {
       case 'num':
       case 'str': {
         const v = t.value;
+        this.#last = { literal: v };
         return () => v;
       }
       case 'op':
         if (t.value === '(') {
+          this.#enter(t.at);
           const inner = this.#or();
           this.#expect(')');
+          this.#depth--;
+          this.#last = undefined;
           return inner;
         }
         if (t.value === '[') return this.#list();
         throw new ConditionSyntaxError(`unexpected '${t.value}'`, t.at);
       case 'name':
-        if (t.value === 'true') return () => true;
-        if (t.value === 'false') return () => false;
-        if (t.value === 'null') return () => null;
+        if (t.value === 'true' || t.value === 'false' || t.value === 'null') {
+          const v = t.value === 'null' ? null : t.value === 'true';
+          this.#last = { literal: v };
+          return () => v;
+        }
         if (KEYWORDS.has(t.value)) throw new ConditionSyntaxError(`'${t.value}' needs an operand before it`, t.at);
         return this.#path(t.value);
       case 'end':
@@ -246,6 +279,7 @@ class Parser {
       } else break;
     }
     this.paths.push(tokens);
+    this.#last = { path: tokens };
     return (state) => readPath(state, tokens);
   }
 }
@@ -292,15 +326,98 @@ function contains(container: unknown, item: unknown): boolean {
 export function compileCondition(source: string): CompiledCondition {
   const parser = new Parser(source);
   const root = parser.parse();
-  return { source, paths: parser.paths, evaluate: (state) => truthy(root(state)) };
+  return { source, paths: parser.paths, comparisons: parser.comparisons, evaluate: (state) => truthy(root(state)) };
 }
 
 /**
- * Does the state schema declare this path? Follows properties, map values
+ * The schemas that describe a path of the state schema: follows properties, map values
  * (`additionalProperties`/`patternProperties` schemas), array items, local `$ref`s and every
- * branch of `allOf`/`anyOf`/`oneOf`. `length` is allowed on arrays and strings.
+ * branch of `allOf`/`anyOf`/`oneOf`; `length` of an array or a string is an integer. Empty when
+ * the schema does not declare the path.
  */
+export function schemasAtPath(root: JsonSchema, tokens: readonly string[]): unknown[] {
+  const resolve = refResolver(root);
+  const out: unknown[] = [];
+  const walk = (raw: unknown, depth: number): void => {
+    const s = resolve(raw);
+    if (depth === tokens.length) {
+      out.push(s);
+      return;
+    }
+    if (!isPlainObject(s)) return;
+    const token = tokens[depth] as string;
+    for (const key of ['allOf', 'anyOf', 'oneOf'] as const) {
+      const branches = s[key];
+      if (Array.isArray(branches)) for (const b of branches) walk(b, depth);
+    }
+    const types = Array.isArray(s['type']) ? s['type'] : [s['type']];
+    if (token === 'length' && (types.includes('array') || types.includes('string'))) {
+      if (depth + 1 === tokens.length) out.push({ type: 'integer' });
+      return;
+    }
+    const props = s['properties'];
+    if (isPlainObject(props) && Object.hasOwn(props, token)) walk(props[token], depth + 1);
+    const patterns = s['patternProperties'];
+    if (isPlainObject(patterns)) {
+      for (const [re, sub] of Object.entries(patterns)) if (new RegExp(re, 'u').test(token)) walk(sub, depth + 1);
+    }
+    if (isPlainObject(s['additionalProperties'])) walk(s['additionalProperties'], depth + 1);
+    if (/^(0|[1-9]\d*)$/.test(token)) {
+      const prefix = s['prefixItems'];
+      if (Array.isArray(prefix) && Number(token) < prefix.length) walk(prefix[Number(token)], depth + 1);
+      else if (s['items'] !== undefined && typeof s['items'] !== 'boolean') walk(s['items'], depth + 1);
+    }
+  };
+  walk(root, 0);
+  return out;
+}
+
+/** Does the state schema declare this path? */
 export function schemaDeclaresPath(root: JsonSchema, tokens: readonly string[]): boolean {
+  return schemasAtPath(root, tokens).length > 0;
+}
+
+/**
+ * The JSON types a value at `tokens` may have, or undefined when the schema does not say (a
+ * branch without `type`, `const` or `enum` allows anything).
+ */
+export function typesAtPath(root: JsonSchema, tokens: readonly string[]): Set<string> | undefined {
+  const resolve = refResolver(root);
+  const typesOf = (raw: unknown): Set<string> | undefined => {
+    const s = resolve(raw);
+    if (!isPlainObject(s)) return undefined;
+    if (typeof s['type'] === 'string') return new Set([s['type']]);
+    if (Array.isArray(s['type'])) return new Set(s['type'].filter((t): t is string => typeof t === 'string'));
+    const values = 'const' in s ? [s['const']] : Array.isArray(s['enum']) ? s['enum'] : undefined;
+    if (values) return new Set(values.map(jsonType));
+    const branches = Array.isArray(s['anyOf']) ? s['anyOf'] : Array.isArray(s['oneOf']) ? s['oneOf'] : undefined;
+    if (!branches) return undefined;
+    const union = new Set<string>();
+    for (const b of branches) {
+      const t = typesOf(b);
+      if (!t) return undefined;
+      for (const x of t) union.add(x);
+    }
+    return union;
+  };
+  const union = new Set<string>();
+  for (const s of schemasAtPath(root, tokens)) {
+    const t = typesOf(s);
+    if (!t) return undefined;
+    for (const x of t) union.add(x);
+  }
+  if (union.has('integer')) union.add('number');
+  return union.size > 0 ? union : undefined;
+}
+
+/** The JSON type name of a value, as a schema's `type` spells it. */
+export function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v === 'object' ? 'object' : typeof v;
+}
+
+function refResolver(root: JsonSchema): (s: unknown) => unknown {
   const resolve = (s: unknown, seen = new Set<string>()): unknown => {
     if (isPlainObject(s) && typeof s['$ref'] === 'string' && s['$ref'].startsWith('#') && !seen.has(s['$ref'])) {
       seen.add(s['$ref']);
@@ -312,30 +429,5 @@ export function schemaDeclaresPath(root: JsonSchema, tokens: readonly string[]):
     }
     return s;
   };
-  const walk = (raw: unknown, depth: number): boolean => {
-    if (depth === tokens.length) return true;
-    const s = resolve(raw);
-    if (!isPlainObject(s)) return false;
-    const token = tokens[depth] as string;
-    for (const key of ['allOf', 'anyOf', 'oneOf'] as const) {
-      const branches = s[key];
-      if (Array.isArray(branches) && branches.some((b) => walk(b, depth))) return true;
-    }
-    const types = Array.isArray(s['type']) ? s['type'] : [s['type']];
-    if (token === 'length' && (types.includes('array') || types.includes('string'))) return depth + 1 === tokens.length;
-    const props = s['properties'];
-    if (isPlainObject(props) && Object.hasOwn(props, token)) return walk(props[token], depth + 1);
-    const patterns = s['patternProperties'];
-    if (isPlainObject(patterns)) {
-      for (const [re, sub] of Object.entries(patterns)) if (new RegExp(re, 'u').test(token) && walk(sub, depth + 1)) return true;
-    }
-    if (isPlainObject(s['additionalProperties']) && walk(s['additionalProperties'], depth + 1)) return true;
-    if (/^(0|[1-9]\d*)$/.test(token)) {
-      const prefix = s['prefixItems'];
-      if (Array.isArray(prefix) && Number(token) < prefix.length) return walk(prefix[Number(token)], depth + 1);
-      if (s['items'] !== undefined && typeof s['items'] !== 'boolean') return walk(s['items'], depth + 1);
-    }
-    return false;
-  };
-  return walk(root, 0);
+  return resolve;
 }

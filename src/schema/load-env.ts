@@ -15,7 +15,7 @@ import { checkSchema, validate, type JsonSchema } from './ajv.js';
 import { parseActionDocument } from './actions.js';
 import type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './definition.js';
 import type { SchemaDialect } from './dialects.js';
-import { compileCondition, ConditionSyntaxError, schemaDeclaresPath, type CompiledCondition } from './enabled-if.js';
+import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, typesAtPath, type CompiledCondition } from './enabled-if.js';
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
@@ -193,6 +193,14 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
         for (const p of options.checkConditionPaths === false ? [] : enabledIf.paths) {
           if (!schemaDeclaresPath(stateSchema, p)) {
             issues.push({ ...enabledPointer, message: `enabled_if reads '${p.join('.')}', which the state schema does not declare: add it to state_schema.json or fix the path` });
+          }
+        }
+        // A comparison whose sides can never have the same type is always false (or always true with !=): a typo, not a rule.
+        for (const c of options.checkConditionPaths === false ? [] : enabledIf.comparisons) {
+          const types = c.literal === null ? undefined : typesAtPath(stateSchema, c.path);
+          const literal = jsonType(c.literal);
+          if (types && !types.has(literal)) {
+            issues.push({ ...enabledPointer, message: `enabled_if compares '${c.path.join('.')}' (${[...types].filter((t) => t !== 'number' || !types.has('integer')).join(' or ')} in the state schema) with ${JSON.stringify(c.literal)} (a ${literal}) using '${c.op}': it can never match; quote or unquote the literal, or fix the path` });
           }
         }
       } catch (err) {

@@ -109,7 +109,7 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   if (policy.circuitBreaker) {
     layers.push(
       circuitBreaker(
-        handleWhen((err) => !isBrokenCircuitError(err)),
+        handleWhen((err) => !safely(() => isBrokenCircuitError(err))),
         { halfOpenAfter: policy.circuitBreaker.halfOpenAfterMs, breaker: new ConsecutiveBreaker(policy.circuitBreaker.failures) },
       ),
     );
@@ -130,17 +130,27 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   };
 }
 
+function safely(test: () => boolean): boolean {
+  try {
+    return test();
+  } catch {
+    return false;
+  }
+}
+
 /** Map policy and handler failures to ToolErrors the caller can match on. */
 function classify(tool: string, policy: ToolPolicy, err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) {
     return new ToolError('TOOL_CANCELLED', tool, `cancelled: ${describeError(signal.reason)}`, { cause: signal.reason });
   }
-  if (isBrokenCircuitError(err)) {
+  // cockatiel's guards read properties of the error: a hostile thrown value (a Proxy whose traps
+  // throw) must not get past classification as a raw exception.
+  if (safely(() => isBrokenCircuitError(err))) {
     return new ToolError('TOOL_CIRCUIT_OPEN', tool, `circuit open after ${policy.circuitBreaker?.failures} consecutive failures; calls are refused until a probe succeeds`, {
       hint: `The tool keeps failing; a probe call is let through after ${policy.circuitBreaker?.halfOpenAfterMs} ms.`,
     });
   }
-  if (isBulkheadRejectedError(err)) {
+  if (safely(() => isBulkheadRejectedError(err))) {
     return new ToolError('TOOL_FAILED', tool, `rejected: ${policy.concurrency} calls running and the queue of ${policy.queue} is full`, { retryable: true });
   }
   if (isAgentError(err)) return err;

@@ -9,7 +9,7 @@ import { raceAbort } from '../shared/abort.js';
 import { AgentError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import { parseReply, requestBody } from './executors.js';
-import { DEFAULT_MAX_OUTPUT_BYTES, killGroup, stderrTail, type SubprocessOptions } from './subprocess.js';
+import { crashMessage, DEFAULT_MAX_OUTPUT_BYTES, killGroup, type SubprocessOptions } from './subprocess.js';
 import type { ToolContext } from './types.js';
 
 interface Proc {
@@ -120,8 +120,7 @@ export class ProcessPool implements AsyncDisposable {
       proc.dead = true;
       this.#procs.delete(proc);
       killGroup(child.pid);
-      const tail = stderrTail(proc.stderr);
-      proc.pending?.reject(new ToolError('TOOL_CRASHED', this.#tool, `'${this.#command.join(' ')}' ${why}${tail ? `: ${tail}` : ''}`, { ...(cause ? { cause } : {}) }));
+      proc.pending?.reject(new ToolError('TOOL_CRASHED', this.#tool, crashMessage(`'${this.#command.join(' ')}' ${why}`, proc.stderr), { ...(cause ? { cause } : {}) }));
       proc.pending = undefined;
       this.#wake();
     };

@@ -32,9 +32,14 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals = 'SIG
   }
 }
 
-/** The last non-empty lines of a tool's stderr: a traceback's final line names the cause. */
-export function stderrTail(stderr: string, lines = 5): string {
-  return stderr.trim().split('\n').filter((l) => l.trim() !== '').slice(-lines).join('\n');
+/**
+ * `<what happened>: <the last line of stderr>`, then the lines before it: a traceback's last line
+ * (`KeyError: 'balanc'`) names the cause, so it goes where one-line reports will show it.
+ */
+export function crashMessage(what: string, stderr: string, lines = 6): string {
+  const tail = stderr.split('\n').filter((l) => l.trim() !== '').slice(-lines);
+  const last = tail.pop();
+  return last === undefined ? what : `${what}: ${last.trim()}${tail.length > 0 ? `\n${tail.join('\n')}` : ''}`;
 }
 
 export function subprocessExecutor(tool: string, command: readonly string[], options: SubprocessOptions): Executor {
@@ -103,10 +108,9 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
       if (!exited) return;
       const { code, sig } = exited;
       if (code !== 0) {
-        const tail = stderrTail(stderr);
         const retryable = code === EXIT_RETRYABLE;
         // EX_TEMPFAIL is the tool saying "try again"; any other exit is a crash (a traceback, an uncaught exception).
-        return fail(new ToolError(retryable ? 'TOOL_FAILED' : 'TOOL_CRASHED', tool, `'${shown}' exited with ${sig ? `signal ${sig}` : `code ${code}`}${tail ? `: ${tail}` : ''}`, { retryable }));
+        return fail(new ToolError(retryable ? 'TOOL_FAILED' : 'TOOL_CRASHED', tool, crashMessage(`'${shown}' exited with ${sig ? `signal ${sig}` : `code ${code}`}`, stderr), { retryable }));
       }
       if (stdoutEnded || parses(text)) finish(() => parseReply(text.trim(), tool, 'stdout'));
     };
