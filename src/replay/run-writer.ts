@@ -5,7 +5,7 @@
  * trajectory-record.schema.json, run-summary.schema.json.
  */
 import type { WriteStream } from 'node:fs';
-import { mkdir, open, rename, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
@@ -33,6 +33,28 @@ export interface TrajectoryRecord {
   readonly state_seq: number;
   readonly duration_ms: number;
   readonly error?: ErrorInfo;
+}
+
+/**
+ * `mkdir -p`, one level at a time: Node's recursive mkdir never returns for a path under /proc
+ * (it retries the parent forever), and a user's `--out` may be anything.
+ */
+async function makeDirs(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      if ((await stat(d)).isDirectory()) break;
+      throw Object.assign(new Error(`'${d}' is not a directory`), { code: 'ENOTDIR' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw err;
+      missing.unshift(d);
+    }
+  }
+  for (const d of missing) {
+    await mkdir(d).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+  }
 }
 
 /** Records the writer could not write: counted and reported, never dropped silently. */
@@ -68,7 +90,7 @@ export class RunWriter implements AsyncDisposable {
     const dir = path.resolve(outDir, runId);
     const opened: FileHandle[] = [];
     try {
-      await mkdir(dir, { recursive: true });
+      await makeDirs(dir);
       for (const name of [RUN_FILES.events, RUN_FILES.trajectories]) opened.push(await open(path.join(dir, name), 'wx'));
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
