@@ -25,6 +25,7 @@ import { AgentInstance, type InstanceHooks } from './agent-instance.js';
 import type { EnvEvent } from './events.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
+import { StateValidator } from '../schema/state-validator.js';
 
 export interface EnvOptions {
   /** Where state histories live. Default: a MemoryStateStore owned (and closed) by the env. */
@@ -67,6 +68,7 @@ export class AgentEnv implements AsyncDisposable {
     setMaxListeners(0, this.#abort.signal);
     this.#runtime = {
       definition,
+      stateValidator: new StateValidator(definition.stateSchema),
       router,
       store: options.store ?? new MemoryStateStore(options.storeOptions),
       clock: options.clock ?? systemClock,

@@ -175,7 +175,7 @@ export class AgentInstance {
       const e = err as NotJsonError;
       throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass the initial state as plain JSON.');
     }
-    const issues = validate(this.#rt.definition.stateSchema, state);
+    const issues = this.#rt.stateValidator.validate(state);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
     this.#traces.clear();
@@ -426,7 +426,7 @@ export class AgentInstance {
     let seq = this.#seq;
     if (result.patch && result.patch.length > 0) {
       const next = applyPatch(this.#state, result.patch);
-      const issues = validate(this.#rt.definition.stateSchema, next);
+      const issues = this.#rt.stateValidator.validateChange(next, result.patch);
       if (issues.length > 0) {
         throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, issues, `Fix the patch that '${tool}' returns.`);
       }

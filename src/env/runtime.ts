@@ -1,5 +1,6 @@
 /** What every instance of one env shares. Internal to src/env. */
 import type { EnvDefinition } from '../schema/definition.js';
+import type { StateValidator } from '../schema/state-validator.js';
 import type { Clock } from '../shared/clock.js';
 import type { Emitter } from '../shared/emitter.js';
 import type { StateStore } from '../state/store.js';
@@ -8,6 +9,8 @@ import type { EnvEvent } from './events.js';
 
 export interface EnvRuntime {
   readonly definition: EnvDefinition;
+  /** Validates commits in time proportional to the patch (see schema/state-validator.ts). */
+  readonly stateValidator: StateValidator;
   readonly router: ToolRouter;
   readonly store: StateStore;
   readonly clock: Clock;

@@ -16,9 +16,9 @@ describe('RunWriter', () => {
     const out = await mkdtemp(path.join(os.tmpdir(), 'agent-writer-'));
     dirs.push(out);
     const writer = await RunWriter.create(out, 'r1');
-    writer.write({ type: 'error', time: 1, error: { code: 'INTERNAL', message: 'fine' } });
-    writer.write({ type: 'error', time: 2, error: { code: 'INTERNAL', message: 10n as unknown as string } } as RunEvent);
-    writer.write({ type: 'error', time: 3, error: { code: 'INTERNAL', message: 'also fine' } });
+    writer.write({ type: 'error', time: 1, instanceId: 'i', error: { code: 'INTERNAL', message: 'fine' } });
+    writer.write({ type: 'error', time: 2, instanceId: 'i', error: { code: 'INTERNAL', message: 10n as unknown as string } } as RunEvent);
+    writer.write({ type: 'error', time: 3, instanceId: 'i', error: { code: 'INTERNAL', message: 'also fine' } });
     await writer.finish({ ok: true });
     expect(writer.loss).toEqual({ records: 1, reason: expect.stringMatching(/^event 2 \(error\) is not JSON: TypeError: .*BigInt/) as unknown as string });
     const lines = (await readFile(path.join(out, 'r1', 'events.jsonl'), 'utf8')).trim().split('\n');

@@ -87,8 +87,38 @@ export function checkSchema(schema: unknown, file?: string, basePointer = ''): I
 
 /** Validate and return issues (empty when valid). */
 export function validate(schema: JsonSchema, value: unknown, file?: string): Issue[] {
-  const v = compileSchema(schema);
-  return v(value) ? [] : toIssues(v.errors ?? [], file, schema);
+  return validateWith(compileSchema(schema), value, file, schema);
+}
+
+/** Validate with a compiled validator; `root` lets unknown-key errors suggest the declared names. */
+export function validateWith(v: ValidateFunction, value: unknown, file?: string, root?: JsonSchema): Issue[] {
+  return v(value) ? [] : toIssues(v.errors ?? [], file, root);
+}
+
+const rootIds = new WeakMap<object, string>();
+let registered = 0;
+const subschemas = new Map<string, ValidateFunction>();
+
+/**
+ * The validator of the subschema at `pointer` (a JSON pointer into `root`), compiled once. The
+ * root is registered under an id of ours, so `$ref`s inside the subschema resolve against it.
+ */
+export function compileSubschema(root: JsonSchema, pointer: string): ValidateFunction {
+  if (pointer === '' || typeof root === 'boolean') return compileSchema(root);
+  let id = rootIds.get(root);
+  if (id === undefined) {
+    id = `agentic-rl-toolkit:root:${++registered}`;
+    ajv.addSchema({ ...root, $id: id });
+    rootIds.set(root, id);
+  }
+  const key = `${id}#${pointer.split('/').map(encodeURIComponent).join('/')}`;
+  let v = subschemas.get(key);
+  if (!v) {
+    v = ajv.getSchema(key);
+    if (!v) throw new Error(`no subschema at ${pointer}`);
+    subschemas.set(key, v);
+  }
+  return v;
 }
 
 /** Turn ajv errors into issues whose pointer names the exact offending field, missing ones included. */

@@ -1,0 +1,53 @@
+/**
+ * Commit cost on a large state: the full τ-bench airline database (300 flights, 2,000
+ * reservations, 500 users, ~5 MB of JSON) as one state, validated by the airline fixture's state
+ * schema (tau2's FlightDB; tau-bench's users gain the `user_id` tau2 added). A tool returns a
+ * one-record patch; the commit (patch applied with structural sharing, the state validated, the
+ * delta appended) should cost O(delta): target ≤ 100 µs, against a full validation per commit.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { AgentEnv, loadEnvDefinition, validate, type JsonObject, type ToolHandler } from '../src/index.js';
+
+const json = process.argv.includes('--json');
+const DATA = path.resolve(import.meta.dirname, '../../shared/realworld/tau-bench/airline/data');
+const read = (name: string): Record<string, JsonObject> => JSON.parse(readFileSync(path.join(DATA, `${name}.json`), 'utf8')) as Record<string, JsonObject>;
+const users = Object.fromEntries(Object.entries(read('users')).map(([id, u]) => [id, { ...u, user_id: id }]));
+const db = { flights: read('flights'), reservations: read('reservations'), users };
+const state = { db, session: { user_id: null } } as unknown as JsonObject;
+const bytes = JSON.stringify(state).length;
+
+const ids = Object.keys(db.reservations);
+let i = 0;
+// One record changes per call: a reservation's cabin, alternating, so every patch is a real change.
+const touch: ToolHandler = () => {
+  const id = ids[i++ % ids.length] as string;
+  return { patch: [{ op: 'replace', path: `/db/reservations/${id}/cabin`, value: i % 2 === 0 ? 'economy' : 'business' }] };
+};
+
+const definition = await loadEnvDefinition('fixtures/airline');
+await using env = await AgentEnv.create(definition, { handlers: { ...Object.fromEntries([...definition.actions.keys()].map((a) => [a, touch])) } });
+const agent = env.createInstance();
+await agent.reset(state);
+const action = { name: 'get_user_details', params: { user_id: 'mia_li_3668' } };
+for (let k = 0; k < 2_000; k++) await agent.step(action); // warm-up: JIT, subschema compile
+
+const n = 20_000;
+const t0 = performance.now();
+for (let k = 0; k < n; k++) {
+  const r = await agent.step(action);
+  if (r.info.status !== 'resolved') throw new Error(JSON.stringify(r.info.error));
+}
+const stepUs = ((performance.now() - t0) * 1000) / n;
+
+const full = 20;
+const t1 = performance.now();
+for (let k = 0; k < full; k++) validate(definition.stateSchema, agent.state);
+const fullUs = ((performance.now() - t1) * 1000) / full;
+
+if (json) console.log(JSON.stringify({ stateBytes: bytes, stepUs, fullValidationUs: fullUs }));
+else {
+  console.log(`commit on the full τ-bench airline db (${(bytes / 1e6).toFixed(1)} MB state), one-record patch:`);
+  console.log(`  whole step (dispatch, tool, patch, validation, append, events): ${stepUs.toFixed(1)} µs (target ≤ 100 µs)`);
+  console.log(`  a full validation of that state, for comparison:                 ${(fullUs / 1000).toFixed(1)} ms (${Math.round(fullUs / stepUs)}× a step)`);
+}

@@ -1,0 +1,198 @@
+/**
+ * Validates a state after a patch in time proportional to the patch, not to the state.
+ *
+ * Changing the value at a path can only change the outcome of schema applications whose instance
+ * location is that path, one of its descendants, or one of its ancestors. Descendants are covered
+ * by validating the changed subtree against the subschema at that path. Ancestors matter only
+ * through their keywords that look at more than one child: along the path we accept "plain"
+ * containers, whose children are judged independently (`properties`, `additionalProperties`,
+ * `items`, `type`, annotations), and check the few container keywords an add or remove can break
+ * (`required`, `minProperties`/`maxProperties`, `propertyNames`, `minItems`/`maxItems`). At the
+ * first ancestor with a cross-field keyword (`allOf`/`anyOf`/`oneOf`/`not`, `if`, `dependent*`,
+ * `unevaluated*`, `patternProperties`, `uniqueItems`, `contains`, `prefixItems`, …) the whole
+ * subtree of that ancestor is validated instead: a fallback that is always correct, and in
+ * practice rare (state schemas are records and maps).
+ *
+ * Subschemas are addressed by JSON pointer into the root schema and compiled by ajv once each, so
+ * `$ref`s inside them resolve against the root as usual.
+ */
+import type { Issue } from '../shared/errors.js';
+import { escapePointerToken, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
+import type { Patch } from '../state/patch.js';
+import { compileSubschema, validate, validateWith, type JsonSchema } from './ajv.js';
+
+/** Keywords of a container that relate several children: a change below them needs the whole container. */
+const CROSS_FIELD = [
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'dependencies',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'patternProperties',
+  'uniqueItems',
+  'contains',
+  'prefixItems',
+  'const',
+  'enum',
+  '$dynamicRef',
+  '$recursiveRef',
+  '$id',
+];
+
+interface Check {
+  /** Instance path of the subtree to validate. */
+  readonly at: readonly string[];
+  /** JSON pointer (into the root schema) of the schema that subtree must satisfy. */
+  readonly schema: string;
+}
+
+type Step =
+  | { readonly kind: 'schema'; readonly pointer: string; readonly node: Record<string, unknown> }
+  | { readonly kind: 'any' }
+  | { readonly kind: 'none' };
+
+export class StateValidator {
+  readonly #root: JsonSchema;
+  /** False when the schema cannot be addressed by pointer (nested `$id`s): always validate in full. */
+  readonly #incremental: boolean;
+
+  constructor(root: JsonSchema) {
+    this.#root = root;
+    this.#incremental = isPlainObject(root) && !hasNestedId(root, true);
+  }
+
+  /** Validate a whole state. */
+  validate(state: JsonValue): Issue[] {
+    return validate(this.#root, state);
+  }
+
+  /** Validate `next`, the state after `patch` was applied to a state that was valid. */
+  validateChange(next: JsonValue, patch: Patch): Issue[] {
+    if (!this.#incremental) return this.validate(next);
+    const checks: Check[] = [];
+    for (const op of patch) {
+      if (op.op === 'test') continue;
+      const path = parsePointer(op.path);
+      // `/-` appends: the new element is the last one now (if no later operation appended after it:
+      // with several operations, the whole array is checked).
+      if (path.at(-1) === '-') {
+        const parent = valueAt(next, path.slice(0, -1));
+        if (patch.length > 1 || !Array.isArray(parent)) {
+          checks.push(...this.#plan(path.slice(0, -1), 'replace', next));
+          continue;
+        }
+        path[path.length - 1] = String(parent.length - 1);
+      }
+      if (op.op === 'move') checks.push(...this.#plan(parsePointer(op.from), 'remove', next));
+      checks.push(...this.#plan(path, op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add', next));
+    }
+    if (checks.some((c) => c.at.length === 0)) return this.validate(next);
+    const issues: Issue[] = [];
+    const seen = new Set<string>();
+    for (const c of checks) {
+      const key = `${c.schema}\u0000${c.at.join('/')}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const value = valueAt(next, c.at);
+      if (value === undefined) continue;
+      const prefix = c.at.map((t) => `/${escapePointerToken(t)}`).join('');
+      for (const i of validateWith(compileSubschema(this.#root, c.schema), value, undefined, this.#root)) issues.push({ ...i, pointer: prefix + i.pointer });
+    }
+    return issues;
+  }
+
+  /** What to validate after one operation at `path`. */
+  #plan(path: readonly string[], kind: 'add' | 'remove' | 'replace', next: JsonValue): Check[] {
+    if (path.length === 0) return [{ at: [], schema: '' }];
+    let node: Step = this.#resolve('');
+    let deepestPlain: Check = { at: [], schema: '' };
+    for (let depth = 0; depth < path.length; depth++) {
+      if (node.kind === 'any') return [];
+      if (node.kind === 'none') return [deepestPlain];
+      const container = node;
+      const at = path.slice(0, depth);
+      if (CROSS_FIELD.some((k) => k in container.node)) return [{ at, schema: container.pointer }];
+      deepestPlain = { at, schema: container.pointer };
+      const token = path[depth] as string;
+      const last = depth === path.length - 1;
+      if (last && kind !== 'replace') {
+        // The container's own count and key rules, checked on the container without its children.
+        if (breaksContainer(container.node, token, kind, valueAt(next, at))) return [deepestPlain];
+      }
+      node = this.#child(container, token);
+    }
+    if (kind === 'remove') return [];
+    if (node.kind === 'any') return [];
+    if (node.kind === 'none') return [deepestPlain];
+    return [{ at: path, schema: node.pointer }];
+  }
+
+  /** The schema a child at `token` must satisfy. */
+  #child(container: Extract<Step, { kind: 'schema' }>, token: string): Step {
+    const n = container.node;
+    const props = n['properties'];
+    if (isPlainObject(props) && Object.hasOwn(props, token)) return this.#resolve(`${container.pointer}/properties/${escapePointerToken(token)}`);
+    if ('items' in n && /^(0|[1-9]\d*|-)$/.test(token)) return this.#resolve(`${container.pointer}/items`);
+    if ('additionalProperties' in n && !/^(0|[1-9]\d*)$/.test(token)) return this.#resolve(`${container.pointer}/additionalProperties`);
+    // Nothing declares the child: it is allowed (a type-only or open container). Arrays without `items` too.
+    return isPlainObject(props) || 'additionalProperties' in n || 'items' in n || 'type' in n ? { kind: 'any' } : { kind: 'none' };
+  }
+
+  /** The schema at a pointer, through `$ref`s that stand alone (a `$ref` with siblings is cross-field). */
+  #resolve(pointer: string, hops = 0): Step {
+    const node = schemaAt(this.#root, pointer);
+    if (node === true || (isPlainObject(node) && Object.keys(node).every((k) => ANNOTATIONS.has(k)))) return { kind: 'any' };
+    if (!isPlainObject(node)) return { kind: 'none' };
+    const ref = node['$ref'];
+    if (typeof ref === 'string') {
+      const alone = Object.keys(node).every((k) => k === '$ref' || ANNOTATIONS.has(k));
+      if (!alone || !ref.startsWith('#') || hops > 32) return { kind: 'none' };
+      return this.#resolve(ref.slice(1), hops + 1);
+    }
+    return { kind: 'schema', pointer, node };
+  }
+}
+
+const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$schema', '$defs', 'definitions']);
+
+/** Would adding or removing `key` break a keyword of the container itself? */
+function breaksContainer(node: Record<string, unknown>, key: string, kind: 'add' | 'remove', container: JsonValue | undefined): boolean {
+  if (Array.isArray(container)) return 'minItems' in node || 'maxItems' in node;
+  if (!isPlainObject(container)) return true;
+  if ('minProperties' in node || 'maxProperties' in node) return true;
+  if (kind === 'remove') return Array.isArray(node['required']) && node['required'].includes(key);
+  // A new key must be one the container admits.
+  if ('propertyNames' in node) return true;
+  const props = node['properties'];
+  return node['additionalProperties'] === false && !(isPlainObject(props) && Object.hasOwn(props, key));
+}
+
+function schemaAt(root: JsonSchema, pointer: string): unknown {
+  let node: unknown = root;
+  for (const t of parsePointer(pointer)) node = isPlainObject(node) ? node[t] : Array.isArray(node) ? node[Number(t)] : undefined;
+  return node;
+}
+
+function valueAt(doc: JsonValue, path: readonly string[]): JsonValue | undefined {
+  let node: JsonValue | undefined = doc;
+  for (const t of path) {
+    if (Array.isArray(node)) node = node[Number(t)];
+    else if (isPlainObject(node)) node = Object.hasOwn(node, t) ? node[t] : undefined;
+    else return undefined;
+  }
+  return node;
+}
+
+function hasNestedId(node: unknown, isRoot = false): boolean {
+  if (Array.isArray(node)) return node.some((n) => hasNestedId(n));
+  if (!isPlainObject(node)) return false;
+  if (!isRoot && typeof node['$id'] === 'string') return true;
+  return Object.values(node).some((v) => hasNestedId(v));
+}
