@@ -88,17 +88,20 @@ const SLOW_TOOLS: Record<'signal' | 'plain', ToolHandler> = {
   plain: async () => (await new Promise((r) => setTimeout(r, LATENCY_MS)), { observation: null }),
 };
 
-async function throughput(concurrency: number, rounds: number, tool: keyof typeof SLOW_TOOLS): Promise<{ concurrency: number; tool: string; stepsPerSecond: number; ideal: number; ratio: number }> {
+async function throughput(concurrency: number, rounds: number, tool: keyof typeof SLOW_TOOLS): Promise<{ concurrency: number; tool: string; stepsPerSecond: number; ideal: number; ratio: number; cpuUsPerStep: number }> {
   await using env = await makeEnv({ slow: SLOW_TOOLS[tool] });
   const agents = Array.from({ length: concurrency }, (_, i) => env.createInstance({ id: `a${i}` }));
   await Promise.all(agents.map((a) => a.reset({ counter: 0, last: null, user: { id: 'u' } })));
   await Promise.all(agents.map((a) => steps(a, 2, 'slow'))); // warm-up
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(agents.map((a) => steps(a, rounds, 'slow')));
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const stepsPerSecond = (concurrency * rounds) / seconds;
   const ideal = concurrency / (LATENCY_MS / 1000);
-  return { concurrency, tool, stepsPerSecond, ideal, ratio: stepsPerSecond / ideal };
+  // CPU time (user + system, all threads: GC included) per step: the budget at C=1024 is 1/51,200 s ≈ 19.5 µs.
+  return { concurrency, tool, stepsPerSecond, ideal, ratio: stepsPerSecond / ideal, cpuUsPerStep: (cpu.user + cpu.system) / (concurrency * rounds) };
 }
 
 const o = await overhead();
@@ -114,7 +117,7 @@ for (const tool of ['signal', 'plain'] as const) {
     const r = await throughput(c, c === 1 ? 50 : 25, tool);
     rows.push(r);
     const target = c === 1 ? '(sequential baseline)' : c <= 256 ? '(target ≥ 90%)' : '(target ≥ 80%)';
-    log(`  C=${String(c).padEnd(5)} ${Math.round(r.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s  ideal ${Math.round(r.ideal).toLocaleString('en-US').padStart(6)}  ${(r.ratio * 100).toFixed(1)}% ${target}`);
+    log(`  C=${String(c).padEnd(5)} ${Math.round(r.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s  ideal ${Math.round(r.ideal).toLocaleString('en-US').padStart(6)}  ${(r.ratio * 100).toFixed(1).padStart(5)}%  ${r.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step ${target}`);
   }
 }
 if (json) console.log(JSON.stringify({ overhead: o, latencyMs: LATENCY_MS, throughput: rows }));

@@ -12,7 +12,7 @@ import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue, type NotJsonError } from '../shared/json.js';
-import { applyPatch } from '../state/patch.js';
+import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
 import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from './events.js';
@@ -425,7 +425,7 @@ export class AgentInstance {
     const rewards = stepRewards(this.#rt.definition.rewards, result.rewards, tool);
     let seq = this.#seq;
     if (result.patch && result.patch.length > 0) {
-      const next = applyPatch(this.#state, result.patch);
+      const next = applyFrozenPatch(this.#state, result.patch);
       const issues = this.#rt.stateValidator.validateChange(next, result.patch);
       if (issues.length > 0) {
         throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, issues, `Fix the patch that '${tool}' returns.`);

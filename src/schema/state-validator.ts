@@ -19,6 +19,7 @@
 import type { Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
+import type { ValidateFunction } from 'ajv';
 import { compileSubschema, validate, validateWith, type JsonSchema } from './ajv.js';
 
 /** Keywords of a container that relate several children: a change below them needs the whole container. */
@@ -46,12 +47,21 @@ const CROSS_FIELD = [
   '$id',
 ];
 
-interface Check {
+interface Plan {
   /** Instance path of the subtree to validate. */
   readonly at: readonly string[];
   /** JSON pointer (into the root schema) of the schema that subtree must satisfy. */
   readonly schema: string;
 }
+
+interface Check {
+  readonly at: readonly string[];
+  /** `at` as a JSON pointer, prefixed to the subtree's issues. */
+  readonly prefix: string;
+  readonly validator: ValidateFunction;
+}
+
+const MAX_CACHED_PLANS = 4_096;
 
 type Step =
   | { readonly kind: 'schema'; readonly pointer: string; readonly node: Record<string, unknown> }
@@ -62,6 +72,7 @@ export class StateValidator {
   readonly #root: JsonSchema;
   /** False when the schema cannot be addressed by pointer (nested `$id`s): always validate in full. */
   readonly #incremental: boolean;
+  readonly #plans = new Map<string, readonly Check[] | 'full'>();
 
   constructor(root: JsonSchema) {
     this.#root = root;
@@ -79,40 +90,57 @@ export class StateValidator {
     const checks: Check[] = [];
     for (const op of patch) {
       if (op.op === 'test') continue;
-      const path = parsePointer(op.path);
-      // `/-` appends: the new element is the last one now (if no later operation appended after it:
-      // with several operations, the whole array is checked).
-      if (path.at(-1) === '-') {
-        const parent = valueAt(next, path.slice(0, -1));
-        if (patch.length > 1 || !Array.isArray(parent)) {
-          checks.push(...this.#plan(path.slice(0, -1), 'replace', next));
-          continue;
-        }
-        path[path.length - 1] = String(parent.length - 1);
-      }
-      if (op.op === 'move') checks.push(...this.#plan(parsePointer(op.from), 'remove', next));
-      checks.push(...this.#plan(path, op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add', next));
+      const plan = this.#planFor(op, patch.length, next);
+      if (plan === 'full') return this.validate(next);
+      for (const c of plan) checks.push(c);
     }
-    if (checks.some((c) => c.at.length === 0)) return this.validate(next);
     const issues: Issue[] = [];
-    const seen = new Set<string>();
-    for (const c of checks) {
-      const key = `${c.schema}\u0000${c.at.join('/')}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i] as Check;
+      // The same subtree twice (two operations in one record) is checked once.
+      if (checks.findIndex((d) => d.prefix === c.prefix && d.validator === c.validator) < i) continue;
       const value = valueAt(next, c.at);
       if (value === undefined) continue;
-      const prefix = c.at.map((t) => `/${escapePointerToken(t)}`).join('');
-      for (const i of validateWith(compileSubschema(this.#root, c.schema), value, undefined, this.#root)) issues.push({ ...i, pointer: prefix + i.pointer });
+      for (const issue of validateWith(c.validator, value, undefined, this.#root)) issues.push(c.prefix === '' ? issue : { ...issue, pointer: c.prefix + issue.pointer });
     }
     return issues;
   }
 
+  /**
+   * The checks one operation needs, cached by its kind and paths: a tool touches the same few
+   * paths over and over. Appends (`/-`) depend on the array's length and are planned each time.
+   */
+  #planFor(op: Exclude<Patch[number], { op: 'test' }>, ops: number, next: JsonValue): readonly Check[] | 'full' {
+    const key = `${op.op}\u0000${op.path}\u0000${'from' in op ? op.from : ''}`;
+    const cached = this.#plans.get(key);
+    if (cached) return cached;
+    const path = parsePointer(op.path);
+    let planned: Plan[];
+    if (path.at(-1) === '-') {
+      // The new element is the last one now, unless a later operation appended after it: with
+      // several operations, the whole array is checked.
+      const parent = valueAt(next, path.slice(0, -1));
+      if (ops > 1 || !Array.isArray(parent)) planned = this.#plan(path.slice(0, -1), 'replace');
+      else planned = this.#plan([...path.slice(0, -1), String(parent.length - 1)], 'add');
+      return this.#compile(planned);
+    }
+    planned = [...(op.op === 'move' ? this.#plan(parsePointer(op.from), 'remove') : []), ...this.#plan(path, op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add')];
+    const compiled = this.#compile(planned);
+    if (this.#plans.size >= MAX_CACHED_PLANS) this.#plans.clear();
+    this.#plans.set(key, compiled);
+    return compiled;
+  }
+
+  #compile(planned: readonly Plan[]): readonly Check[] | 'full' {
+    if (planned.some((p) => p.at.length === 0)) return 'full';
+    return planned.map((p) => ({ at: p.at, prefix: p.at.map((t) => `/${escapePointerToken(t)}`).join(''), validator: compileSubschema(this.#root, p.schema) }));
+  }
+
   /** What to validate after one operation at `path`. */
-  #plan(path: readonly string[], kind: 'add' | 'remove' | 'replace', next: JsonValue): Check[] {
+  #plan(path: readonly string[], kind: 'add' | 'remove' | 'replace'): Plan[] {
     if (path.length === 0) return [{ at: [], schema: '' }];
     let node: Step = this.#resolve('');
-    let deepestPlain: Check = { at: [], schema: '' };
+    let deepestPlain: Plan = { at: [], schema: '' };
     for (let depth = 0; depth < path.length; depth++) {
       if (node.kind === 'any') return [];
       if (node.kind === 'none') return [deepestPlain];
@@ -124,7 +152,7 @@ export class StateValidator {
       const last = depth === path.length - 1;
       if (last && kind !== 'replace') {
         // The container's own count and key rules, checked on the container without its children.
-        if (breaksContainer(container.node, token, kind, valueAt(next, at))) return [deepestPlain];
+        if (breaksContainer(container.node, token, kind)) return [deepestPlain];
       }
       node = this.#child(container, token);
     }
@@ -162,11 +190,9 @@ export class StateValidator {
 
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$schema', '$defs', 'definitions']);
 
-/** Would adding or removing `key` break a keyword of the container itself? */
-function breaksContainer(node: Record<string, unknown>, key: string, kind: 'add' | 'remove', container: JsonValue | undefined): boolean {
-  if (Array.isArray(container)) return 'minItems' in node || 'maxItems' in node;
-  if (!isPlainObject(container)) return true;
-  if ('minProperties' in node || 'maxProperties' in node) return true;
+/** Could adding or removing `key` break a keyword of the container itself? Judged from the schema alone, so plans can be cached. */
+function breaksContainer(node: Record<string, unknown>, key: string, kind: 'add' | 'remove'): boolean {
+  if ('minItems' in node || 'maxItems' in node || 'minProperties' in node || 'maxProperties' in node) return true;
   if (kind === 'remove') return Array.isArray(node['required']) && node['required'].includes(key);
   // A new key must be one the container admits.
   if ('propertyNames' in node) return true;

@@ -60,62 +60,79 @@ function kindOf(value: object): string {
  * Keys are data: `"__proto__"` becomes an own property, never the copy's prototype.
  */
 export function jsonCopy(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonValue {
-  const path: string[] = [];
-  const ancestors: object[] = [];
-  const pointer = (): string => path.map((t) => `/${escapePointerToken(t)}`).join('');
-  const copy = (v: unknown): JsonValue => {
-    switch (typeof v) {
-      case 'string':
-      case 'boolean':
-        return v;
-      case 'number':
-        if (!Number.isFinite(v)) throw new NotJsonError(pointer(), `${v} is not JSON (JSON numbers are finite)`);
-        return v;
-      case 'object':
-        break;
-      default:
-        throw new NotJsonError(pointer(), `${v === undefined ? 'undefined' : `a ${typeof v}`} is not JSON`);
-    }
-    if (v === null) return null;
-    if (ancestors.length >= maxDepth) {
-      const cycle = ancestors.indexOf(v);
-      throw new NotJsonError(cycle >= 0 ? path.slice(0, cycle).map((t) => `/${escapePointerToken(t)}`).join('') : pointer(), cycle >= 0 ? 'is a cyclic reference' : `nests deeper than ${maxDepth} levels`);
-    }
-    ancestors.push(v);
-    try {
-      if (Array.isArray(v)) {
-        const n = v.length;
-        const out = new Array<JsonValue>(n);
-        for (let i = 0; i < n; i++) {
-          path.push(String(i));
-          out[i] = copy(v[i]);
-          path.pop();
-        }
-        return Object.freeze(out) as JsonValue;
-      }
-      const proto: unknown = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) throw new NotJsonError(pointer(), `${kindOf(v)} is not JSON (pass a plain object)`);
-      const out: Record<string, JsonValue> = {};
-      for (const key of Object.keys(v)) {
-        path.push(key);
-        const child = (v as Record<string, unknown>)[key];
-        if (child !== undefined) {
-          const c = copy(child);
-          if (key === '__proto__') Object.defineProperty(out, key, { value: c, enumerable: true, writable: true, configurable: true });
-          else out[key] = c;
-        }
-        path.pop();
-      }
-      return Object.freeze(out);
-    } finally {
-      ancestors.pop();
-    }
-  };
   try {
-    return copy(value);
+    return copyJson(value, maxDepth);
   } catch (err) {
-    if (err instanceof NotJsonError) throw err;
-    // A getter or a Proxy trap threw (or the stack ran out inside one): name where, never rethrow it raw.
-    throw new NotJsonError(pointer(), `reading it threw: ${describeError(err)}`);
+    if (err instanceof Unwinding) {
+      const pointer = err.tokens.map((t) => `/${escapePointerToken(t)}`).join('');
+      throw new NotJsonError(err.cycleAt ? err.cycleAt.map((t) => `/${escapePointerToken(t)}`).join('') : pointer, err.cycleAt ? 'is a cyclic reference' : err.reason);
+    }
+    // A getter or a Proxy trap threw before any frame could say where: the root.
+    throw new NotJsonError('', `reading it threw: ${describeError(err)}`);
+  }
+}
+
+/**
+ * Carries a failure up the recursion: each frame prepends its key, so the happy path pays for no
+ * path bookkeeping at all. At the depth limit it also carries the value, so that the ancestor
+ * holding that same object can tell a cycle from mere depth.
+ */
+class Unwinding {
+  readonly tokens: string[] = [];
+  cycleAt: string[] | undefined;
+  constructor(
+    readonly reason: string,
+    readonly deepValue?: object,
+  ) {}
+}
+
+function copyJson(v: unknown, depthLeft: number): JsonValue {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      if (!Number.isFinite(v)) throw new Unwinding(`${v} is not JSON (JSON numbers are finite)`);
+      return v;
+    case 'object':
+      break;
+    default:
+      throw new Unwinding(`${v === undefined ? 'undefined' : `a ${typeof v}`} is not JSON`);
+  }
+  if (v === null) return null;
+  if (depthLeft === 0) throw new Unwinding(`nests deeper than ${MAX_JSON_DEPTH} levels`, v);
+  let key: string | undefined;
+  try {
+    if (Array.isArray(v)) {
+      const n = v.length;
+      const out = new Array<JsonValue>(n);
+      for (let i = 0; i < n; i++) {
+        key = String(i);
+        out[i] = copyJson(v[i], depthLeft - 1);
+      }
+      return Object.freeze(out) as JsonValue;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) throw new Unwinding(`${kindOf(v)} is not JSON (pass a plain object)`);
+    const out: Record<string, JsonValue> = {};
+    for (const k of Object.keys(v)) {
+      key = k;
+      const child = (v as Record<string, unknown>)[k];
+      if (child === undefined) continue;
+      const c = copyJson(child, depthLeft - 1);
+      if (k === '__proto__') Object.defineProperty(out, k, { value: c, enumerable: true, writable: true, configurable: true });
+      else out[k] = c;
+    }
+    return Object.freeze(out);
+  } catch (err) {
+    const u = err instanceof Unwinding ? err : new Unwinding(`reading it threw: ${describeError(err)}`);
+    // No key yet: this object itself is at fault (its prototype, or a trap of Object.keys).
+    if (key !== undefined) {
+      u.tokens.unshift(key);
+      u.cycleAt?.unshift(key);
+    }
+    // The shallowest ancestor that is the too-deep object itself: a cycle, located there.
+    if (u.deepValue === v) u.cycleAt = [];
+    throw u;
   }
 }

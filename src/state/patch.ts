@@ -52,9 +52,21 @@ export function assertPatch(value: unknown): asserts value is Patch {
 
 /** Apply `patch` to `doc` without mutating it. Throws PatchError; on error nothing is changed. */
 export function applyPatch<T extends JsonValue>(doc: T, patch: Patch): T {
+  return applyOperations(doc, patch, jsonCopy);
+}
+
+/**
+ * The same, for a patch whose values are frozen JSON already (a tool result checked by the
+ * router): they are shared into the new state instead of copied a second time.
+ */
+export function applyFrozenPatch<T extends JsonValue>(doc: T, patch: Patch): T {
+  return applyOperations(doc, patch, (v) => v);
+}
+
+function applyOperations<T extends JsonValue>(doc: T, patch: Patch, copy: (value: JsonValue) => JsonValue): T {
   let current: JsonValue = doc;
   patch.forEach((op, i) => {
-    current = applyOperation(current, op, i);
+    current = applyOperation(current, op, i, copy);
   });
   return current as T;
 }
@@ -67,15 +79,15 @@ function tokensOf(pointer: string, index: number): string[] {
   }
 }
 
-function applyOperation(doc: JsonValue, op: PatchOperation, i: number): JsonValue {
+function applyOperation(doc: JsonValue, op: PatchOperation, i: number, copy: (value: JsonValue) => JsonValue): JsonValue {
   const path = tokensOf(op.path, i);
   // Replacing the whole document is legal JSON Patch and the only root-level edit that is.
-  if (path.length === 0 && (op.op === 'add' || op.op === 'replace')) return jsonCopy(op.value);
+  if (path.length === 0 && (op.op === 'add' || op.op === 'replace')) return copy(op.value);
   switch (op.op) {
     case 'add':
-      return update(doc, path, i, (parent, key) => insert(parent, key, jsonCopy(op.value), i, false));
+      return update(doc, path, i, (parent, key) => insert(parent, key, copy(op.value), i, false));
     case 'replace':
-      return update(doc, path, i, (parent, key) => insert(parent, key, jsonCopy(op.value), i, true));
+      return update(doc, path, i, (parent, key) => insert(parent, key, copy(op.value), i, true));
     case 'remove':
       return update(doc, path, i, (parent, key) => remove(parent, key, i));
     case 'test': {
