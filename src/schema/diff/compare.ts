@@ -326,16 +326,21 @@ class Comparer {
       const pre = typeof pp === 'string' ? safeRegExp(pp) : undefined;
       const pool = ['', 'a', 'A', 'Z', '0', '9', ' ', '-', '_', '.', 'aa', 'a b', '0a', 'a0', 'aaaaaaaa', '#', 'é', sample(P) as string];
       const rng = new Rng(hashSeed(this.#options.seed ?? 0, pointer));
-      if (typeof pp === 'string') {
-        for (let i = 0; i < 24; i++) {
+      const fromPattern = (pattern: string, n: number): void => {
+        for (let i = 0; i < n; i++) {
           try {
-            pool.push(generateSync({ type: 'string', pattern: pp }, { seed: rng.int(1, 2 ** 30) }) as string);
+            pool.push(generateSync({ type: 'string', pattern }, { seed: rng.int(1, 2 ** 30) }) as string);
           } catch {
             break;
           }
         }
-      }
-      const candidates = pool.filter((s) => typeof s === 'string' && (!re || !re.test(s)) && (!pre || pre.test(s)));
+      };
+      if (typeof pp === 'string') fromPattern(pp, 24);
+      // Values of the new pattern too: with a prefix or suffix they tell an anchored pattern from
+      // the unanchored one it replaced (`\d{4}` → `^\d{4}$`: witness "x1234").
+      fromPattern(cp, 8);
+      const padded = pool.filter((v) => typeof v === 'string').flatMap((v) => [v, `x${v}`, `${v}x`, `0${v}`, `${v}0`, ` ${v}`, `${v} `, `${v}\n`, `${v}${v}`]);
+      const candidates = padded.filter((v) => (!re || !re.test(v)) && (!pre || pre.test(v)));
       this.#tightened(pp === undefined ? this.#r(['pattern-added', 'pattern-removed'], true) : 'pattern-changed', `${pointer}/pattern`, frames, this.#arrow('pattern', pp === undefined ? 'none' : JSON.stringify(pp), JSON.stringify(cp)), candidates);
     } else if (typeof pp === 'string' && cp === undefined) this.#add(this.#r(['pattern-added', 'pattern-removed'], false), 'info', `${pointer}/pattern`, frames, this.#arrow('pattern', JSON.stringify(pp), 'none'));
     const pf = P['format'];

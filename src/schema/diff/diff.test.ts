@@ -54,6 +54,14 @@ const actionCases: Case[] = [
   { name: 'pattern removed', kind: 'action', old: x({ type: 'string', pattern: '^[A-Z]{3}$' }), new: x({ type: 'string' }), breaking: [] },
   { name: 'pattern anchored (unanchored patterns match substrings)', kind: 'action', old: x({ type: 'string', pattern: '[a-z]+' }), new: x({ type: 'string', pattern: '^[a-z]+$' }), breaking: ['pattern-changed'] },
   { name: 'pattern unanchored: looser, no witness, never breaking', kind: 'action', old: x({ type: 'string', pattern: '^[a-z]+$' }), new: x({ type: 'string', pattern: '[a-z]+' }), breaking: [], warnings: ['pattern-changed'] },
+  // The anchoring family: a witness needs a prefix or a suffix the old pattern tolerated.
+  { name: 'pattern anchored at both ends (\\d{4} → ^\\d{4}$)', kind: 'action', old: x({ type: 'string', pattern: '\\d{4}' }), new: x({ type: 'string', pattern: '^\\d{4}$' }), breaking: ['pattern-changed'] },
+  { name: 'pattern anchored at the end', kind: 'action', old: x({ type: 'string', pattern: '^\\d{4}' }), new: x({ type: 'string', pattern: '^\\d{4}$' }), breaking: ['pattern-changed'] },
+  { name: 'pattern anchored at the start', kind: 'action', old: x({ type: 'string', pattern: '\\d{4}$' }), new: x({ type: 'string', pattern: '^\\d{4}$' }), breaking: ['pattern-changed'] },
+  { name: 'pattern alternation narrowed', kind: 'action', old: x({ type: 'string', pattern: '^(a|b|c)$' }), new: x({ type: 'string', pattern: '^(a|b)$' }), breaking: ['pattern-changed'], witness: { x: 'c' } },
+  { name: 'pattern quantifier bounded', kind: 'action', old: x({ type: 'string', pattern: '^a+$' }), new: x({ type: 'string', pattern: '^a{1,3}$' }), breaking: ['pattern-changed'], witness: { x: 'aaaa' } },
+  { name: 'pattern quantifier given a lower bound', kind: 'action', old: x({ type: 'string', pattern: '^[a-z]+$' }), new: x({ type: 'string', pattern: '^[a-z]{2,}$' }), breaking: ['pattern-changed'] },
+  { name: 'pattern alternation widened', kind: 'action', old: x({ type: 'string', pattern: '^(a|b)$' }), new: x({ type: 'string', pattern: '^(a|b|c)$' }), breaking: [], warnings: ['pattern-changed'] },
   { name: 'format added', kind: 'action', old: x({ type: 'string' }), new: x({ type: 'string', format: 'date' }), breaking: ['format-added'] },
   { name: 'format removed', kind: 'action', old: x({ type: 'string', format: 'date' }), new: x({ type: 'string' }), breaking: [] },
   { name: 'required added', kind: 'action', old: obj({ a: { type: 'string' } }), new: obj({ a: { type: 'string' } }, { required: ['a'] }), breaking: ['required-added'], witness: {} },
@@ -95,6 +103,7 @@ const actionCases: Case[] = [
 
 // State: the env produces, policies and trainers consume. Loosening breaks.
 const stateCases: Case[] = [
+  { name: 'state: pattern unanchored (the env may now produce "x1234")', kind: 'state', old: x({ type: 'string', pattern: '^\\d{4}$' }), new: x({ type: 'string', pattern: '\\d{4}' }), breaking: ['pattern-changed'] },
   { name: 'state: null allowed', kind: 'state', old: x({ type: 'string' }), new: x({ type: ['string', 'null'] }), breaking: ['nullability-added'], witness: { x: null } },
   { name: 'state: maximum raised', kind: 'state', old: x({ type: 'integer', maximum: 5 }), new: x({ type: 'integer', maximum: 9 }), breaking: ['maximum-raised'] },
   { name: 'state: tightened is safe', kind: 'state', old: x({ type: 'integer' }), new: x({ type: 'integer', minimum: 0 }), breaking: [] },
