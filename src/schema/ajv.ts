@@ -21,7 +21,8 @@ export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
 function createAjv(): InstanceType<typeof Ajv2020> {
   // verbose: errors carry their schema, so that an unknown key can be answered with "did you mean".
-  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true });
+  // multipleOfPrecision: 0.3 is a multiple of 0.1, as the spec means it (and prices in cents need).
+  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true, multipleOfPrecision: 9 });
   ajv.addMetaSchema(draft07MetaSchema);
   addFormats(ajv);
   return ajv;

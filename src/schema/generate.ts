@@ -169,7 +169,7 @@ class Generator {
         const k = this.#rng.int(kmin, Math.min(kmax, kmin + 10_000));
         const decimals = (String(step).split('.')[1] ?? '').length;
         const v = Number((k * step).toFixed(decimals));
-        if (Number.isInteger(v / step) && (!integer || Number.isInteger(v))) return v;
+        if (isMultiple(v, step) && (!integer || Number.isInteger(v))) return v;
       }
       return kmin * step;
     }
@@ -212,22 +212,53 @@ class Generator {
     const min = typeof s['minItems'] === 'number' ? (s['minItems'] as number) : 0;
     const max = typeof s['maxItems'] === 'number' ? (s['maxItems'] as number) : min + 3;
     const prefix = (s['prefixItems'] as Schema[] | undefined) ?? [];
-    const items = (s['items'] as Schema | undefined) ?? true;
-    const n = depth >= this.#maxDepth ? Math.max(min, Math.min(prefix.length, max)) : this.#rng.int(min, Math.max(min, Math.min(max, min + 3)));
+    // Past the prefix, `unevaluatedItems` governs when `items` is absent (`false`: nothing more).
+    const items = (s['items'] as Schema | undefined) ?? (s['unevaluatedItems'] as Schema | undefined) ?? true;
+    const contains = s['contains'] as Schema | undefined;
+    const minContains = contains === undefined ? 0 : typeof s['minContains'] === 'number' ? (s['minContains'] as number) : 1;
+    const maxContains = typeof s['maxContains'] === 'number' ? (s['maxContains'] as number) : Infinity;
+    const cap = items === false ? Math.min(max, prefix.length) : max;
+    const n = depth >= this.#maxDepth ? Math.max(min, Math.min(prefix.length, cap)) : this.#rng.int(Math.min(min, cap), Math.max(Math.min(min, cap), Math.min(cap, min + 3)));
+    const unique = s['uniqueItems'] === true;
+    // A unique array over a small finite domain (an enum, booleans, a short integer range) is drawn
+    // without replacement: redrawing at random rarely finds the last free values.
+    const domain = unique && prefix.length === 0 ? finiteDomain(items) : undefined;
+    if (domain) {
+      const shuffled = [...domain];
+      for (let i = shuffled.length - 1; i > 0; i--) {
+        const j = this.#rng.int(0, i);
+        [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
+      }
+      // Values `contains` asks for go first, so the slice keeps them.
+      if (contains !== undefined) {
+        const matches = compileSchema(contains as JsonSchema);
+        shuffled.sort((x, y) => Number(matches(y)) - Number(matches(x)));
+      }
+      return shuffled.slice(0, Math.min(Math.max(n, minContains), shuffled.length));
+    }
+    const matches = contains === undefined ? undefined : compileSchema(contains as JsonSchema);
     const out: unknown[] = [];
-    for (let i = 0; i < n; i++) {
+    const seen = new Set<string>();
+    const fresh = (sub: Schema, avoidContains: boolean): unknown => {
+      let v = this.value(sub, depth + 1);
+      for (let k = 0; k < 8 && ((unique && seen.has(JSON.stringify(v))) || (avoidContains && matches?.(v) === true)); k++) v = this.value(sub, depth + 1);
+      return v;
+    };
+    // The `contains` matches first (as many as minContains asks), then the rest, kept from matching
+    // more often than maxContains allows.
+    const total = Math.max(n, Math.min(cap, prefix.length + minContains));
+    for (let i = 0; i < total; i++) {
       const sub = prefix[i] ?? items;
       if (sub === false) break;
-      let v = this.value(sub, depth + 1);
-      if (s['uniqueItems'] === true) {
-        for (let k = 0; k < 5 && out.some((o) => JSON.stringify(o) === JSON.stringify(v)); k++) v = this.value(sub, depth + 1);
-      }
+      const containsHere = contains !== undefined && i >= prefix.length && i - prefix.length < minContains;
+      const v = containsHere ? this.value(mergeAllOf({ allOf: [sub, contains].filter((x) => x !== true) as Schema[] }), depth + 1) : fresh(sub, false);
+      seen.add(JSON.stringify(v));
       out.push(v);
     }
-    if (s['contains'] !== undefined && s['contains'] !== false) {
-      const c = this.value(s['contains'] as Schema, depth + 1);
-      if (out.length < max) out.splice(this.#rng.int(0, out.length), 0, c);
-      else if (out.length > 0) out[this.#rng.int(0, out.length - 1)] = c;
+    if (matches && Number.isFinite(maxContains)) {
+      for (let i = 0; i < out.length && out.filter((v) => matches(v)).length > maxContains; i++) {
+        if (i >= minContains + prefix.length && matches(out[i])) out[i] = fresh(prefix[i] ?? items, true);
+      }
     }
     return out;
   }
@@ -261,9 +292,20 @@ class Generator {
     }
     const minProps = typeof s['minProperties'] === 'number' ? (s['minProperties'] as number) : 0;
     const names = s['propertyNames'] as Schema | undefined;
+    const patternList = Object.keys(patterns);
     for (let i = 0; Object.keys(out).length < minProps && i < minProps + 8; i++) {
-      // New keys must satisfy propertyNames when the schema constrains them.
-      const candidate = Object.keys(props).find((k) => !(k in out)) ?? (names !== undefined && names !== true ? String(this.value(names, depth + 1)) : `key_${i}`);
+      // New keys: declared ones first, then keys a pattern admits (the only ones a closed object
+      // with patternProperties takes), then keys that satisfy propertyNames.
+      let candidate = Object.keys(props).find((k) => !(k in out));
+      if (candidate === undefined && patternList.length > 0 && (s['additionalProperties'] === false || this.#rng.next() < 0.5)) {
+        try {
+          const k = generateSync({ type: 'string', pattern: this.#rng.pick(patternList), minLength: 1, maxLength: 16 }, { seed: this.#rng.int(1, 2 ** 30) });
+          if (typeof k === 'string') candidate = k;
+        } catch {
+          // a pattern the faker cannot read: fall through
+        }
+      }
+      candidate ??= names !== undefined && names !== true ? String(this.value(names, depth + 1)) : `key_${i}`;
       if (!(candidate in out)) out[candidate] = this.value(this.#forKey(s, candidate), depth + 1);
     }
     return out;
@@ -276,6 +318,30 @@ class Generator {
     const extra = s['additionalProperties'];
     return extra === undefined || extra === false ? true : (extra as Schema);
   }
+}
+
+/** Within ajv's `multipleOfPrecision` (see ajv.ts): 0.3 is a multiple of 0.1. */
+function isMultiple(v: number, step: number): boolean {
+  const q = v / step;
+  return Math.abs(Math.round(q) - q) < 1e-9;
+}
+
+/** The values of a small finite domain (enum, const, boolean, a short integer range), or undefined. */
+function finiteDomain(schema: Schema): unknown[] | undefined {
+  if (typeof schema === 'boolean') return undefined;
+  const s = mergeAllOf(schema);
+  if ('const' in s) return [s['const']];
+  if (Array.isArray(s['enum'])) return s['enum'].filter((v, i, all) => all.findIndex((w) => JSON.stringify(w) === JSON.stringify(v)) === i);
+  const types = Array.isArray(s['type']) ? (s['type'] as string[]) : typeof s['type'] === 'string' ? [s['type']] : [];
+  if (types.length === 1 && types[0] === 'boolean') return [true, false];
+  if (types.length === 1 && types[0] === 'integer') {
+    const lo = typeof s['minimum'] === 'number' ? Math.ceil(s['minimum']) : typeof s['exclusiveMinimum'] === 'number' ? Math.floor(s['exclusiveMinimum']) + 1 : undefined;
+    const hi = typeof s['maximum'] === 'number' ? Math.floor(s['maximum']) : typeof s['exclusiveMaximum'] === 'number' ? Math.ceil(s['exclusiveMaximum']) - 1 : undefined;
+    if (lo === undefined || hi === undefined || hi - lo > 64) return undefined;
+    const step = typeof s['multipleOf'] === 'number' ? s['multipleOf'] : 1;
+    return Array.from({ length: hi - lo + 1 }, (_, i) => lo + i).filter((v) => isMultiple(v, step));
+  }
+  return undefined;
 }
 
 function safe(source: string): RegExp | undefined {

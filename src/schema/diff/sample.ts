@@ -108,13 +108,56 @@ export function mergeAllOf(s: SchemaObject): SchemaObject {
   const { allOf, ...rest } = s;
   let out: SchemaObject = { ...rest };
   for (const raw of allOf as Schema[]) {
+    if (raw === false) return { not: {} };
     if (!isPlainObject(raw)) continue;
-    const b = mergeAllOf(raw);
-    const props = { ...(out['properties'] as Record<string, Schema> | undefined) };
-    for (const [k, v] of Object.entries((b['properties'] as Record<string, Schema> | undefined) ?? {})) props[k] = props[k] === undefined ? v : { allOf: [props[k], v] };
-    const required = [...new Set([...((out['required'] as string[] | undefined) ?? []), ...((b['required'] as string[] | undefined) ?? [])])];
-    out = { ...out, ...b, ...(Object.keys(props).length > 0 ? { properties: props } : {}), ...(required.length > 0 ? { required } : {}) };
-    if (Array.isArray(rest['type']) && Array.isArray(b['type'])) out['type'] = (rest['type'] as string[]).filter((t) => (b['type'] as string[]).includes(t));
+    out = mergeTwo(out, mergeAllOf(raw));
   }
   return out;
+}
+
+const LOWER_BOUNDS = ['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties', 'minContains'];
+const UPPER_BOUNDS = ['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties', 'maxContains'];
+/** Subschema keywords: two of them on one value both apply, so they are combined with `allOf`. */
+const SUBSCHEMAS = ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains', 'propertyNames', 'not', 'if'];
+
+/**
+ * Both schemas at once, as one schema a generator can aim at: bounds tightened, types and enums
+ * intersected, required and properties united, nested schemas combined with `allOf` (merged when
+ * their value is generated). What cannot be merged exactly (two patterns, two formats) keeps the
+ * first; every generated value is still checked against the real schema.
+ */
+function mergeTwo(a: SchemaObject, b: SchemaObject): SchemaObject {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const prev = out[k];
+    if (prev === undefined) {
+      out[k] = v;
+      continue;
+    }
+    if (LOWER_BOUNDS.includes(k) && typeof v === 'number' && typeof prev === 'number') out[k] = Math.max(prev, v);
+    else if (UPPER_BOUNDS.includes(k) && typeof v === 'number' && typeof prev === 'number') out[k] = Math.min(prev, v);
+    else if (k === 'type') out[k] = intersectTypes(prev, v);
+    else if (k === 'enum' && Array.isArray(prev) && Array.isArray(v)) out[k] = prev.filter((x) => v.some((y) => JSON.stringify(x) === JSON.stringify(y)));
+    else if (k === 'required' && Array.isArray(prev) && Array.isArray(v)) out[k] = [...new Set([...(prev as string[]), ...(v as string[])])];
+    else if ((k === 'properties' || k === 'patternProperties' || k === 'dependentSchemas') && isPlainObject(prev) && isPlainObject(v)) {
+      const merged: Record<string, unknown> = { ...prev };
+      for (const [name, sub] of Object.entries(v)) merged[name] = merged[name] === undefined ? sub : { allOf: [merged[name], sub] };
+      out[k] = merged;
+    } else if (k === 'multipleOf' && typeof v === 'number' && typeof prev === 'number') {
+      const q = Math.max(prev, v) / Math.min(prev, v);
+      out[k] = Math.abs(Math.round(q) - q) < 1e-9 ? Math.max(prev, v) : prev * v;
+    } else if (k === 'uniqueItems') out[k] = prev === true || v === true;
+    else if (SUBSCHEMAS.includes(k)) out[k] = { allOf: [prev, v] };
+    else if (k === 'pattern' || k === 'format' || k === 'const') continue;
+    else out[k] = v;
+  }
+  return out;
+}
+
+function intersectTypes(a: unknown, b: unknown): unknown {
+  const list = (t: unknown): string[] => (Array.isArray(t) ? (t as string[]) : typeof t === 'string' ? [t] : []);
+  const bs = list(b);
+  const both = list(a).flatMap((t) => (bs.includes(t) ? [t] : t === 'number' && bs.includes('integer') ? ['integer'] : t === 'integer' && bs.includes('number') ? ['integer'] : []));
+  // Normalized schemas spell `type` as a list; keep that form.
+  return [...new Set(both)];
 }

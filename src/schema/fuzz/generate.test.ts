@@ -112,3 +112,42 @@ describe('mutants and boundaries', () => {
     }
   });
 });
+
+// Keywords in combination, at any depth: each schema is satisfiable, so it must yield values that
+// are right both ways: every valid one accepted, every invalid one rejected, and never zero of either.
+const combinations: Record<string, JsonSchema> = {
+  'contains with minContains, deep': { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 9 }, contains: { minimum: 8 }, minContains: 2 } }, required: ['b'] } }, required: ['a'] },
+  'contains with maxContains': { type: 'array', contains: { const: 'x' }, maxContains: 1, minItems: 4, items: { enum: ['x', 'y', 'z'] } },
+  'uniqueItems over every value of a small enum': { type: 'array', items: { enum: [1, 2, 3, 4, 5] }, uniqueItems: true, minItems: 5 },
+  'uniqueItems over booleans': { type: 'array', items: { type: 'boolean' }, uniqueItems: true, minItems: 2 },
+  'allOf of numeric keywords': { allOf: [{ type: 'number', minimum: 1 }, { type: 'integer' }, { maximum: 3 }, { not: { const: 2 } }] },
+  'allOf of string keywords': { allOf: [{ type: 'string', pattern: '^[a-c]+$' }, { minLength: 4 }, { maxLength: 4 }] },
+  'allOf of array keywords': { allOf: [{ type: 'array', items: { type: 'integer' } }, { minItems: 3 }, { uniqueItems: true }, { items: { minimum: 0, maximum: 2 } }] },
+  'allOf of $ref branches, unevaluatedProperties': { $defs: { A: { properties: { a: { type: 'integer' } }, required: ['a'] }, B: { properties: { b: { type: 'string' } }, required: ['b'] } }, type: 'object', allOf: [{ $ref: '#/$defs/A' }, { $ref: '#/$defs/B' }], unevaluatedProperties: false },
+  'if/then/else with not': { type: 'object', properties: { t: { enum: ['a', 'b'] }, n: { type: 'integer' } }, required: ['t', 'n'], if: { properties: { t: { const: 'a' } } }, then: { properties: { n: { not: { minimum: 0 } } } }, else: { properties: { n: { minimum: 100 } } } },
+  'unevaluatedItems after prefixItems': { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], unevaluatedItems: false, minItems: 2 },
+  'closed object with patternProperties': { type: 'object', patternProperties: { '^x-[a-z]+$': { type: 'integer' } }, additionalProperties: false, minProperties: 2 },
+  'fractional multipleOf with one multiple in range': { type: 'number', multipleOf: 0.1, minimum: 0.25, maximum: 0.35 },
+  'contains without type': { contains: { minimum: 5 } },
+  'no type at all': { minimum: 5 },
+  propertyNames: { type: 'object', propertyNames: { pattern: '^[a-z]{2}$' }, minProperties: 2 },
+  'dependentSchemas and dependentRequired': { type: 'object', properties: { a: { type: 'string' } }, dependentSchemas: { a: { required: ['b'] } }, dependentRequired: { b: ['c'] } },
+};
+
+describe('keywords in combination', () => {
+  it.each(Object.entries(combinations))('%s: valid and invalid values, all right', (_name, schema) => {
+    const valid = generateSamples(schema, 15, { seed: 3 });
+    expect(valid.samples).toHaveLength(15);
+    for (const s of valid.samples) expect(validate(schema, s.value), JSON.stringify(s.value)).toEqual([]);
+    const invalid = generateSamples(schema, 15, { seed: 3, invalid: true });
+    expect(invalid.samples).toHaveLength(15);
+    for (const s of invalid.samples) {
+      expect(validate(schema, s.value).length, JSON.stringify(s.value)).toBeGreaterThan(0);
+      expect(typeof s.pointer).toBe('string');
+    }
+  });
+
+  it('says so when a schema is truly unsatisfiable', () => {
+    expect(() => generateSamples({ type: 'integer', minimum: 5, maximum: 1 }, 3)).toThrow(expect.objectContaining({ code: 'ACTION_UNSATISFIABLE' }));
+  });
+});

@@ -26,7 +26,9 @@ export type Mutation =
   | 'pattern-broken'
   | 'format-broken'
   | 'enum-miss'
-  | 'one-of-no-branch';
+  | 'one-of-no-branch'
+  /** No targeted mutator applied: a value from the schema's complement, where ajv says it fails. */
+  | 'complement';
 
 export interface Variant {
   readonly value: JsonValue;
@@ -146,6 +148,44 @@ export function mutants(root: JsonSchema, valid: JsonValue, rng: Rng, limit = 24
     const value = setAt(valid, site.tokens, v);
     const tokens = key === undefined ? site.tokens : [...site.tokens, key];
     if (!validator(value)) out.push({ value, pointer: tokens.map((t) => `/${escapePointerToken(t)}`).join(''), mutation, valid: false });
+  }
+  return out.length > 0 ? out : complement(root, valid, rng, limit);
+}
+
+/** Values of every JSON type, including the empty and the extreme ones. */
+const COMPLEMENT_PROBES: readonly JsonValue[] = [...WRONG_TYPE_PROBES, '', 0, -1, 1e9, -1e9, [], [null], [0], ['zz'], {}, { zz: 1 }];
+
+/**
+ * Invalid values where no targeted mutator applies (`contains`, `if/then/else`, `propertyNames`,
+ * `unevaluated*`, `dependent*`, a schema without `type`…): at every node of a valid value, probes
+ * of every type and small edits (a key dropped or added, an element dropped, added or repeated),
+ * kept when ajv rejects them. The pointer is where ajv says the value fails.
+ */
+function complement(root: JsonSchema, valid: JsonValue, rng: Rng, limit: number): Variant[] {
+  const validator = compileSchema(root);
+  const out: Variant[] = [];
+  const edits = (v: unknown): unknown[] => {
+    if (Array.isArray(v)) return [v.slice(1), [...v, v[0] ?? null], [...v, 0], [...v, 'zz'], v.slice(0, -1)];
+    if (isPlainObject(v)) return [...Object.keys(v).map((k) => Object.fromEntries(Object.entries(v).filter(([j]) => j !== k))), { ...v, ZZ: 1 }, { ...v, zz: null }];
+    return [];
+  };
+  const tried = new Set<string>();
+  search: for (const site of sites(normalizedOf(root), valid).reverse()) {
+    for (const candidate of [...edits(site.value), ...COMPLEMENT_PROBES]) {
+      if (out.length >= limit) break search;
+      const value = setAt(valid, site.tokens, candidate);
+      const key = JSON.stringify(value);
+      if (tried.has(key)) continue;
+      tried.add(key);
+      if (validator(value)) continue;
+      const first = validator.errors?.[0];
+      out.push({ value, pointer: first?.instancePath ?? '', mutation: 'complement', valid: false });
+    }
+  }
+  // Shuffled like the targeted mutants, so a sample of them is not always the deepest site.
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [out[i], out[j]] = [out[j] as Variant, out[i] as Variant];
   }
   return out;
 }
