@@ -92,7 +92,9 @@ export async function importModule(file: string): Promise<Record<string, unknown
   await resolveToolkitFromAnywhere();
   const url = pathToFileURL(path.resolve(file)).href;
   try {
-    if (!TS.has(path.extname(file))) return unwrapCommonJs((await import(url)) as Record<string, unknown>);
+    // From the sources (a checkout), the toolkit itself is TypeScript: a JavaScript module that
+    // imports it needs tsx's loader too.
+    if (!TS.has(path.extname(file)) && OWN_EXT !== '.ts') return unwrapCommonJs((await import(url)) as Record<string, unknown>);
     const api = await import('tsx/esm/api');
     return unwrapCommonJs((await api.tsImport(url, import.meta.url)) as Record<string, unknown>);
   } catch (err) {

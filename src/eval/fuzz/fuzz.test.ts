@@ -88,3 +88,37 @@ describe('agent fuzz on clean envs', () => {
     expect(summary.failures.map((g) => g.signature)).toEqual(['deterministic:roll:FLAKY']);
   });
 });
+
+describe('state-aware fuzzing', () => {
+  it('finds an off-by-one between a param and the state (amount > balance + 1), and shrinks both toward round numbers', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-bank-'));
+    try {
+      await writeFile(path.join(dir, 'state_schema.json'), JSON.stringify({ type: 'object', required: ['balance'], properties: { balance: { type: 'number', minimum: 0, maximum: 100000 } } }));
+      await writeFile(path.join(dir, 'action_schema.json'), JSON.stringify({ properties: { withdraw: { params: { amount: { type: 'number', minimum: 0, maximum: 100000 } } } } }));
+      await writeFile(path.join(dir, 'reward_schema.json'), JSON.stringify({ properties: {} }));
+      await writeFile(path.join(dir, 'initial_states.json'), JSON.stringify([{ balance: 388.501 }, { balance: 1250.75 }]));
+      // The bug: an overdraft of up to 1 slips through the check, and the patch breaks `minimum: 0`.
+      await writeFile(
+        path.join(dir, 'tools.mjs'),
+        `import { ToolError } from 'agentic-rl-toolkit';
+export const withdraw = ({ amount }, ctx) => {
+  if (amount > ctx.state.balance + 1) throw new ToolError('TOOL_FAILED', 'withdraw', 'insufficient funds');
+  return { patch: [{ op: 'replace', path: '/balance', value: ctx.state.balance - amount }] };
+};`,
+      );
+      const store = await mkdtemp(path.join(os.tmpdir(), 'agent-bank-store-'));
+      await using fuzzer = await Fuzzer.prepare({ env: dir, runs: 300, seed: 5, storeDir: store });
+      const summary = await fuzzer.run();
+      await rm(store, { recursive: true, force: true });
+      const found = summary.failures.find((f) => f.check === 'state-valid');
+      expect(found).toBeDefined();
+      const { params, state } = (found as unknown as { case: { params: { amount: number }; state: { balance: number } } }).case;
+      // Shrunk to whole numbers, still exactly in the window the bug opens.
+      expect(Number.isInteger(params.amount) && Number.isInteger(state.balance)).toBe(true);
+      expect(params.amount).toBeGreaterThan(state.balance);
+      expect(params.amount).toBeLessThanOrEqual(state.balance + 1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -12,7 +12,7 @@ import { boundaries, mutants } from '../../schema/fuzz/mutate.js';
 import { systemClock, type Clock } from '../../shared/clock.js';
 import { Emitter } from '../../shared/emitter.js';
 import { UsageError } from '../../shared/errors.js';
-import type { JsonObject, JsonValue } from '../../shared/json.js';
+import { escapePointerToken, type JsonObject, type JsonValue } from '../../shared/json.js';
 import { hashSeed, Rng } from '../../shared/rng.js';
 import { CHECKS, signatureOf, type CheckName, type Failure, type FuzzCase } from './case.js';
 import { runCase, type CaseResult } from './run-case.js';
@@ -162,6 +162,11 @@ export class Fuzzer {
       const b = boundaries(action.parameters, valid);
       const pick = b.length > 0 ? rng.pick(b) : undefined;
       if (pick) return { ...base, kind: pick.valid ? 'boundary-inside' : 'boundary-outside', params: pick.value as JsonObject, mutation: pick.mutation, pointer: pick.pointer };
+    } else if (r < ratio + 0.35) {
+      // State-aware boundaries: a numeric param just around a number of the state (an amount
+      // around a balance), where off-by-one comparisons between the two break.
+      const near = nearStateValues(action.parameters, valid, numbersOf(state), rng);
+      if (near) return { ...base, kind: 'boundary-inside', params: near.params, mutation: 'near-state-value', pointer: near.pointer };
     }
     return { ...base, kind: 'valid', params: valid };
   }
@@ -279,6 +284,37 @@ export class Fuzzer {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
   }
+}
+
+/** The finite numbers of a state (at most 200). */
+function numbersOf(state: JsonValue): number[] {
+  const out: number[] = [];
+  const walk = (v: unknown, depth: number): void => {
+    if (out.length >= 200 || depth > 12) return;
+    if (typeof v === 'number' && Number.isFinite(v)) out.push(v);
+    else if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
+    else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) walk(x, depth + 1);
+  };
+  walk(state, 0);
+  return out;
+}
+
+/** Valid params with one top-level numeric param moved just around a number of the state, if the schema admits one. */
+function nearStateValues(schema: ActionDefinition['parameters'], valid: JsonObject, numbers: readonly number[], rng: Rng): { params: JsonObject; pointer: string } | undefined {
+  const keys = Object.keys(valid).filter((k) => typeof valid[k] === 'number');
+  if (keys.length === 0 || numbers.length === 0) return undefined;
+  const check = compileSchema(schema);
+  const key = rng.pick(keys);
+  const n = rng.pick(numbers);
+  const deltas = Number.isInteger(valid[key]) ? [0, 1, -1, 2] : [0, 0.5, 1, -0.5, 1.5, 0.001];
+  const start = rng.int(0, deltas.length - 1);
+  for (let i = 0; i < deltas.length; i++) {
+    const d = deltas[(start + i) % deltas.length] as number;
+    const value = Number.isInteger(valid[key]) ? Math.round(n) + d : Math.round((n + d) * 1000) / 1000;
+    const params = { ...valid, [key]: value };
+    if (check(params)) return { params, pointer: `/${escapePointerToken(key)}` };
+  }
+  return undefined;
 }
 
 /** Strings found in a state, by the property name they sit under (map keys count under the map's name too). */

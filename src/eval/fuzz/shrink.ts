@@ -20,6 +20,15 @@ export function* smaller(v: JsonValue): Generator<JsonValue> {
   } else if (typeof v === 'number') {
     if (v === 0) return;
     yield 0;
+    // Rounder first: 388.501 → 388, 777 → 800 or 780: a failing input that reads like a person wrote it.
+    if (!Number.isInteger(v)) {
+      yield Math.trunc(v);
+      yield Math.round(v);
+    }
+    for (let digits = 1; digits <= 3; digits++) {
+      const round: number = Number(v.toPrecision(digits));
+      if (round !== v) yield round;
+    }
     // Halving steps toward zero: a bound stops the walk, since candidates past it are not admissible.
     const integer = Number.isInteger(v);
     for (let d = v / 2; Math.abs(d) >= (integer ? 1 : 1e-3); d /= 2) {
@@ -52,7 +61,7 @@ export async function shrinkValue(
     improved = false;
     for (const candidate of smaller(current)) {
       if (now() >= deadline) break;
-      // Progress is a shorter input, or numbers closer to zero.
+      // Progress is a shorter input (a rounder number is one), or numbers closer to zero.
       if (size(candidate) >= size(current) && !numericProgress(candidate, current)) continue;
       if (!admissible(candidate)) continue;
       if (await stillFails(candidate)) {
