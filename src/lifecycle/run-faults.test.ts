@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRunFolder, Run } from '../index.js';
+import { MemoryStateStore, readRunFolder, Run } from '../index.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -40,7 +40,8 @@ const INSTANT = `export const bump = (_p, ctx) => ({ observation: ctx.state.n + 
 describe('a run of tools that answer at once', () => {
   it('yields to timers and I/O: a timer set at the start interrupts it long before the last episode', async () => {
     const env = await counterEnv(INSTANT);
-    const run = await Run.prepare({ env, episodes: 200_000, concurrency: 8, maxSteps: 5, out: await tmp('agent-runs-') });
+    const store = new MemoryStateStore();
+    const run = await Run.prepare({ env, episodes: 200_000, concurrency: 8, maxSteps: 5, out: await tmp('agent-runs-'), store });
     const controller = new AbortController();
     let written = -1;
     setTimeout(() => {
@@ -52,6 +53,9 @@ describe('a run of tools that answer at once', () => {
     expect(summary.episodes.finished).toBeGreaterThan(0);
     expect(summary.episodes.finished).toBeLessThan(200_000);
     expect(written).toBeGreaterThan(summary.episodes.finished);
+    // Memory stays flat: a finished episode's history is in the folder, not in the process.
+    const kept = await Promise.all(Array.from({ length: summary.episodes.finished }, (_, i) => store.bounds(`ep-${i}`)));
+    expect(kept.filter((b) => b !== undefined)).toEqual([]);
     // The folder agrees with itself: every episode's steps are its trajectory lines, and every
     // record says the run's episode index.
     const folder = await readRunFolder(run.dir as string);

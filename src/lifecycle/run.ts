@@ -17,6 +17,7 @@ import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
+import type { StateStore } from '../state/store.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
 import type { EpisodeEndReason, RunConfig, RunEvent } from './run-events.js';
@@ -37,6 +38,8 @@ export interface RunOptions {
   readonly toolOptions?: Readonly<Record<string, JsonValue>>;
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
+  /** Where episode states live while they run (default: in memory); each is dropped when its episode ends. */
+  readonly store?: StateStore;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
 }
@@ -123,7 +126,7 @@ export class Run implements AsyncDisposable {
       ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       // A run keeps one instance per episode; trim each history so long runs stay bounded.
-      storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 },
+      ...(options.store ? { store: options.store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
       watchEventLoop: true,
     });
     let initialStates = env.definition.initialStates;
@@ -251,6 +254,9 @@ export class Run implements AsyncDisposable {
     } finally {
       if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
       this.#env.release(agent.id);
+      // The episode lives on in the run folder; its in-memory history would grow the process by
+      // one state log per episode (tens of MB/s on a fast env).
+      await this.#env.store.drop(agent.id);
       this.#episodes.delete(agent.id);
     }
     this.events.emit({
