@@ -88,6 +88,16 @@ export interface PendingTrace {
   readonly startedAt: number;
 }
 
+/** A frozen JSON copy of a caller's value, or a typed error naming where it is not JSON. */
+function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INVALID', what: string): JsonValue {
+  try {
+    return jsonCopy(value);
+  } catch (err) {
+    const e = err as NotJsonError;
+    throw new ValidationError(code, `${what} is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass plain JSON: objects, arrays, strings, finite numbers, booleans and null.');
+  }
+}
+
 function errorInfo(err: AgentErrorType): ErrorInfo {
   const tool = (err as { tool?: unknown }).tool;
   return {
@@ -168,13 +178,7 @@ export class AgentInstance {
    */
   async reset(initialState: JsonValue, options: { signal?: AbortSignal } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
     assertTransition(this.id, this.#status, 'initialized');
-    let state: JsonValue;
-    try {
-      state = jsonCopy(initialState);
-    } catch (err) {
-      const e = err as NotJsonError;
-      throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass the initial state as plain JSON.');
-    }
+    const state = copyOrRefuse(initialState, 'STATE_INVALID', `initial state of instance '${this.id}'`);
     const issues = this.#rt.stateValidator.validate(state);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
@@ -226,13 +230,7 @@ export class AgentInstance {
     }
     // Copied first, so that what is validated is exactly what the tool will see (no getter can
     // answer twice, no "__proto__" key can become a prototype) and nothing the caller keeps can change it.
-    let params: JsonValue;
-    try {
-      params = jsonCopy(action.params ?? {});
-    } catch (err) {
-      const e = err as NotJsonError;
-      throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' are not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass params as plain JSON (objects, arrays, strings, finite numbers, booleans, null).');
-    }
+    const params = copyOrRefuse(action.params ?? {}, 'PARAMS_INVALID', `params of '${def.name}'`);
     if (!isPlainObject(params)) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' must be an object`, [{ pointer: '', message: 'must be object' }], 'Pass params as an object.');
     const issues = validate(def.parameters, params);
     if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, issues, 'Fix the listed params; nothing was dispatched.');

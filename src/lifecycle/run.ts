@@ -177,10 +177,10 @@ export class Run implements AsyncDisposable {
       const abandoned = this.#env.runningCalls();
       if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
-      const summary = this.#summary(runId, status, started, abandoned);
+      const summary = withLoss(this.#summary(runId, status, started, abandoned), writer.loss);
       await writer.finish(summary);
-      const loss = writer.loss;
-      return loss ? { ...summary, records_lost: loss, problem: `${loss.records} record(s) could not be written to the run folder: ${loss.reason}` } : summary;
+      // A write that failed while flushing is known only now: the caller hears of it all the same.
+      return withLoss(summary, writer.loss);
     } finally {
       for (const off of unsubscribe) off();
       this.#writer = undefined;
@@ -325,7 +325,11 @@ export class Run implements AsyncDisposable {
   }
 }
 
-/** Six significant decimals: enough for any reward scale, without float noise in summaries. */
+function withLoss(summary: RunSummary, loss: RunWriter['loss']): RunSummary {
+  return loss ? { ...summary, records_lost: loss, problem: `${loss.records} record(s) could not be written to the run folder: ${loss.reason}` } : summary;
+}
+
+/** Six decimal places: enough for any reward scale, without float noise in summaries. */
 function round(n: number, digits = 6): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;

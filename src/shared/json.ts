@@ -61,7 +61,7 @@ function kindOf(value: object): string {
  */
 export function jsonCopy(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonValue {
   try {
-    return copyJson(value, maxDepth);
+    return copyJson(value, maxDepth, maxDepth);
   } catch (err) {
     if (err instanceof Unwinding) {
       const pointer = err.tokens.map((t) => `/${escapePointerToken(t)}`).join('');
@@ -86,7 +86,7 @@ class Unwinding {
   ) {}
 }
 
-function copyJson(v: unknown, depthLeft: number): JsonValue {
+function copyJson(v: unknown, depthLeft: number, maxDepth: number): JsonValue {
   switch (typeof v) {
     case 'string':
     case 'boolean':
@@ -100,7 +100,7 @@ function copyJson(v: unknown, depthLeft: number): JsonValue {
       throw new Unwinding(`${v === undefined ? 'undefined' : `a ${typeof v}`} is not JSON`);
   }
   if (v === null) return null;
-  if (depthLeft === 0) throw new Unwinding(`nests deeper than ${MAX_JSON_DEPTH} levels`, v);
+  if (depthLeft === 0) throw new Unwinding(`nests deeper than ${maxDepth} levels`, v);
   let key: string | undefined;
   try {
     if (Array.isArray(v)) {
@@ -108,7 +108,7 @@ function copyJson(v: unknown, depthLeft: number): JsonValue {
       const out = new Array<JsonValue>(n);
       for (let i = 0; i < n; i++) {
         key = String(i);
-        out[i] = copyJson(v[i], depthLeft - 1);
+        out[i] = copyJson(v[i], depthLeft - 1, maxDepth);
       }
       return Object.freeze(out) as JsonValue;
     }
@@ -119,7 +119,7 @@ function copyJson(v: unknown, depthLeft: number): JsonValue {
       key = k;
       const child = (v as Record<string, unknown>)[k];
       if (child === undefined) continue;
-      const c = copyJson(child, depthLeft - 1);
+      const c = copyJson(child, depthLeft - 1, maxDepth);
       if (k === '__proto__') Object.defineProperty(out, k, { value: c, enumerable: true, writable: true, configurable: true });
       else out[k] = c;
     }
