@@ -40,10 +40,10 @@ export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
 export type { JsonObject, JsonValue } from './shared/json.js';
 
-export { Run, type RunOptions, type RunSummary } from './lifecycle/run.js';
-export type { EpisodeEndReason, RunConfig, RunEvent } from './lifecycle/run-events.js';
-export type { PendingCall, RunProgress, ToolStats } from './lifecycle/run-stats.js';
-export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext } from './lifecycle/policy.js';
+export { Run, type RunOptions, type RunSummary } from './run/run.js';
+export type { EpisodeEndReason, RunConfig, RunEvent } from './run/run-events.js';
+export type { PendingCall, RunProgress, ToolStats } from './run/run-stats.js';
+export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext } from './run/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
 export { RUN_FILES, type TrajectoryRecord } from './replay/run-writer.js';
 

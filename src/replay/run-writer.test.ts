@@ -3,7 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../lifecycle/run-events.js';
+import type { RunEvent } from '../run/run-events.js';
 import { RunWriter } from './run-writer.js';
 
 const dirs: string[] = [];

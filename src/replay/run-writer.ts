@@ -11,7 +11,7 @@ import path from 'node:path';
 import { finished } from 'node:stream/promises';
 import { describeError, UsageError } from '../shared/errors.js';
 import type { EnvEventOf, ErrorInfo, RewardEntry } from '../env/events.js';
-import type { RunEvent } from '../lifecycle/run-events.js';
+import type { RunEvent } from '../run/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 
 export const RUN_FILES = { events: 'events.jsonl', trajectories: 'trajectories.jsonl', summary: 'summary.json' } as const;

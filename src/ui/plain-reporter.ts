@@ -3,8 +3,8 @@
  * finished episode, a progress line every few seconds while calls are in flight, warnings for
  * failures and blocked event loops (on stderr), and a closing summary.
  */
-import type { RunSummary } from '../lifecycle/run.js';
-import type { RunEvent } from '../lifecycle/run-events.js';
+import type { RunSummary } from '../run/run.js';
+import type { RunEvent } from '../run/run-events.js';
 import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';

@@ -1,6 +1,6 @@
 /** What a reporter needs from a run. Types only: the UI never reaches into the core. */
-import type { RunConfig, RunEvent } from '../lifecycle/run-events.js';
-import type { RunProgress } from '../lifecycle/run-stats.js';
+import type { RunConfig, RunEvent } from '../run/run-events.js';
+import type { RunProgress } from '../run/run-stats.js';
 
 export interface RunSource {
   readonly config: RunConfig;

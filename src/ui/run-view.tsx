@@ -1,7 +1,7 @@
 /** The live view of `agent run` on a TTY. Components take plain props; `LiveRunView` wires the hook. */
 import { Box, Static, Text } from 'ink';
-import type { RunConfig } from '../lifecycle/run-events.js';
-import type { RunProgress } from '../lifecycle/run-stats.js';
+import type { RunConfig } from '../run/run-events.js';
+import type { RunProgress } from '../run/run-stats.js';
 import { bar, formatDuration, formatNumber } from './format.js';
 import type { RunSource } from './run-source.js';
 import { useRunView, type EpisodeRow } from './use-run-view.js';

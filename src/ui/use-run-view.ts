@@ -4,7 +4,7 @@
  * subscription end when the component unmounts.
  */
 import { useEffect, useState } from 'react';
-import type { RunProgress } from '../lifecycle/run-stats.js';
+import type { RunProgress } from '../run/run-stats.js';
 import { warningOf } from './plain-reporter.js';
 import { oneLine } from '../shared/errors.js';
 import type { RunSource } from './run-source.js';
