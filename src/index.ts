@@ -29,6 +29,7 @@ export { EXIT_RETRYABLE } from './tools/executors.js';
 export type { ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
 
 export { MemoryStateStore } from './state/memory-store.js';
+export { RedisStateStore, type RedisStateStoreOptions } from './state/redis-store.js';
 export type { Delta, Snapshot, StateBounds, StatePoint, StateStore, StateStoreOptions, TrimResult } from './state/store.js';
 export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
 

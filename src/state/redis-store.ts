@@ -1,0 +1,266 @@
+/**
+ * The StateStore port on Redis: each instance's deltas in a stream, its snapshots in a sorted set
+ * by seq, an index of delta times for `stateAt({time})`, and its head in a hash. Every key of one
+ * instance carries the hash tag `{<instanceId>}`, so they share one Redis Cluster slot and a Lua
+ * script can touch them atomically; a prefix separates deployments (and test runs).
+ *
+ * Appends are a Lua script: the seq is assigned with the write, and the writer states the seq it
+ * expects, so two writers can never both write seq n (the second is told, refreshes its head and
+ * retries). The writer's expectation is also what lets it send the full state only for the
+ * appends that take a snapshot (every `snapshotEvery`), keeping an append O(delta) on the wire.
+ * ioredis pipelines the appends of one event-loop tick into one round trip (auto-pipelining).
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { raceAbort } from '../shared/abort.js';
+import { AgentError, describeError } from '../shared/errors.js';
+import { jsonCopy, type JsonValue } from '../shared/json.js';
+import type { Patch } from './patch.js';
+import { reconstructState, type Delta, type Snapshot, type StateBounds, type StatePoint, type StateStore, type StateStoreOptions, type TrimResult } from './store.js';
+
+export interface RedisStateStoreOptions extends StateStoreOptions {
+  /** Prepended to every key (`agent:` by default): one per deployment, or per test run. */
+  readonly prefix?: string;
+}
+
+/** Sorted-set members are seqs padded so that their lexical order is their numeric order. */
+const pad = (seq: number): string => String(seq).padStart(15, '0');
+
+// KEYS: meta, deltas, snaps, times. ARGV: expected seq, time, patch, trace id, snapshot JSON ('' for none).
+const APPEND = `
+local head = redis.call('HGET', KEYS[1], 'head_seq')
+if not head then return redis.error_reply('NOHISTORY') end
+local seq = tonumber(head) + 1
+if seq ~= tonumber(ARGV[1]) then return redis.error_reply('CONFLICT ' .. head) end
+local time = ARGV[2]
+local headTime = redis.call('HGET', KEYS[1], 'head_time')
+if tonumber(headTime) > tonumber(time) then time = headTime end
+redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
+redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[3], 'r', ARGV[4])
+redis.call('ZADD', KEYS[4], time, string.format('%015d', seq))
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[5]) end
+return seq`;
+
+interface Keys {
+  readonly meta: string;
+  readonly deltas: string;
+  readonly snaps: string;
+  readonly times: string;
+}
+
+type Client = Redis | Cluster;
+
+export class RedisStateStore implements StateStore {
+  readonly #redis: Client;
+  readonly #ownsClient: boolean;
+  readonly #prefix: string;
+  readonly #snapshotEvery: number;
+  readonly #retainDeltas: number | undefined;
+  readonly #archive: StateStoreOptions['archive'];
+  /** The head seq this process last wrote or read, per instance: the expectation an append states. */
+  readonly #heads = new Map<string, number>();
+  /** Appends of one instance from this process go one after another (they would only conflict). */
+  readonly #chains = new Map<string, Promise<unknown>>();
+
+  /** Wrap a connected ioredis client (it stays the caller's to close). */
+  constructor(redis: Client, options: RedisStateStoreOptions = {}, ownsClient = false) {
+    this.#redis = redis;
+    this.#ownsClient = ownsClient;
+    this.#prefix = options.prefix ?? 'agent:';
+    this.#snapshotEvery = Math.max(1, options.snapshotEvery ?? 50);
+    this.#retainDeltas = options.retainDeltas;
+    this.#archive = options.archive;
+    redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND });
+  }
+
+  /**
+   * Connect to `redis://[:password@]host:port/db` and check the connection at once, so a wrong
+   * URL is an error here, naming the address (never the password) and what to check.
+   */
+  static async connect(url: string, options: RedisStateStoreOptions & { readonly signal?: AbortSignal } = {}): Promise<RedisStateStore> {
+    const { Redis } = await import('ioredis');
+    const safe = redactUrl(url);
+    // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.
+    const redis = new Redis(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
+    // Connection errors reach the caller through the promises below; without a listener ioredis
+    // would also print them as unhandled.
+    const onError = (): void => undefined;
+    redis.on('error', onError);
+    try {
+      await raceAbort(redis.connect(), options.signal);
+      await raceAbort(redis.ping(), options.signal);
+    } catch (err) {
+      redis.disconnect();
+      throw new AgentError('BAD_USAGE', `cannot reach Redis at ${safe}: ${describeError(err)}`, {
+        cause: err,
+        hint: 'Check that a Redis server runs there (redis-cli -u <url> ping) and that the URL, port and password are right.',
+      });
+    }
+    redis.off('error', onError);
+    return new RedisStateStore(redis, options, true);
+  }
+
+  #keys(instanceId: string): Keys {
+    const base = `${this.#prefix}{${instanceId}}:`;
+    return { meta: `${base}meta`, deltas: `${base}deltas`, snaps: `${base}snaps`, times: `${base}times` };
+  }
+
+  async init(instanceId: string, state: JsonValue, time: number, signal?: AbortSignal): Promise<void> {
+    const k = this.#keys(instanceId);
+    await raceAbort(
+      this.#redis
+        .multi()
+        .del(k.meta, k.deltas, k.snaps, k.times)
+        .hset(k.meta, 'head_seq', 0, 'head_time', String(time), 'oldest_seq', 0, 'base_time', String(time))
+        .zadd(k.snaps, 0, JSON.stringify({ seq: 0, time, state }))
+        .exec(),
+      signal,
+    );
+    this.#heads.set(instanceId, 0);
+  }
+
+  append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number> {
+    const next = (this.#chains.get(instanceId) ?? Promise.resolve()).then(() => this.#append(instanceId, delta, stateAfter, signal));
+    const settled = next.catch(() => undefined);
+    this.#chains.set(instanceId, settled);
+    void settled.then(() => {
+      if (this.#chains.get(instanceId) === settled) this.#chains.delete(instanceId);
+    });
+    return next;
+  }
+
+  async #append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number> {
+    const k = this.#keys(instanceId);
+    for (let attempt = 0; ; attempt++) {
+      const head = this.#heads.get(instanceId) ?? (await this.#head(instanceId, signal));
+      const seq = head + 1;
+      const snapshot = seq % this.#snapshotEvery === 0 ? JSON.stringify({ seq, time: delta.time, state: stateAfter }) : '';
+      try {
+        const run = (this.#redis as unknown as { agentAppend: (...args: (string | number)[]) => Promise<number> }).agentAppend;
+        const written = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot), signal);
+        this.#heads.set(instanceId, written);
+        if (this.#retainDeltas !== undefined && written % this.#snapshotEvery === 0) {
+          const bounds = await this.bounds(instanceId, signal);
+          if (bounds && bounds.headSeq - bounds.oldestSeq > this.#retainDeltas + this.#snapshotEvery) await this.trim(instanceId, this.#retainDeltas, signal);
+        }
+        return written;
+      } catch (err) {
+        const message = describeError(err);
+        if (message.includes('NOHISTORY')) {
+          throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`, { hint: 'Call init (reset on the instance) first.' });
+        }
+        // Another writer appended first: take its head and try again (each conflict means someone
+        // progressed, so this converges; past many, something is wrong and it says so).
+        if (message.includes('CONFLICT') && attempt < 100) {
+          this.#heads.delete(instanceId);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  async #head(instanceId: string, signal?: AbortSignal): Promise<number> {
+    const head = await raceAbort(this.#redis.hget(this.#keys(instanceId).meta, 'head_seq'), signal);
+    if (head === null) throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`, { hint: 'Call init (reset on the instance) first.' });
+    return Number(head);
+  }
+
+  async read(instanceId: string, fromSeq: number, toSeq: number, signal?: AbortSignal): Promise<Delta[]> {
+    if (toSeq < fromSeq) return [];
+    const entries = await raceAbort(this.#redis.xrange(this.#keys(instanceId).deltas, `${Math.max(1, fromSeq)}-1`, `${toSeq}-1`), signal);
+    return entries.map(([id, fields]) => {
+      const f = fieldsOf(fields);
+      const seq = Number(id.slice(0, id.indexOf('-')));
+      const patch = JSON.parse(f['p'] ?? '[]') as Patch;
+      const traceId = f['r'];
+      return traceId ? { seq, time: Number(f['t']), patch, traceId } : { seq, time: Number(f['t']), patch };
+    });
+  }
+
+  async snapshotAt(instanceId: string, seq: number, signal?: AbortSignal): Promise<Snapshot | undefined> {
+    const [raw] = await raceAbort(this.#redis.zrevrangebyscore(this.#keys(instanceId).snaps, seq, '-inf', 'LIMIT', 0, 1), signal);
+    if (raw === undefined) return undefined;
+    const s = JSON.parse(raw) as Snapshot;
+    // Frozen like every state the toolkit hands out.
+    return { seq: s.seq, time: s.time, state: jsonCopy(s.state) };
+  }
+
+  async bounds(instanceId: string, signal?: AbortSignal): Promise<StateBounds | undefined> {
+    const [head, time, oldest] = await raceAbort(this.#redis.hmget(this.#keys(instanceId).meta, 'head_seq', 'head_time', 'oldest_seq'), signal);
+    if (head === null || head === undefined) return undefined;
+    return { oldestSeq: Number(oldest), headSeq: Number(head), headTime: Number(time) };
+  }
+
+  async seqAtTime(instanceId: string, time: number, signal?: AbortSignal): Promise<number | undefined> {
+    const k = this.#keys(instanceId);
+    const [[, meta], [, newest]] = (await raceAbort(
+      this.#redis
+        .multi()
+        .hmget(k.meta, 'oldest_seq', 'base_time')
+        .zrevrangebyscore(k.times, String(time), '-inf', 'LIMIT', 0, 1)
+        .exec(),
+      signal,
+    )) as [[unknown, (string | null)[]], [unknown, string[]]];
+    const [oldest, baseTime] = meta;
+    if (oldest === null || oldest === undefined) return undefined;
+    // The oldest kept snapshot's time: the base's, or the newest removed delta's after a trim.
+    const oldestTime = Number(baseTime);
+    if (time < oldestTime) return undefined;
+    const seq = newest[0] === undefined ? 0 : Number(newest[0]);
+    return Math.max(seq, Number(oldest));
+  }
+
+  stateAt(instanceId: string, point: StatePoint, signal?: AbortSignal): Promise<Snapshot> {
+    return reconstructState(this, instanceId, point, signal);
+  }
+
+  async trim(instanceId: string, keepDeltas: number, signal?: AbortSignal): Promise<TrimResult> {
+    const bounds = await this.bounds(instanceId, signal);
+    if (!bounds) return { removedDeltas: 0, oldestSeq: 0 };
+    const cut = await this.snapshotAt(instanceId, bounds.headSeq - Math.max(0, keepDeltas), signal);
+    if (!cut || cut.seq <= bounds.oldestSeq) return { removedDeltas: 0, oldestSeq: bounds.oldestSeq };
+    const removed = await this.read(instanceId, bounds.oldestSeq + 1, cut.seq, signal);
+    // Archived first: trimming never loses history silently.
+    if (removed.length > 0 && this.#archive) await this.#archive(instanceId, removed);
+    const k = this.#keys(instanceId);
+    const tx = this.#redis
+      .multi()
+      .xtrim(k.deltas, 'MINID', `${cut.seq + 1}-1`)
+      .zremrangebyscore(k.snaps, '-inf', `(${cut.seq}`)
+      .zremrangebyscore(k.times, '-inf', `(${cut.time}`)
+      .hset(k.meta, 'oldest_seq', cut.seq, 'base_time', String(cut.time));
+    // Deltas that share the cut's time are removed one by one (times may repeat within a ms).
+    const sameTime = removed.filter((d) => d.time === cut.time).map((d) => pad(d.seq));
+    if (sameTime.length > 0) tx.zrem(k.times, ...sameTime);
+    await raceAbort(tx.exec(), signal);
+    return { removedDeltas: removed.length, oldestSeq: cut.seq };
+  }
+
+  async drop(instanceId: string, signal?: AbortSignal): Promise<void> {
+    const k = this.#keys(instanceId);
+    await raceAbort(this.#redis.del(k.meta, k.deltas, k.snaps, k.times), signal);
+    this.#heads.delete(instanceId);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#heads.clear();
+    if (this.#ownsClient) await this.#redis.quit().catch(() => undefined);
+  }
+}
+
+function fieldsOf(list: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < list.length; i += 2) out[list[i] as string] = list[i + 1] as string;
+  return out;
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//***@');
+  }
+}
