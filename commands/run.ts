@@ -13,6 +13,7 @@ interface RunFlags {
   policy: string;
   seed: number;
   out: string;
+  store: string;
   json?: boolean;
   toolOption: Record<string, JsonValue>;
 }
@@ -28,9 +29,10 @@ export function registerRun(program: Command, io: Io): void {
     .option('--policy <policy>', "'random', or a module exporting (observation, ctx) => action | null", 'random')
     .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, 0)
     .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
-    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl')
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0')
     .action(async (envDir: string, flags: RunFlags) => {
       io.exitCode = await runCommand(envDir, flags, io);
     });
@@ -46,6 +48,7 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
     policy: flags.policy,
     seed: flags.seed,
     out: flags.out,
+    store: flags.store,
     toolOptions: flags.toolOption,
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);

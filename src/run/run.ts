@@ -17,6 +17,7 @@ import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
+import { RedisStateStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
@@ -38,8 +39,11 @@ export interface RunOptions {
   readonly toolOptions?: Readonly<Record<string, JsonValue>>;
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
-  /** Where episode states live while they run (default: in memory); each is dropped when its episode ends. */
-  readonly store?: StateStore;
+  /**
+   * Where episode states live while they run: a StateStore, `'memory'` (the default) or a Redis
+   * URL (`redis://host:port/db`, keys under `agent:<run-id>:`). Each is dropped when its episode ends.
+   */
+  readonly store?: StateStore | string;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
 }
@@ -84,7 +88,11 @@ function runIdFor(time: number, seed: number): string {
 }
 
 export class Run implements AsyncDisposable {
+  /** Names the run folder (`<out>/<run-id>/`) and, with a Redis store, the run's keys. */
+  readonly runId: string;
   readonly events: Emitter<RunEvent>;
+  /** A store the run opened itself (from a URL), closed with it. */
+  readonly #ownedStore: StateStore | undefined;
   readonly config: RunConfig;
   readonly #env: AgentEnv;
   readonly #policy: Policy;
@@ -98,8 +106,10 @@ export class Run implements AsyncDisposable {
   /** The episode each live instance runs, and the steps (settled traces) it has taken. */
   readonly #episodes = new Map<string, { readonly index: number; steps: number }>();
 
-  private constructor(env: AgentEnv, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[]) {
+  private constructor(runId: string, env: AgentEnv, ownedStore: StateStore | undefined, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[]) {
+    this.runId = runId;
     this.#env = env;
+    this.#ownedStore = ownedStore;
     this.#policy = policy;
     this.config = config;
     this.#out = out;
@@ -119,27 +129,37 @@ export class Run implements AsyncDisposable {
     if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
     const policy = typeof options.policy === 'function' ? options.policy : await loadPolicy(options.policy ?? 'random');
     const clock = options.clock ?? systemClock;
-    const env = await AgentEnv.open(options.env, {
-      seed,
-      clock,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
-      ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
-      // A run keeps one instance per episode; trim each history so long runs stay bounded.
-      ...(options.store ? { store: options.store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
-      watchEventLoop: true,
-    });
+    const runId = runIdFor(clock.now(), seed);
+    const owned = await storeFor(options.store, runId, options.signal);
+    const store = owned ?? (typeof options.store === 'object' ? options.store : undefined);
+    let env: AgentEnv;
+    try {
+      env = await AgentEnv.open(options.env, {
+        seed,
+        clock,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
+        ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+        // A run keeps one instance per episode; trim each history so long runs stay bounded.
+        ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
+        watchEventLoop: true,
+      });
+    } catch (err) {
+      await owned?.[Symbol.asyncDispose]();
+      throw err;
+    }
     let initialStates = env.definition.initialStates;
     if (initialStates.length === 0) {
       const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
       if (generated.value === undefined) {
         await env[Symbol.asyncDispose]();
+        await owned?.[Symbol.asyncDispose]();
         throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
       }
       initialStates = [generated.value];
     }
     const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-    return new Run(env, policy, { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName }, options.out ?? 'runs', clock, initialStates);
+    return new Run(runId, env, owned, policy, { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName }, options.out ?? 'runs', clock, initialStates);
   }
 
   /** The run folder, once `execute` has created it. */
@@ -159,7 +179,7 @@ export class Run implements AsyncDisposable {
   async execute(signal: AbortSignal = new AbortController().signal): Promise<RunSummary> {
     setMaxListeners(0, signal);
     const started = this.#clock.now();
-    const runId = runIdFor(started, this.config.seed);
+    const runId = this.runId;
     await using writer = await RunWriter.create(this.#out, runId);
     this.#dir = writer.dir;
     this.#writer = writer;
@@ -184,7 +204,7 @@ export class Run implements AsyncDisposable {
     } finally {
       for (const off of unsubscribe) off();
       this.#writer = undefined;
-      await this.#env[Symbol.asyncDispose]();
+      await this[Symbol.asyncDispose]();
     }
   }
 
@@ -287,6 +307,7 @@ export class Run implements AsyncDisposable {
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
+    await this.#ownedStore?.[Symbol.asyncDispose]();
   }
 
   #summary(runId: string, status: RunSummary['status'], started: number, abandoned: readonly RunningCall[]): RunSummary {
@@ -323,6 +344,13 @@ export class Run implements AsyncDisposable {
       ...(problem ? { problem } : {}),
     };
   }
+}
+
+/** The store a URL names, opened for this run (undefined for a StateStore given, or memory). */
+async function storeFor(spec: RunOptions['store'], runId: string, signal: AbortSignal | undefined): Promise<StateStore | undefined> {
+  if (spec === undefined || typeof spec === 'object' || spec === 'memory') return undefined;
+  if (!/^rediss?:\/\//.test(spec)) throw new UsageError(`unknown store '${spec}'`, "Pass --store memory (the default) or a Redis URL such as redis://127.0.0.1:6379/0.");
+  return RedisStateStore.connect(spec, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, ...(signal ? { signal } : {}) });
 }
 
 function withLoss(summary: RunSummary, loss: RunWriter['loss']): RunSummary {

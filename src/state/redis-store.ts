@@ -83,14 +83,18 @@ export class RedisStateStore implements StateStore {
     const redis = new Redis(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
     // Connection errors reach the caller through the promises below; without a listener ioredis
     // would also print them as unhandled.
-    const onError = (): void => undefined;
+    let lastError: unknown;
+    const onError = (err: unknown): void => {
+      lastError = err;
+    };
     redis.on('error', onError);
     try {
       await raceAbort(redis.connect(), options.signal);
       await raceAbort(redis.ping(), options.signal);
     } catch (err) {
       redis.disconnect();
-      throw new AgentError('BAD_USAGE', `cannot reach Redis at ${safe}: ${describeError(err)}`, {
+      // ioredis rejects with "Connection is closed"; the socket's own error (ECONNREFUSED…) says more.
+      throw new AgentError('BAD_USAGE', `cannot reach Redis at ${safe}: ${describeError(lastError ?? err)}`, {
         cause: err,
         hint: 'Check that a Redis server runs there (redis-cli -u <url> ping) and that the URL, port and password are right.',
       });
