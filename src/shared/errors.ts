@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'TOOL_NOT_FOUND'
   | 'STATE_SEQ_TRIMMED'
   | 'STATE_SEQ_UNKNOWN'
+  | 'STATE_CORRUPT'
   | 'POLICY_FAILED'
   | 'INTERRUPTED'
   | 'INTERNAL';

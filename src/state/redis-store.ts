@@ -172,19 +172,24 @@ export class RedisStateStore implements StateStore {
   async read(instanceId: string, fromSeq: number, toSeq: number, signal?: AbortSignal): Promise<Delta[]> {
     if (toSeq < fromSeq) return [];
     const entries = await raceAbort(this.#redis.xrange(this.#keys(instanceId).deltas, `${Math.max(1, fromSeq)}-1`, `${toSeq}-1`), signal);
+    const key = this.#keys(instanceId).deltas;
     return entries.map(([id, fields]) => {
       const f = fieldsOf(fields);
       const seq = Number(id.slice(0, id.indexOf('-')));
-      const patch = JSON.parse(f['p'] ?? '[]') as Patch;
+      const time = Number(f['t']);
+      const patch = parseStored(f['p'], key, id);
+      if (!Array.isArray(patch) || !Number.isFinite(time) || !Number.isInteger(seq)) throw corrupt(key, id, 'a delta needs a seq id, a time and a JSON Patch');
       const traceId = f['r'];
-      return traceId ? { seq, time: Number(f['t']), patch, traceId } : { seq, time: Number(f['t']), patch };
+      return traceId ? { seq, time, patch: patch as Patch, traceId } : { seq, time, patch: patch as Patch };
     });
   }
 
   async snapshotAt(instanceId: string, seq: number, signal?: AbortSignal): Promise<Snapshot | undefined> {
     const [raw] = await raceAbort(this.#redis.zrevrangebyscore(this.#keys(instanceId).snaps, seq, '-inf', 'LIMIT', 0, 1), signal);
     if (raw === undefined) return undefined;
-    const s = JSON.parse(raw) as Snapshot;
+    const key = this.#keys(instanceId).snaps;
+    const s = parseStored(raw, key, `the snapshot at or before seq ${seq}`) as Partial<Snapshot> | null;
+    if (s === null || typeof s !== 'object' || typeof s.seq !== 'number' || typeof s.time !== 'number' || s.state === undefined) throw corrupt(key, `the snapshot at or before seq ${seq}`, 'a snapshot needs seq, time and state');
     // Frozen like every state the toolkit hands out.
     return { seq: s.seq, time: s.time, state: jsonCopy(s.state) };
   }
@@ -249,6 +254,21 @@ export class RedisStateStore implements StateStore {
   async [Symbol.asyncDispose](): Promise<void> {
     this.#heads.clear();
     if (this.#ownsClient) await this.#redis.quit().catch(() => undefined);
+  }
+}
+
+/** Data in Redis that is not what this store wrote: a typed error naming the key, never a raw SyntaxError. */
+function corrupt(key: string, where: string, what: string): AgentError {
+  return new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: ${what}`, {
+    hint: 'Something other than the toolkit wrote there. Restore it from a backup, or drop the instance and reset it.',
+  });
+}
+
+function parseStored(text: string | undefined, key: string, where: string): unknown {
+  try {
+    return JSON.parse(text ?? '');
+  } catch (err) {
+    throw corrupt(key, where, `not JSON (${describeError(err)})`);
   }
 }
 
