@@ -69,7 +69,7 @@ export function warningOf(e: RunEvent): string | undefined {
     case 'loop_lag':
       return lagText(e.lagMs, e.inFlight);
     case 'calls_abandoned':
-      return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} ignored cancellation and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.traceId})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
+      return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} did not stop when ${e.calls.length === 1 ? 'its' : 'their'} AbortSignal fired and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.traceId})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
     default:
       return undefined;
   }
@@ -93,7 +93,7 @@ export function summaryLines(s: RunSummary): string[] {
     const errors = Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ');
     lines.push(`  tool ${name}: ${t.calls} calls, ${t.failed} failed${errors ? ` (${errors})` : ''}, mean ${formatDuration(t.mean_ms)}`);
   }
-  if (s.abandoned_calls) lines.push(`  ${s.abandoned_calls.length} call(s) ignored cancellation and were left running`);
+  if (s.abandoned_calls) lines.push(`  ${s.abandoned_calls.length} call(s) did not stop when their AbortSignal fired and were left running`);
   if (s.records_lost) lines.push(`  ${s.records_lost.records} record(s) could not be written: ${s.records_lost.reason}`);
   return lines;
 }
