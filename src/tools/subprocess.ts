@@ -100,12 +100,22 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
      * or, once the process has exited, all of stdout (at its end, or as soon as it parses while a
      * grandchild still holds the pipe open).
      */
+    let firstLineJudged = false;
     const judge = (): void => {
       if (settled) return;
-      const text = stdoutText();
-      const nl = text.indexOf('\n');
-      if (nl >= 0 && parses(text.slice(0, nl))) return finish(() => parseReply(text.slice(0, nl), tool, 'stdout'));
+      // The first line is looked at once, when it is complete: a pretty-printed answer (its first
+      // line is "{") is judged as a whole at exit, without re-reading stdout on every chunk.
+      if (!firstLineJudged) {
+        const nl = chunks.findIndex((c) => c.includes(10));
+        if (nl >= 0) {
+          firstLineJudged = true;
+          const text = stdoutText();
+          const line = text.slice(0, text.indexOf('\n'));
+          if (parses(line)) return finish(() => parseReply(line, tool, 'stdout'));
+        }
+      }
       if (!exited) return;
+      const text = stdoutText();
       const { code, sig } = exited;
       if (code !== 0) {
         const retryable = code === EXIT_RETRYABLE;
@@ -125,7 +135,8 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
         return;
       }
       chunks.push(c);
-      if (exited || c.includes(10)) judge();
+      // After the exit, re-judge only on a chunk that could end a JSON document (cheap to tell).
+      if ((!firstLineJudged && c.includes(10)) || (exited && /[}\]"\d\w]\s*$/.test(c.toString('utf8', Math.max(0, c.length - 8))))) judge();
     });
     child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-STDERR_TAIL)));
     child.on('error', (err: NodeJS.ErrnoException) =>
