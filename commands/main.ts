@@ -11,6 +11,7 @@ import { core } from './lib.js';
 import { registerRun } from './run.js';
 import { registerSchemaDiff } from './schema-diff.js';
 import { registerFuzz } from './fuzz.js';
+import { registerDoctor } from './doctor.js';
 
 export type { Io } from './io.js';
 
@@ -51,6 +52,7 @@ export function createProgram(io: Io): Command {
   registerRun(program, io);
   registerSchemaDiff(program, io);
   registerFuzz(program, io);
+  registerDoctor(program, io);
   return program;
 }
 

@@ -30,6 +30,8 @@ export type { ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResul
 
 export { MemoryStateStore } from './state/memory-store.js';
 export { RedisStateStore, type RedisStateStoreOptions } from './state/redis-store.js';
+export { archiveToFolder, readArchive } from './state/archive.js';
+export { storeHealth, type StoreHealth, type StoreHealthOptions } from './state/redis-health.js';
 export type { Delta, Snapshot, StateBounds, StatePoint, StateStore, StateStoreOptions, TrimResult } from './state/store.js';
 export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
 

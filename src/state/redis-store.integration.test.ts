@@ -103,3 +103,25 @@ describe.runIf(available)('RedisStateStore', () => {
     expect(String((err as Error).message)).not.toContain('s3cret');
   });
 });
+
+describe.runIf(available)('agent doctor --store', () => {
+  it('reports the longest delta streams under a prefix, and warns (exit 1) past the threshold', async () => {
+    const { runAgent } = await import('../../commands/testing.js');
+    const store = await RedisStateStore.connect(URL_, { prefix: `${PREFIX}doctor:`, snapshotEvery: 1000 });
+    try {
+      await store.init('long', { n: 0 }, 0);
+      for (let i = 1; i <= 30; i++) await store.append('long', { patch: [{ op: 'replace', path: '/n', value: i }], time: i }, { n: i });
+      await store.init('short', { n: 0 }, 0);
+      const ok = await runAgent(['doctor', '--store', URL_, '--prefix', `${PREFIX}doctor:`, '--json']);
+      expect(ok.code).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ instances: 1, longestStreams: [{ key: `${PREFIX}doctor:{long}:deltas`, length: 30 }], warnings: [] });
+      const warned = await runAgent(['doctor', '--store', URL_, '--prefix', `${PREFIX}doctor:`, '--max-stream-length', '10']);
+      expect(warned.code).toBe(1);
+      expect(warned.stdout).toMatch(/warning: stream .*\{long\}:deltas holds 30 deltas \(over 10\)/);
+    } finally {
+      await store.drop('long');
+      await store.drop('short');
+      await store[Symbol.asyncDispose]();
+    }
+  });
+});

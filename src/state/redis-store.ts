@@ -77,30 +77,7 @@ export class RedisStateStore implements StateStore {
    * URL is an error here, naming the address (never the password) and what to check.
    */
   static async connect(url: string, options: RedisStateStoreOptions & { readonly signal?: AbortSignal } = {}): Promise<RedisStateStore> {
-    const { Redis } = await import('ioredis');
-    const safe = redactUrl(url);
-    // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.
-    const redis = new Redis(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
-    // Connection errors reach the caller through the promises below; without a listener ioredis
-    // would also print them as unhandled.
-    let lastError: unknown;
-    const onError = (err: unknown): void => {
-      lastError = err;
-    };
-    redis.on('error', onError);
-    try {
-      await raceAbort(redis.connect(), options.signal);
-      await raceAbort(redis.ping(), options.signal);
-    } catch (err) {
-      redis.disconnect();
-      // ioredis rejects with "Connection is closed"; the socket's own error (ECONNREFUSED…) says more.
-      throw new AgentError('BAD_USAGE', `cannot reach Redis at ${safe}: ${describeError(lastError ?? err)}`, {
-        cause: err,
-        hint: 'Check that a Redis server runs there (redis-cli -u <url> ping) and that the URL, port and password are right.',
-      });
-    }
-    redis.off('error', onError);
-    return new RedisStateStore(redis, options, true);
+    return new RedisStateStore(await openRedis(url, options.signal), options, true);
   }
 
   #keys(instanceId: string): Keys {
@@ -276,6 +253,36 @@ function fieldsOf(list: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < list.length; i += 2) out[list[i] as string] = list[i + 1] as string;
   return out;
+}
+
+/**
+ * A connected ioredis client (auto-pipelining on), or a usage error that names the address
+ * (never the password), the socket's own error and what to check.
+ */
+export async function openRedis(url: string, signal?: AbortSignal): Promise<Redis> {
+  const { Redis: RedisClient } = await import('ioredis');
+  // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.
+  const redis = new RedisClient(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
+  // Connection errors reach the caller through the promises below; without a listener ioredis
+  // would also print them as unhandled. Its rejection says "Connection is closed"; the socket's
+  // own error (ECONNREFUSED…) says more.
+  let lastError: unknown;
+  const onError = (err: unknown): void => {
+    lastError = err;
+  };
+  redis.on('error', onError);
+  try {
+    await raceAbort(redis.connect(), signal);
+    await raceAbort(redis.ping(), signal);
+  } catch (err) {
+    redis.disconnect();
+    throw new AgentError('BAD_USAGE', `cannot reach Redis at ${redactUrl(url)}: ${describeError(lastError ?? err)}`, {
+      cause: err,
+      hint: 'Check that a Redis server runs there (redis-cli -u <url> ping) and that the URL, port and password are right.',
+    });
+  }
+  redis.off('error', onError);
+  return redis;
 }
 
 /** The URL without its password, for messages. */
