@@ -7,6 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentEnv, defineEnv, RedisStateStore, type JsonValue } from '../index.js';
+import { APPEND_SCRIPT } from './redis-store.js';
 import { describeStateStore } from './store.conformance.js';
 
 const URL_ = process.env['AGENT_TEST_REDIS'] ?? 'redis://127.0.0.1:6379/0';
@@ -82,6 +83,49 @@ describe.runIf(available)('RedisStateStore', () => {
     for (let i = 0; i < 5; i++) await agent.step({ name: 'inc' });
     const states = await Promise.all([0, 1, 2, 3, 4, 5].map(async (seq) => (await agent.stateAt({ seq })).state as JsonValue));
     expect(states).toEqual([0, 1, 2, 3, 4, 5].map((n) => ({ n })));
+  });
+
+  it('survives its connection being killed mid-run: the client reconnects, retried appends are not doubled', async () => {
+    const name = `agent-test-${process.pid}-kill`;
+    const store = await RedisStateStore.connect(URL_, { prefix: PREFIX, connectionName: name, snapshotEvery: 25 });
+    const admin = client();
+    const kill = async (): Promise<number> => {
+      const ids = String(await admin.client('LIST')).split('\n').filter((l) => l.includes(` name=${name} `)).map((l) => /id=(\d+)/.exec(l)?.[1]);
+      for (const id of ids) if (id) await admin.client('KILL', 'ID', id);
+      return ids.length;
+    };
+    try {
+      await store.init('blip', { n: 0 }, 0);
+      const appends: Promise<number>[] = [];
+      let killed = 0;
+      for (let i = 1; i <= 300; i++) {
+        appends.push(store.append('blip', { patch: [{ op: 'replace', path: '/n', value: i }], time: i }, { n: i }));
+        if (i % 100 === 50) killed += await kill();
+      }
+      const seqs = await Promise.all(appends);
+      expect(killed).toBeGreaterThan(0);
+      expect(seqs).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+      const values = (await store.read('blip', 1, 400)).map((d) => (d.patch[0] as { value: number }).value);
+      expect(values).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+      expect((await store.stateAt('blip', { seq: 300 })).state).toEqual({ n: 300 });
+    } finally {
+      await store.drop('blip');
+      await store[Symbol.asyncDispose]();
+    }
+  });
+
+  it('makes a resent append idempotent: the same token at the same seq is answered, not written twice', async () => {
+    const redis = client();
+    redis.defineCommand('appendOnce', { numberOfKeys: 4, lua: APPEND_SCRIPT });
+    const store = new RedisStateStore(redis, { prefix: PREFIX });
+    await store.init('resend', { n: 0 }, 0);
+    const keys = ['meta', 'deltas', 'snaps', 'times'].map((k) => `${PREFIX}{resend}:${k}`);
+    const send = (token: string): Promise<number> => (redis as unknown as { appendOnce: (...a: (string | number)[]) => Promise<number> }).appendOnce(...keys, 1, '5', '[]', 't1', '', token);
+    // A reply lost to a dropped connection: the client sends the same command again.
+    expect(await send('tok-1')).toBe(1);
+    expect(await send('tok-1')).toBe(1);
+    await expect(send('tok-2')).rejects.toThrow(/CONFLICT 1/);
+    expect((await store.read('resend', 1, 10)).map((d) => d.seq)).toEqual([1]);
   });
 
   it('refuses hand-edited data with a typed error naming the key', async () => {

@@ -20,22 +20,36 @@ import { reconstructState, type Delta, type Snapshot, type StateBounds, type Sta
 export interface RedisStateStoreOptions extends StateStoreOptions {
   /** Prepended to every key (`agent:` by default): one per deployment, or per test run. */
   readonly prefix?: string;
+  /** The connection's name in `CLIENT LIST` (with `connect`), to tell the toolkit's connections apart. */
+  readonly connectionName?: string;
 }
 
 /** Sorted-set members are seqs padded so that their lexical order is their numeric order. */
 const pad = (seq: number): string => String(seq).padStart(15, '0');
 
-// KEYS: meta, deltas, snaps, times. ARGV: expected seq, time, patch, trace id, snapshot JSON ('' for none).
-const APPEND = `
+// KEYS: meta, deltas, snaps, times. ARGV: expected seq, time, patch, trace id, snapshot JSON ('' for
+// none), append token. The token makes a retried append idempotent: a reply lost to a dropped
+// connection is retried by the client, and finds its own entry already written at its seq.
+export const APPEND_SCRIPT = `
 local head = redis.call('HGET', KEYS[1], 'head_seq')
 if not head then return redis.error_reply('NOHISTORY') end
+local expected = tonumber(ARGV[1])
 local seq = tonumber(head) + 1
-if seq ~= tonumber(ARGV[1]) then return redis.error_reply('CONFLICT ' .. head) end
+if seq ~= expected then
+  local mine = redis.call('XRANGE', KEYS[2], expected .. '-1', expected .. '-1')
+  if mine[1] then
+    local fields = mine[1][2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'a' and fields[i + 1] == ARGV[6] then return expected end
+    end
+  end
+  return redis.error_reply('CONFLICT ' .. head)
+end
 local time = ARGV[2]
 local headTime = redis.call('HGET', KEYS[1], 'head_time')
 if tonumber(headTime) > tonumber(time) then time = headTime end
 redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
-redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[3], 'r', ARGV[4])
+redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[3], 'r', ARGV[4], 'a', ARGV[6])
 redis.call('ZADD', KEYS[4], time, string.format('%015d', seq))
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[5]) end
 return seq`;
@@ -58,6 +72,7 @@ export class RedisStateStore implements StateStore {
   readonly #archive: StateStoreOptions['archive'];
   /** The head seq this process last wrote or read, per instance: the expectation an append states. */
   readonly #heads = new Map<string, number>();
+  #appends = 0;
   /** Appends of one instance from this process go one after another (they would only conflict). */
   readonly #chains = new Map<string, Promise<unknown>>();
 
@@ -69,7 +84,7 @@ export class RedisStateStore implements StateStore {
     this.#snapshotEvery = Math.max(1, options.snapshotEvery ?? 50);
     this.#retainDeltas = options.retainDeltas;
     this.#archive = options.archive;
-    redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND });
+    redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND_SCRIPT });
   }
 
   /**
@@ -77,7 +92,7 @@ export class RedisStateStore implements StateStore {
    * URL is an error here, naming the address (never the password) and what to check.
    */
   static async connect(url: string, options: RedisStateStoreOptions & { readonly signal?: AbortSignal } = {}): Promise<RedisStateStore> {
-    return new RedisStateStore(await openRedis(url, options.signal), options, true);
+    return new RedisStateStore(await openRedis(url, options.signal, options.connectionName), options, true);
   }
 
   #keys(instanceId: string): Keys {
@@ -111,13 +126,15 @@ export class RedisStateStore implements StateStore {
 
   async #append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number> {
     const k = this.#keys(instanceId);
+    // One token for every try of this append: a retry after a lost reply is recognised, not doubled.
+    const token = `${process.pid}.${++this.#appends}.${Math.random().toString(36).slice(2, 8)}`;
     for (let attempt = 0; ; attempt++) {
       const head = this.#heads.get(instanceId) ?? (await this.#head(instanceId, signal));
       const seq = head + 1;
       const snapshot = seq % this.#snapshotEvery === 0 ? JSON.stringify({ seq, time: delta.time, state: stateAfter }) : '';
       try {
         const run = (this.#redis as unknown as { agentAppend: (...args: (string | number)[]) => Promise<number> }).agentAppend;
-        const written = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot), signal);
+        const written = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot, token), signal);
         this.#heads.set(instanceId, written);
         if (this.#retainDeltas !== undefined && written % this.#snapshotEvery === 0) {
           const bounds = await this.bounds(instanceId, signal);
@@ -259,10 +276,10 @@ function fieldsOf(list: readonly string[]): Record<string, string> {
  * A connected ioredis client (auto-pipelining on), or a usage error that names the address
  * (never the password), the socket's own error and what to check.
  */
-export async function openRedis(url: string, signal?: AbortSignal): Promise<Redis> {
+export async function openRedis(url: string, signal?: AbortSignal, connectionName = 'agentic-rl-toolkit'): Promise<Redis> {
   const { Redis: RedisClient } = await import('ioredis');
   // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.
-  const redis = new RedisClient(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
+  const redis = new RedisClient(url, { connectionName, enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
   // Connection errors reach the caller through the promises below; without a listener ioredis
   // would also print them as unhandled. Its rejection says "Connection is closed"; the socket's
   // own error (ECONNREFUSED…) says more.
@@ -282,6 +299,14 @@ export async function openRedis(url: string, signal?: AbortSignal): Promise<Redi
     });
   }
   redis.off('error', onError);
+  // Connected: from now on a dropped connection is re-made with backoff, and commands wait for it
+  // (a blip pauses the run instead of failing its traces). The first connect did not retry, so a
+  // wrong URL failed at once above.
+  redis.options.retryStrategy = (times: number) => Math.min(50 * 2 ** times, 2_000);
+  redis.options.maxRetriesPerRequest = 20;
+  redis.on('error', () => {
+    // Reconnection errors: ioredis retries; commands fail only after maxRetriesPerRequest.
+  });
   return redis;
 }
 
