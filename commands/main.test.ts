@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../src/index.js';
 import { createProgram } from './main.js';
-import { runAgent, scratch } from './testing.js';
+import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
@@ -69,18 +69,10 @@ describe('agent', () => {
 
   it('Ctrl-C stops gracefully: exit 130, folder flushed and marked interrupted', async () => {
     const out = await tmpOut();
-    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '40', '--concurrency', '4', '--out', out, '--tool-option', 'latency_scale=0.05'], { reject: false });
-    await new Promise<void>((resolve) => {
-      child.stdout?.on('data', (c: Buffer) => {
-        if (c.toString().includes('] episode')) resolve();
-      });
-    });
-    child.kill('SIGINT');
-    const result = await child;
+    const result = await interruptAfterFirstEpisode(['fixtures/weather', '--episodes', '40', '--concurrency', '4', '--out', out, '--tool-option', 'latency_scale=0.05']);
     expect(result.exitCode).toBe(130);
     expect(result.stderr).toContain('interrupted: cancelling calls in flight');
-    const [runId] = await readdir(out);
-    const summary = JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string; episodes: { finished: number } };
+    const summary = await readRunSummary(out);
     expect(summary.status).toBe('interrupted');
     expect(summary.episodes.finished).toBeLessThan(40);
   });
@@ -95,8 +87,7 @@ describe('agent run | head', () => {
     const result = await child;
     expect(result.stderr).not.toContain('EPIPE');
     expect(result.exitCode).toBe(130);
-    const [runId] = await readdir(out);
-    const summary = JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string };
+    const summary = await readRunSummary(out);
     expect(summary.status).toBe('interrupted');
   });
 });

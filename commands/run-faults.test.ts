@@ -1,9 +1,9 @@
 /** `agent run` as a careless user and a hostile tool would try it: bad --out, Ctrl-C on a busy loop, runs that cannot work. */
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runAgent, scratch } from './testing.js';
+import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
@@ -54,14 +54,10 @@ describe('agent run exits 1 with one line when the run could not work', () => {
 describe('Ctrl-C', () => {
   it('stops a CPU-only run (tau-bench airline, no latency) promptly, with its folder flushed', async () => {
     const out = await tmp.dir('agent-runs-');
-    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/airline', '--episodes', '100000', '--concurrency', '16', '--out', out], { reject: false });
-    await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
-    child.kill('SIGINT');
-    const result = await child;
+    const result = await interruptAfterFirstEpisode(['fixtures/airline', '--episodes', '100000', '--concurrency', '16', '--out', out]);
     expect(result.exitCode).toBe(130);
     expect(result.stderr).toContain('Ctrl-C again to exit at once');
-    const [runId] = await readdir(out);
-    const summary = JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string; episodes: { finished: number } };
+    const summary = await readRunSummary(out);
     expect(summary.status).toBe('interrupted');
     expect(summary.episodes.finished).toBeLessThan(100_000);
   });

@@ -1,8 +1,9 @@
 /** Test helpers for commands: run `agent …` in-process with captured output, and scratch folders. */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
+import { execa } from 'execa';
 import type { Io } from './io.js';
 import { main } from './main.js';
 
@@ -31,4 +32,19 @@ export function scratch(): { dir(prefix: string): Promise<string>; cleanup(): Pr
       for (const d of made.splice(0)) await rm(d, { recursive: true, force: true });
     },
   };
+}
+
+/** The summary.json of the one run written under `out`. */
+export async function readRunSummary(out: string): Promise<{ status: string; episodes: { finished: number } }> {
+  const [runId] = await readdir(out);
+  return JSON.parse(await readFile(path.join(out, runId as string, 'summary.json'), 'utf8')) as { status: string; episodes: { finished: number } };
+}
+
+/** `agent run …` as a child process, sent Ctrl-C once its first episode has finished. */
+export async function interruptAfterFirstEpisode(args: string[]): Promise<{ exitCode: number | undefined; stderr: string }> {
+  const child = execa('node', ['bin/agent.js', 'run', ...args], { reject: false });
+  await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
+  child.kill('SIGINT');
+  const result = await child;
+  return { exitCode: result.exitCode, stderr: String(result.stderr) };
 }

@@ -1,20 +1,16 @@
-import { readFile, rm } from 'node:fs/promises';
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { scratch } from '../../commands/testing.js';
 import type { RunEvent } from '../run/run-events.js';
 import { RunWriter } from './run-writer.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
 describe('RunWriter', () => {
   it('never drops a record silently: one it cannot write is counted, with the reason, and the rest are kept', async () => {
-    const out = await mkdtemp(path.join(os.tmpdir(), 'agent-writer-'));
-    dirs.push(out);
+    const out = await tmp.dir('agent-writer-');
     const writer = await RunWriter.create(out, 'r1');
     writer.write({ type: 'error', time: 1, instanceId: 'i', error: { code: 'INTERNAL', message: 'fine' } });
     writer.write({ type: 'error', time: 2, instanceId: 'i', error: { code: 'INTERNAL', message: 10n as unknown as string } } as RunEvent);

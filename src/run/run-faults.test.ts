@@ -3,21 +3,15 @@
  * tools that ignore cancellation, and runs that cannot work. Assertions are on counts and
  * contents, never on wall-clock time.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { scratch } from '../../commands/testing.js';
 import { MemoryStateStore, readRunFolder, Run } from '../index.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-async function tmp(prefix: string): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
+const scratchDirs = scratch();
+afterAll(() => scratchDirs.cleanup());
+const tmp = (prefix: string): Promise<string> => scratchDirs.dir(prefix);
 
 /** An env folder with one integer counter and the given tools module. */
 export async function counterEnv(tools: string, extra: Record<string, unknown> = {}): Promise<string> {

@@ -1,19 +1,15 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
+import { scratch } from '../../commands/testing.js';
 import { applyPatch, archiveToFolder, MemoryStateStore, readArchive, type JsonValue, type Patch } from '../index.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
 describe('archiveToFolder', () => {
   it('keeps every trimmed delta in gzip JSON lines, appended batch by batch, from which the history replays', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-archive-'));
-    dirs.push(dir);
+    const dir = await tmp.dir('agent-archive-');
     const store = new MemoryStateStore({ snapshotEvery: 10, retainDeltas: 20, archive: archiveToFolder(dir) });
     let state: JsonValue = { n: 0 };
     const states: JsonValue[] = [state];
