@@ -20,7 +20,7 @@ describe('agent', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('run [options] <env-dir>');
     const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
-    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor']);
+    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export']);
   });
 
   it('run --json prints only events, as JSON lines that match the schema', async () => {
@@ -42,7 +42,7 @@ describe('agent', () => {
     expect(stdout).toMatch(/^run \S+: env weather, 2 episodes × ≤2 steps/);
     expect(stdout).toMatch(/\[1\/2\] episode \d: 2 steps/);
     expect(stdout).toContain('done: 2/2 episodes, 4 steps (0 failed)');
-    expect(stdout).toContain('llm_score: 0 arrived, 4 pending');
+    expect(stdout).toMatch(/llm_score: 4 arrived \(mean [\d.]+\), 0 pending, 0 imputed, 0 late; arrival p50/);
     expect((await readdir(out)).length).toBe(1);
   });
 

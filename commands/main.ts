@@ -12,6 +12,8 @@ import { registerRun } from './run.js';
 import { registerSchemaDiff } from './schema-diff.js';
 import { registerFuzz } from './fuzz.js';
 import { registerDoctor } from './doctor.js';
+import { registerReward } from './reward.js';
+import { registerExport } from './export.js';
 
 export type { Io } from './io.js';
 
@@ -53,6 +55,8 @@ export function createProgram(io: Io): Command {
   registerSchemaDiff(program, io);
   registerFuzz(program, io);
   registerDoctor(program, io);
+  registerReward(program, io);
+  registerExport(program, io);
   return program;
 }
 

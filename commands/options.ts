@@ -1,4 +1,5 @@
 /** Flag parsers shared by the commands: each rejects bad input with a message commander prints (exit 2). */
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
 import type { JsonValue } from '../src/index.js';
 
@@ -43,4 +44,24 @@ export function toolOption(value: string, previous: Record<string, JsonValue>): 
     parsed = raw;
   }
   return { ...previous, [value.slice(0, eq)]: parsed };
+}
+
+/** `source=<binding JSON or a JSON file>`, repeatable: replaces that reward source's binding for this run. */
+export function rewardSource(value: string, previous: Record<string, JsonValue>): Record<string, JsonValue> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError('expected source=<file.json> or source=\'{"judge": {...}}\'.');
+  const raw = value.slice(eq + 1).trim();
+  let text = raw;
+  if (!raw.startsWith('{')) {
+    try {
+      text = readFileSync(raw, 'utf8');
+    } catch (err) {
+      throw new InvalidArgumentError(`cannot read '${raw}': ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+    }
+  }
+  try {
+    return { ...previous, [value.slice(0, eq)]: JSON.parse(text) as JsonValue };
+  } catch (err) {
+    throw new InvalidArgumentError(`the binding of '${value.slice(0, eq)}' is not JSON: ${(err as Error).message}.`);
+  }
 }

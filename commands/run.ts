@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/index.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { integer, positiveInt, toolOption } from './options.js';
+import { integer, positiveInt, rewardSource, toolOption } from './options.js';
 import type { Io } from './io.js';
 
 interface RunFlags {
@@ -15,7 +15,9 @@ interface RunFlags {
   out: string;
   store: string;
   json?: boolean;
+  port?: number;
   toolOption: Record<string, JsonValue>;
+  rewardSource: Record<string, JsonValue>;
 }
 
 export function registerRun(program: Command, io: Io): void {
@@ -31,8 +33,10 @@ export function registerRun(program: Command, io: Io): void {
     .option('--out <dir>', 'parent folder of run folders', 'runs')
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
+    .option('--port <port>', 'serve POST /rewards on 127.0.0.1:<port> while the run is live (0: any free port)', integer)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
-    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0')
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
     .action(async (envDir: string, flags: RunFlags) => {
       io.exitCode = await runCommand(envDir, flags, io);
     });
@@ -50,6 +54,8 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
     out: flags.out,
     store: flags.store,
     toolOptions: flags.toolOption,
+    ...(flags.port !== undefined ? { port: flags.port } : {}),
+    ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
   const controller = new AbortController();

@@ -14,11 +14,16 @@ export {
   type StepInfo,
   type StepResult,
 } from './env/agent-instance.js';
-export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TraceStatus } from './env/events.js';
+export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardEventType, RewardImputation, RewardStatus, TraceStatus } from './env/events.js';
+export { EnvRewards } from './reward/env-rewards.js';
+export { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type RewardEvent, type SlaCounts, type SourceSla, type StepRef } from './reward/ledger.js';
+export type { RewardFunction, RewardInput, SettledStep } from './reward/evaluators.js';
+export type { JudgeConfig, LlmProvider } from './reward/judge-config.js';
+export { createLlmClient, type ChatMessage, type ChatRequest, type ChatResponse, type LlmClient, type LlmClientOptions } from './llm/client.js';
 
 export { defineEnv, loadEnvDefinition, type EnvManifest, type LoadEnvOptions } from './schema/load-env.js';
 export { parseActionDocument, type ParsedAction, type ParseResult } from './schema/actions.js';
-export type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './schema/definition.js';
+export type { ActionDefinition, EnvDefinition, RewardBinding, RewardFallback, RewardScope, RewardSourceDefinition, ToolBinding, ToolPolicy } from './schema/definition.js';
 export { compileCondition, ConditionSyntaxError, type CompiledCondition } from './schema/enabled-if.js';
 export { compileSchema, validate, checkSchema, type JsonSchema } from './schema/ajv.js';
 export { findUnsatisfiable, type Unsatisfiable } from './schema/satisfiable.js';
@@ -43,12 +48,16 @@ export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
 export type { JsonObject, JsonValue } from './shared/json.js';
 
-export { Run, type RunOptions, type RunSummary } from './run/run.js';
-export type { EpisodeEndReason, RunConfig, RunEvent } from './run/run-events.js';
-export type { PendingCall, RunProgress, ToolStats } from './run/run-stats.js';
+export { Run, type RunOptions, type RunSummary, type SourceSummary } from './run/run.js';
+export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from './run/run-events.js';
+export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext } from './run/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
-export { RUN_FILES, type TrajectoryRecord } from './replay/run-writer.js';
+export { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord } from './replay/run-writer.js';
+export { rewardRecord, rewardEvent, type RewardLogRecord } from './replay/reward-log.js';
+export { diffStates } from './state/diff.js';
+export { openRunRewards, deliverToRunFolder, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
+export { exportRun, writeParquet, type ExportOptions, type ExportRecord } from './replay/export.js';
 
 export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';

@@ -70,9 +70,9 @@ describe('the article flow on fixtures/weather', () => {
     expect(result.info.status).toBe('resolved');
     expect(result.done).toBe(false);
     expect(result.state).toMatchObject({ user_location: '上海', current_weather: { temperature: expect.any(Number), condition: expect.any(String) } });
-    expect(result.rewards['api_latency']).toEqual({ value: expect.any(Number), status: 'arrived', delayMs: 0 });
-    // llm_score has no producer yet: recorded as pending, never invented.
-    expect(result.rewards['llm_score']).toEqual({ value: null, status: 'pending', delayMs: 200 });
+    expect(result.rewards['api_latency']).toEqual({ status: 'arrived', value: expect.any(Number), arrived_at: expect.any(Number), delay_ms: 0 });
+    // llm_score comes from the env's judge module, off the step's critical path: pending when the step settles.
+    expect(result.rewards['llm_score']).toEqual({ status: 'pending', value: null, arrived_at: null, delay_ms: null });
     expect(result.reward).toBe(result.rewards['api_latency']?.value);
     expect(events.map((e) => e.type)).toEqual([
       'lifecycle_changed',
@@ -86,6 +86,11 @@ describe('the article flow on fixtures/weather', () => {
     ]);
     expect((await agent.stateAt({ seq: 0 })).state).toEqual({ user_location: '上海' });
     expect((await agent.stateAt({ seq: 1 })).state).toEqual(result.state);
+    // Then it lands on its step: the user's own city, and a weather report (0.6 + 0.2).
+    await env.rewards.settle();
+    expect(env.rewards.entries(traceId)?.['llm_score']).toMatchObject({ status: 'arrived', value: 0.8 });
+    expect(env.rewards.reward(traceId)).toBeCloseTo((result.reward) + 0.8);
+    expect(events.slice(-1)).toMatchObject([{ type: 'reward_arrived', traceId, source: 'llm_score', value: 0.8, episode: 1, step: 1 }]);
   });
 
   it('replays the same trajectory for the same seed', async () => {
@@ -96,7 +101,7 @@ describe('the article flow on fixtures/weather', () => {
       const out: unknown[] = [];
       for (let i = 0; i < 3; i++) {
         const r = await agent.step({ name: 'get_weather', params: { city: '北京' } });
-        out.push([r.state, r.rewards]);
+        out.push([r.state, Object.entries(r.rewards).map(([k, e]) => [k, e.status, e.value])]);
       }
       return out;
     };
@@ -159,7 +164,8 @@ describe('dispatch / resolve', () => {
     const p = await partial;
     expect(p.info.status).toBe('timeout');
     expect(p.state).toEqual({ n: 0, log: [] });
-    expect(p.rewards['judge']?.status).toBe('pending');
+    // Not settled: nothing is owed to it yet.
+    expect(p.rewards).toEqual({});
     expect(agent.pending()).toHaveLength(1);
 
     gate.resolve(undefined);

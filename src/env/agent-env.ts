@@ -26,6 +26,7 @@ import type { EnvEvent } from './events.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
 import { StateValidator } from '../schema/state-validator.js';
+import { EnvRewards } from '../reward/env-rewards.js';
 
 export interface EnvOptions {
   /** Where state histories live. Default: a MemoryStateStore owned (and closed) by the env. */
@@ -66,14 +67,16 @@ export class AgentEnv implements AsyncDisposable {
     this.#ownsStore = options.store === undefined;
     // Every call in flight links one listener to this signal (removed when it settles); thousands is normal.
     setMaxListeners(0, this.#abort.signal);
+    const clock = options.clock ?? systemClock;
     this.#runtime = {
       definition,
       stateValidator: new StateValidator(definition.stateSchema),
       router,
       store: options.store ?? new MemoryStateStore(options.storeOptions),
-      clock: options.clock ?? systemClock,
+      clock,
       events,
       signal: this.#abort.signal,
+      rewards: new EnvRewards(definition, { clock, emit: (e) => events.emit(e) }),
     };
     this.#monitor = options.watchEventLoop ? this.#watch(options.blockThresholdMs ?? 100) : undefined;
   }
@@ -164,6 +167,14 @@ export class AgentEnv implements AsyncDisposable {
   }
 
   /**
+   * The env's rewards: deliver delayed values (`submit`), read a step's rewards as they stand
+   * (`entries`, `reward`), the SLA per source, and `settle()` to wait for judges still running.
+   */
+  get rewards(): EnvRewards {
+    return this.#runtime.rewards;
+  }
+
+  /**
    * Tool calls whose handler has not returned, though their traces may be settled: after `close()`,
    * the handlers that ignored their AbortSignal (they keep the process busy until they finish).
    */
@@ -184,6 +195,7 @@ export class AgentEnv implements AsyncDisposable {
     await Promise.all(
       [...this.#instances.values()].filter((i) => i.status !== 'terminated' && i.status !== 'archived').map((i) => i.terminate('the env was closed')),
     );
+    await this.#runtime.rewards[Symbol.asyncDispose]();
     await this.#runtime.router[Symbol.asyncDispose]();
     if (this.#ownsStore) await this.#runtime.store[Symbol.asyncDispose]();
   }

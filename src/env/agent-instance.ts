@@ -6,7 +6,7 @@
  * written. A call whose result is invalid fails its own trace and writes nothing.
  */
 import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.js';
-import { pendingRewards, stepRewards } from '../reward/step-rewards.js';
+import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
@@ -34,6 +34,8 @@ export interface StepInfo {
   readonly traceId: string;
   readonly status: TraceStatus;
   readonly action: string;
+  /** 1-based index of the step in its episode, in settle order (0 while it has not settled). */
+  readonly step: number;
   /** Seq of the state this result reflects. */
   readonly seq: number;
   readonly durationMs: number;
@@ -46,7 +48,10 @@ export interface StepInfo {
 export interface StepResult {
   readonly state: JsonValue;
   readonly observation?: JsonValue;
-  /** Σ weight × value of the rewards that have arrived for this step. */
+  /**
+   * Σ weight × value of the rewards that have arrived for this step so far. Delayed sources land
+   * later (`reward_arrived` events, `env.rewards.reward(traceId)`).
+   */
   readonly reward: number;
   readonly rewards: Readonly<Record<string, RewardEntry>>;
   readonly done: boolean;
@@ -73,6 +78,10 @@ interface Trace {
   readonly action: ActionDefinition;
   readonly params: JsonObject;
   readonly episode: number;
+  /** Which reset the trace belongs to: episode labels may repeat, generations do not. */
+  readonly generation: number;
+  readonly seqBefore: number;
+  readonly stateBefore: JsonValue;
   readonly startedAt: number;
   /** Resolves with the final result; settled once, by the tool's outcome or by a cancellation, whichever comes first. */
   readonly settled: Promise<StepResult>;
@@ -117,6 +126,9 @@ export class AgentInstance {
   #state: JsonValue = null;
   #seq = 0;
   #episode = 0;
+  #generation = 0;
+  /** Steps settled in the current episode. */
+  #steps = 0;
   #done = false;
   #nextTrace = 0;
   readonly #traces = new Map<string, Trace>();
@@ -154,7 +166,7 @@ export class AgentInstance {
     return this.#seq;
   }
 
-  /** 1 after the first reset; each reset starts a new episode. */
+  /** The current episode's number: 1 after the first reset, +1 per reset, or what `reset` was given. */
   get episode(): number {
     return this.#episode;
   }
@@ -176,21 +188,27 @@ export class AgentInstance {
    * written if it is invalid). Calls still in flight from the previous episode are cancelled, and
    * the previous episode's traces are forgotten: resolve a trace before resetting if you need it.
    */
-  async reset(initialState: JsonValue, options: { signal?: AbortSignal } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
+  async reset(initialState: JsonValue, options: { signal?: AbortSignal; episode?: number } = {}): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
     assertTransition(this.id, this.#status, 'initialized');
+    const label = options.episode ?? this.#episode + 1;
+    if (!Number.isInteger(label) || label < 0) throw new AgentError('BAD_USAGE', `episode must be a whole number ≥ 0 (got ${String(options.episode)})`, { hint: 'Number episodes 0, 1, 2, … or leave it out.' });
     const state = copyOrRefuse(initialState, 'STATE_INVALID', `initial state of instance '${this.id}'`);
     const issues = this.#rt.stateValidator.validate(state);
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(new AgentError('TOOL_CANCELLED', 'the episode was reset'));
     this.#traces.clear();
+    if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
     const now = this.#rt.clock.now();
     await this.#commitSerially(async () => {
-      if (this.#episode === 0) await this.#rt.store.init(this.id, state, now, options.signal);
+      if (this.#generation === 0) await this.#rt.store.init(this.id, state, now, options.signal);
       else this.#seq = await this.#rt.store.append(this.id, { patch: [{ op: 'replace', path: '', value: state }], time: now, traceId: 'reset' }, state, options.signal);
     });
     this.#state = state;
-    this.#episode += 1;
+    this.#episode = label;
+    this.#generation += 1;
+    this.#steps = 0;
     this.#done = false;
+    if (this.#rt.rewards.active) this.#rt.rewards.episodeStarted(this.id, label, state);
     this.#episodeAbort = linkedController(this.#rt.signal);
     this.#transition('initialized');
     return { state, actions: this.availableActions() };
@@ -250,7 +268,7 @@ export class AgentInstance {
     const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live });
     let resolveSettled!: Trace['resolveSettled'];
     const settled = new Promise<StepResult>((r) => (resolveSettled = r));
-    const trace: Trace = { id: traceId, action: def, params: frozen, episode, startedAt, settled, resolveSettled, taken: false };
+    const trace: Trace = { id: traceId, action: def, params: frozen, episode, generation: this.#generation, seqBefore: this.#seq, stateBefore: this.#state, startedAt, settled, resolveSettled, taken: false };
     void outcome.then((o) => this.#take(trace, o));
     this.#traces.set(traceId, trace);
     return traceId;
@@ -311,6 +329,7 @@ export class AgentInstance {
     this.#cancelAll(new AgentError('TOOL_CANCELLED', reason));
     await Promise.all(open.map((t) => t.settled));
     await this.#commits;
+    if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
   }
 
   /** Abort the episode's calls (tools see their signal fire) and settle their traces as cancelled. */
@@ -373,22 +392,27 @@ export class AgentInstance {
       ...(outcome.ok && outcome.fallback ? { fallback: outcome.fallback.by } : {}),
     });
 
-    let final: StepResult | undefined;
+    let committed: { result: StepResult; rewards: StepRewards } | undefined;
     if (outcome.ok) {
       try {
-        final = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
+        committed = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
       } catch (err) {
         error = isAgentError(err) ? err : new AgentError('INTERNAL', describeError(err), { cause: err });
       }
     }
-    if (!final) {
+    // Steps are numbered here, in the order their trace_settled events go out.
+    const step = trace.generation === this.#generation ? ++this.#steps : 0;
+    let final: StepResult;
+    if (committed) final = this.#rewarded(trace, committed.result, committed.rewards, step);
+    else {
       error ??= new AgentError('INTERNAL', 'tool call settled without a result');
+      // A failed step has no result to judge: no source is expected for it, and its reward is no number (see export).
       final = {
         state: this.#state,
         reward: 0,
-        rewards: pendingRewards(this.#rt.definition.rewards),
+        rewards: {},
         done: false,
-        info: { traceId: trace.id, status: 'failed', action: tool, seq: this.#seq, durationMs, attempts: outcome.attempts, error: errorInfo(error) },
+        info: { traceId: trace.id, status: 'failed', action: tool, step, seq: this.#seq, durationMs, attempts: outcome.attempts, error: errorInfo(error) },
       };
       if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
     }
@@ -399,8 +423,10 @@ export class AgentInstance {
       instanceId: this.id,
       traceId: trace.id,
       episode: trace.episode,
+      step,
       action: tool,
       params: trace.params,
+      seqBefore: trace.seqBefore,
       status: final.info.status === 'failed' ? 'failed' : 'resolved',
       ...(final.observation !== undefined ? { observation: final.observation } : {}),
       reward: final.reward,
@@ -413,14 +439,14 @@ export class AgentInstance {
     return final;
   }
 
-  async #commit(trace: Trace, outcome: Extract<ToolCallOutcome, { ok: true }>, durationMs: number): Promise<StepResult> {
-    if (trace.episode !== this.#episode || this.#status === 'terminated' || this.#status === 'archived') {
+  async #commit(trace: Trace, outcome: Extract<ToolCallOutcome, { ok: true }>, durationMs: number): Promise<{ result: StepResult; rewards: StepRewards }> {
+    if (trace.generation !== this.#generation || this.#status === 'terminated' || this.#status === 'archived') {
       throw new AgentError('TOOL_CANCELLED', `result of '${trace.action.name}' arrived after its episode ended; it was not committed`);
     }
     const { result } = outcome;
     const tool = trace.action.name;
     // Rewards are checked before anything is written, so a bad reward leaves the state untouched too.
-    const rewards = stepRewards(this.#rt.definition.rewards, result.rewards, tool);
+    const rewards = stepRewards(this.#rt.definition.rewards, result.rewards, tool, this.#rt.clock.now());
     let seq = this.#seq;
     if (result.patch && result.patch.length > 0) {
       const next = applyFrozenPatch(this.#state, result.patch);
@@ -433,9 +459,8 @@ export class AgentInstance {
       this.#seq = seq;
       if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, seq, patch: result.patch });
     }
-    if (this.#observed) for (const r of rewards.arrived) this.#emit({ type: 'reward_arrived', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, source: r.source, value: r.value });
     if (result.done) this.#done = true;
-    return {
+    const stepResult: StepResult = {
       state: this.#state,
       ...(result.observation !== undefined ? { observation: result.observation } : {}),
       reward: rewards.total,
@@ -445,21 +470,49 @@ export class AgentInstance {
         traceId: trace.id,
         status: 'resolved',
         action: tool,
+        step: 0,
         seq,
         durationMs,
         attempts: outcome.attempts,
         ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
       },
     };
+    return { result: stepResult, rewards };
+  }
+
+  /** The committed result with its step number, the tool's rewards announced, and the delayed sources started. */
+  #rewarded(trace: Trace, result: StepResult, rewards: StepRewards, step: number): StepResult {
+    const time = this.#rt.clock.now();
+    if (this.#observed) {
+      for (const r of rewards.arrived) {
+        this.#emit({ type: 'reward_arrived', time, instanceId: this.id, traceId: trace.id, episode: trace.episode, step, source: r.source, value: r.value, key: 'tool', delayMs: 0, reward: rewards.total });
+      }
+    }
+    const info = { ...result.info, step };
+    if (!this.#rt.rewards.active) return { ...result, info };
+    const delayed = this.#rt.rewards.stepSettled({
+      traceId: trace.id,
+      instanceId: this.id,
+      episode: trace.episode,
+      step,
+      action: trace.action.name,
+      time,
+      params: trace.params,
+      ...(result.observation !== undefined ? { observation: result.observation } : {}),
+      stateBefore: trace.stateBefore,
+      stateAfter: result.state,
+      immediate: rewards.total,
+    });
+    return { ...result, rewards: { ...rewards.entries, ...delayed }, info };
   }
 
   #partial(trace: Trace): StepResult {
     return {
       state: this.#state,
       reward: 0,
-      rewards: pendingRewards(this.#rt.definition.rewards),
+      rewards: {},
       done: false,
-      info: { traceId: trace.id, status: 'timeout', action: trace.action.name, seq: this.#seq, durationMs: this.#rt.clock.monotonic() - trace.startedAt, attempts: 0 },
+      info: { traceId: trace.id, status: 'timeout', action: trace.action.name, step: 0, seq: this.#seq, durationMs: this.#rt.clock.monotonic() - trace.startedAt, attempts: 0 },
     };
   }
 

@@ -7,14 +7,44 @@ import type { LifecycleStatus } from '../lifecycle/lifecycle.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 
-export type RewardStatus = 'arrived' | 'pending' | 'imputed';
+/**
+ * Where a step's value from one reward source stands:
+ * `pending` (not yet), `arrived` (in time), `fallback` (imputed at its deadline, or because the
+ * source failed), `late` (arrived after its deadline: kept beside the imputed value), `failed`
+ * (the source could not produce one and has no fallback).
+ */
+export type RewardStatus = 'pending' | 'arrived' | 'fallback' | 'late' | 'failed';
 
+/** One source's part of a step's reward. A record shape (trajectories, exports): snake_case. */
 export interface RewardEntry {
-  /** null while pending. */
-  readonly value: number | null;
   readonly status: RewardStatus;
-  /** The source's declared delay. */
-  readonly delayMs: number;
+  /**
+   * The value the step's `reward` uses: the arrived value (several combined by the source's
+   * `aggregation`), the imputed one for `fallback` and `late`, the late one when nothing was
+   * imputed; null while pending or failed.
+   */
+  readonly value: number | null;
+  /** Event time (epoch ms) of the first arrival; null if none yet. */
+  readonly arrived_at: number | null;
+  /** Actual delay from the step to that arrival; null if none yet. */
+  readonly delay_ms: number | null;
+  /** When the source's fallback applies, if it declares `deadline_ms`. */
+  readonly deadline_at?: number;
+  readonly imputed?: RewardImputation;
+  /** The value that arrived after the deadline (status `late`). */
+  readonly late_value?: number;
+  /** Why the source failed (status `failed`, or the reason of a fallback). */
+  readonly error?: string;
+  /** Values combined, when more than one arrived (distinct idempotency keys). */
+  readonly count?: number;
+}
+
+export interface RewardImputation {
+  readonly value: number;
+  readonly strategy: 'value' | 'historical_mean';
+  /** For `historical_mean`: how many arrived values of the same source and action it averages. */
+  readonly sample_size?: number;
+  readonly reason: string;
 }
 
 export type TraceStatus = 'resolved' | 'timeout' | 'failed';
@@ -32,6 +62,16 @@ interface Base {
   readonly instanceId: string;
 }
 
+/** Reward events say which step they land on: its trace, its episode and its 1-based step index. */
+interface RewardBase extends Base {
+  readonly traceId: string;
+  readonly episode: number;
+  readonly step: number;
+  readonly source: string;
+}
+
+export type RewardEventType = 'reward_arrived' | 'reward_late' | 'reward_imputed' | 'reward_failed' | 'reward_expected';
+
 export type EnvEvent =
   | (Base & { readonly type: 'dispatched'; readonly traceId: string; readonly action: string; readonly params: JsonObject; readonly episode: number })
   | (Base & { readonly type: 'tool_started'; readonly traceId: string; readonly tool: string })
@@ -46,14 +86,23 @@ export type EnvEvent =
       readonly fallback?: string;
     })
   | (Base & { readonly type: 'state_committed'; readonly traceId: string; readonly seq: number; readonly patch: Patch })
-  | (Base & { readonly type: 'reward_arrived'; readonly traceId: string; readonly source: string; readonly value: number })
-  | (Base & { readonly type: 'reward_imputed'; readonly traceId: string; readonly source: string; readonly value: number; readonly reason: string })
+  | (RewardBase & { readonly type: 'reward_arrived'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number })
+  /** A value that arrived after its source's deadline; the step keeps its imputed value (if any) in `reward`. */
+  | (RewardBase & { readonly type: 'reward_late'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number })
+  | (RewardBase & { readonly type: 'reward_imputed'; readonly value: number; readonly strategy: RewardImputation['strategy']; readonly sampleSize?: number; readonly reason: string; readonly reward: number })
+  | (RewardBase & { readonly type: 'reward_failed'; readonly reason: string })
+  /** A source that will judge this step later and was not announced with it: an episode-scoped source, on the episode's last step. */
+  | (RewardBase & { readonly type: 'reward_expected'; readonly deadlineAt?: number })
   | (Base & {
       readonly type: 'trace_settled';
       readonly traceId: string;
       readonly episode: number;
+      /** 1-based index of the step in its episode, in settle order. */
+      readonly step: number;
       readonly action: string;
       readonly params: JsonObject;
+      /** Seq of the state the action was chosen on (what the policy saw). */
+      readonly seqBefore: number;
       readonly status: Exclude<TraceStatus, 'timeout'>;
       readonly observation?: JsonValue;
       readonly reward: number;

@@ -6,6 +6,7 @@ import type { Emitter } from '../shared/emitter.js';
 import type { StateStore } from '../state/store.js';
 import type { ToolRouter } from '../tools/router.js';
 import type { EnvEvent } from './events.js';
+import type { EnvRewards } from '../reward/env-rewards.js';
 
 export interface EnvRuntime {
   readonly definition: EnvDefinition;
@@ -15,6 +16,7 @@ export interface EnvRuntime {
   readonly store: StateStore;
   readonly clock: Clock;
   readonly events: Emitter<EnvEvent>;
+  readonly rewards: EnvRewards;
   /** Aborts every call of every instance when the env is closed. */
   readonly signal: AbortSignal;
 }

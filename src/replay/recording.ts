@@ -4,10 +4,24 @@
  */
 import type { TrajectoryRecord } from './run-writer.js';
 
-export type RecordedStep = Pick<TrajectoryRecord, 'episode' | 'step' | 'action' | 'params' | 'status' | 'observation' | 'reward' | 'rewards' | 'done' | 'state_seq'>;
+export type RecordedStep = Pick<TrajectoryRecord, 'episode' | 'step' | 'action' | 'params' | 'status' | 'observation' | 'reward' | 'done' | 'state_seq'> & {
+  /** Status and value per source: arrival times are the clock's, not the seed's. */
+  readonly rewards: Readonly<Record<string, { readonly status: string; readonly value: number | null }>>;
+};
 
 export function recordedSteps(trajectories: readonly TrajectoryRecord[]): RecordedStep[] {
   return trajectories
-    .map(({ episode, step, action, params, status, observation, reward, rewards, done, state_seq }) => ({ episode, step, action, params, status, ...(observation !== undefined ? { observation } : {}), reward, rewards, done, state_seq }))
+    .map(({ episode, step, action, params, status, observation, reward, rewards, done, state_seq }) => ({
+      episode,
+      step,
+      action,
+      params,
+      status,
+      ...(observation !== undefined ? { observation } : {}),
+      reward,
+      rewards: Object.fromEntries(Object.entries(rewards).map(([name, e]) => [name, { status: e.status, value: e.value }])),
+      done,
+      state_seq,
+    }))
     .sort((a, b) => a.episode - b.episode || a.step - b.step);
 }

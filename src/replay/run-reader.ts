@@ -2,17 +2,22 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { validate } from '../schema/ajv.js';
-import { metaSchema } from '../schema/meta-schemas.js';
+import { metaSchema, type MetaSchemaName } from '../schema/meta-schemas.js';
+import type { RewardLogRecord } from './reward-log.js';
 import { ValidationError, type Issue } from '../shared/errors.js';
-import { RUN_FILES, type TrajectoryRecord } from './run-writer.js';
+import { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord } from './run-writer.js';
 
 export interface RunFolder {
+  readonly manifest: Record<string, unknown>;
   readonly events: readonly Record<string, unknown>[];
   readonly trajectories: readonly TrajectoryRecord[];
+  readonly rewards: readonly RewardLogRecord[];
+  readonly states: readonly StateRecord[];
+  readonly episodes: readonly EpisodeRecord[];
   readonly summary: Record<string, unknown>;
 }
 
-async function readLines(file: string, schema: 'run-event' | 'trajectory-record', issues: Issue[]): Promise<Record<string, unknown>[]> {
+async function readLines(file: string, schema: MetaSchemaName, issues: Issue[]): Promise<Record<string, unknown>[]> {
   const text = await readFile(file, 'utf8');
   const out: Record<string, unknown>[] = [];
   text.split('\n').forEach((line, i) => {
@@ -24,12 +29,21 @@ async function readLines(file: string, schema: 'run-event' | 'trajectory-record'
   return out;
 }
 
+/** Read a whole (small) run folder into memory, validating every record; for large ones see openRunRewards and exportRun. */
 export async function readRunFolder(dir: string): Promise<RunFolder> {
   const issues: Issue[] = [];
+  const json = async (name: string, schema: MetaSchemaName): Promise<Record<string, unknown>> => {
+    const doc = JSON.parse(await readFile(path.join(dir, name), 'utf8')) as Record<string, unknown>;
+    issues.push(...validate(metaSchema(schema), doc, name));
+    return doc;
+  };
+  const manifest = await json(RUN_FILES.manifest, 'run-manifest');
   const events = await readLines(path.join(dir, RUN_FILES.events), 'run-event', issues);
   const trajectories = (await readLines(path.join(dir, RUN_FILES.trajectories), 'trajectory-record', issues)) as unknown as TrajectoryRecord[];
-  const summary = JSON.parse(await readFile(path.join(dir, RUN_FILES.summary), 'utf8')) as Record<string, unknown>;
-  issues.push(...validate(metaSchema('run-summary'), summary, RUN_FILES.summary));
+  const rewards = (await readLines(path.join(dir, RUN_FILES.rewards), 'reward-log-record', issues)) as unknown as RewardLogRecord[];
+  const states = (await readLines(path.join(dir, RUN_FILES.states), 'state-record', issues)) as unknown as StateRecord[];
+  const episodes = (await readLines(path.join(dir, RUN_FILES.episodes), 'episode-record', issues)) as unknown as EpisodeRecord[];
+  const summary = await json(RUN_FILES.summary, 'run-summary');
   if (issues.length > 0) throw new ValidationError('DEFINITION_INVALID', `run folder '${dir}' has invalid records`, issues, 'The writer and the schemas in schemas/ disagree.');
-  return { events, trajectories, summary };
+  return { manifest, events, trajectories, rewards, states, episodes, summary };
 }

@@ -1,8 +1,15 @@
 /**
- * Writes a run folder `<out>/<run-id>/`: `events.jsonl` (every event, in order),
- * `trajectories.jsonl` (one record per settled step, with its rewards per source and their
- * status) and, at the end, `summary.json`. Record shapes: schemas/run-event.schema.json,
- * trajectory-record.schema.json, run-summary.schema.json.
+ * Writes a run folder `<out>/<run-id>/`:
+ * - `run.json`: the run's config and its reward sources' contracts (what `agent reward` and
+ *   `agent export` need to work on the folder after the process has gone);
+ * - `events.jsonl`: every event, in order;
+ * - `trajectories.jsonl`: one record per settled step, with its rewards per source as they stood then;
+ * - `rewards.jsonl`: the append-only reward log (every later change to a delayed reward);
+ * - `states.jsonl`: each distinct initial state, once; `episodes.jsonl`: each finished episode,
+ *   with its final state as a JSON Patch from its initial one;
+ * - `summary.json`, at the end.
+ * Record shapes: the schemas in schemas/ (run-manifest, run-event, trajectory-record,
+ * reward-log-record, state-record, episode-record, run-summary).
  */
 import type { WriteStream } from 'node:fs';
 import { mkdir, open, rename, stat, writeFile, type FileHandle } from 'node:fs/promises';
@@ -10,11 +17,49 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
 import { describeError, UsageError } from '../shared/errors.js';
-import type { EnvEventOf, ErrorInfo, RewardEntry } from '../env/events.js';
-import type { RunEvent } from '../run/run-events.js';
+import type { ErrorInfo, RewardEntry } from '../env/events.js';
+import type { RunEvent, SettledStepEvent } from '../run/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { Patch } from '../state/patch.js';
+import { rewardRecord } from './reward-log.js';
 
-export const RUN_FILES = { events: 'events.jsonl', trajectories: 'trajectories.jsonl', summary: 'summary.json' } as const;
+export const RUN_FILES = {
+  manifest: 'run.json',
+  events: 'events.jsonl',
+  trajectories: 'trajectories.jsonl',
+  rewards: 'rewards.jsonl',
+  states: 'states.jsonl',
+  episodes: 'episodes.jsonl',
+  summary: 'summary.json',
+} as const;
+
+/** The logs, in the order they are opened. */
+const LOGS = ['events', 'trajectories', 'rewards', 'states', 'episodes'] as const;
+type LogName = (typeof LOGS)[number];
+
+/** One line of states.jsonl: an initial state, written once however many episodes start from it. */
+export interface StateRecord {
+  readonly state_id: string;
+  readonly state: JsonValue;
+}
+
+/** One line of episodes.jsonl. */
+export interface EpisodeRecord {
+  readonly episode: number;
+  readonly instance_id: string;
+  readonly initial_state_id: string;
+  /** JSON Patch from the initial state to the final one. */
+  readonly final_patch: Patch;
+  readonly final_seq: number;
+  readonly steps: number;
+  readonly reason: string;
+  /** The episode reached a terminal state: the env said done, no action was left, or the policy stopped. */
+  readonly terminated: boolean;
+  /** The episode was cut off: the step limit, an interruption or a policy error. */
+  readonly truncated: boolean;
+  readonly started_at: number;
+  readonly finished_at: number;
+}
 
 export interface TrajectoryRecord {
   readonly run_id: string;
@@ -26,12 +71,18 @@ export interface TrajectoryRecord {
   readonly action: string;
   readonly params: JsonObject;
   readonly status: 'resolved' | 'failed';
+  /** The tool's observation. */
   readonly observation?: JsonValue;
+  /** Σ weight × value of the rewards that had arrived when the step settled (delayed ones: see rewards.jsonl). */
   readonly reward: number;
   readonly rewards: Readonly<Record<string, RewardEntry>>;
   readonly done: boolean;
+  /** Seq of the state the action was chosen on, and of the state the step produced. */
+  readonly seq_before: number;
   readonly state_seq: number;
   readonly duration_ms: number;
+  /** The actions the policy could choose from. */
+  readonly available_actions?: readonly string[];
   readonly error?: ErrorInfo;
 }
 
@@ -66,38 +117,36 @@ export interface WriteLoss {
 export class RunWriter implements AsyncDisposable {
   readonly runId: string;
   readonly dir: string;
-  readonly #events: WriteStream;
-  readonly #trajectories: WriteStream;
-  readonly #episodeOf = new Map<string, number>();
-  readonly #stepOf = new Map<string, number>();
+  readonly #logs: Record<LogName, WriteStream>;
+  readonly #statesWritten = new Set<string>();
   #seq = 0;
   #closed = false;
   #lost = 0;
   #lossReason = '';
 
-  private constructor(runId: string, dir: string, events: FileHandle, trajectories: FileHandle) {
+  private constructor(runId: string, dir: string, handles: readonly FileHandle[]) {
     this.runId = runId;
     this.dir = dir;
-    this.#events = this.#stream(events, RUN_FILES.events);
-    this.#trajectories = this.#stream(trajectories, RUN_FILES.trajectories);
+    this.#logs = Object.fromEntries(LOGS.map((name, i) => [name, this.#stream(handles[i] as FileHandle, RUN_FILES[name])])) as Record<LogName, WriteStream>;
   }
 
   /**
-   * Create `<outDir>/<runId>/` and open its logs now, so that a bad `--out` (a file in the path,
-   * no permission, a special file) is a usage error before anything runs, not a crash later.
+   * Create `<outDir>/<runId>/`, write `run.json` and open the logs now, so that a bad `--out` (a
+   * file in the path, no permission, a special file) is a usage error before anything runs, not a crash later.
    */
-  static async create(outDir: string, runId: string): Promise<RunWriter> {
+  static async create(outDir: string, runId: string, manifest: object = { run_id: runId }): Promise<RunWriter> {
     const dir = path.resolve(outDir, runId);
     const opened: FileHandle[] = [];
     try {
       await makeDirs(dir);
-      for (const name of [RUN_FILES.events, RUN_FILES.trajectories]) opened.push(await open(path.join(dir, name), 'wx'));
+      await writeFile(path.join(dir, RUN_FILES.manifest), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx' });
+      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), 'wx'));
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       const code = (err as NodeJS.ErrnoException).code;
       throw new UsageError(`cannot create the run folder '${dir}': ${code ?? describeError(err)}`, `Pass --out a folder you can write to (it is created if missing); ${code === 'ENOTDIR' ? 'a part of that path is a file' : code === 'EACCES' || code === 'EPERM' ? 'you have no permission there' : 'check the path'}.`);
     }
-    return new RunWriter(runId, dir, opened[0] as FileHandle, opened[1] as FileHandle);
+    return new RunWriter(runId, dir, opened);
   }
 
   #stream(handle: FileHandle, name: string): WriteStream {
@@ -116,24 +165,38 @@ export class RunWriter implements AsyncDisposable {
     return this.#lost === 0 ? undefined : { records: this.#lost, reason: this.#lossReason };
   }
 
-  /** Resolves once both logs have flushed below their buffer limit: the run waits here instead of piling up records. */
+  /** Resolves once every log has flushed below its buffer limit: the run waits here instead of piling up records. */
   async drained(): Promise<void> {
-    for (const s of [this.#events, this.#trajectories]) if (s.writableNeedDrain && !s.destroyed) await once(s, 'drain');
+    for (const s of Object.values(this.#logs)) if (s.writableNeedDrain && !s.destroyed) await once(s, 'drain');
   }
 
   get needsDrain(): boolean {
-    return this.#events.writableNeedDrain || this.#trajectories.writableNeedDrain;
+    return Object.values(this.#logs).some((s) => s.writableNeedDrain);
   }
 
   write(event: RunEvent): void {
     if (this.#closed) return;
     const seq = ++this.#seq;
-    if (event.type === 'episode_started') this.#episodeOf.set(event.instanceId, event.episode);
-    this.#line(this.#events, () => ({ event_seq: seq, ...event }), `event ${seq} (${event.type})`);
-    if (event.type === 'trace_settled') this.#line(this.#trajectories, () => this.#trajectory(event), `the trajectory record of ${event.traceId}`);
+    this.#line('events', () => ({ event_seq: seq, ...event }), `event ${seq} (${event.type})`);
+    if (event.type === 'trace_settled') this.#line('trajectories', () => this.#trajectory(event), `the trajectory record of ${event.traceId}`);
+    // A tool's own rewards are in the step's record already; the log holds what happens later.
+    else if (event.type.startsWith('reward_') && !(event.type === 'reward_arrived' && event.key === 'tool')) {
+      this.#line('rewards', () => rewardRecord(event as Parameters<typeof rewardRecord>[0]), `the reward log record of event ${seq}`);
+    }
   }
 
-  #line(stream: WriteStream, record: () => object, what: string): void {
+  /** An initial state, once per id. */
+  writeState(stateId: string, state: JsonValue): void {
+    if (this.#closed || this.#statesWritten.has(stateId)) return;
+    this.#statesWritten.add(stateId);
+    this.#line('states', () => ({ state_id: stateId, state }) satisfies StateRecord, `initial state ${stateId}`);
+  }
+
+  writeEpisode(record: EpisodeRecord): void {
+    if (!this.#closed) this.#line('episodes', () => record, `the record of episode ${record.episode}`);
+  }
+
+  #line(log: LogName, record: () => object, what: string): void {
     let text: string;
     try {
       text = JSON.stringify(record());
@@ -141,17 +204,15 @@ export class RunWriter implements AsyncDisposable {
       this.#lose(1, `${what} is not JSON: ${describeError(err)}`);
       return;
     }
-    stream.write(`${text}\n`);
+    this.#logs[log].write(`${text}\n`);
   }
 
-  #trajectory(e: EnvEventOf<'trace_settled'>): TrajectoryRecord {
-    const step = (this.#stepOf.get(e.instanceId) ?? 0) + 1;
-    this.#stepOf.set(e.instanceId, step);
+  #trajectory(e: SettledStepEvent): TrajectoryRecord {
     return {
       run_id: this.runId,
-      episode: this.#episodeOf.get(e.instanceId) ?? -1,
+      episode: e.episode,
       instance_id: e.instanceId,
-      step,
+      step: e.step,
       trace_id: e.traceId,
       time: e.time,
       action: e.action,
@@ -161,13 +222,15 @@ export class RunWriter implements AsyncDisposable {
       reward: e.reward,
       rewards: e.rewards,
       done: e.done,
+      seq_before: e.seqBefore,
       state_seq: e.seq,
       duration_ms: Math.round(e.durationMs * 1000) / 1000,
+      ...(e.availableActions ? { available_actions: e.availableActions } : {}),
       ...(e.error ? { error: e.error } : {}),
     };
   }
 
-  /** Flush both logs and write summary.json atomically (write then rename). */
+  /** Flush the logs and write summary.json atomically (write then rename). */
   async finish(summary: object): Promise<void> {
     if (this.#closed) return;
     await this.#close();
@@ -179,7 +242,7 @@ export class RunWriter implements AsyncDisposable {
   async #close(): Promise<void> {
     this.#closed = true;
     await Promise.all(
-      [this.#events, this.#trajectories].map(async (s) => {
+      Object.values(this.#logs).map(async (s) => {
         s.end();
         try {
           await finished(s);

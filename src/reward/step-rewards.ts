@@ -1,8 +1,7 @@
 /**
- * Turns a tool's immediate rewards into a step's reward record. Declared sources with a delay
- * (an LLM judge, a human review) are `pending` on every step until they arrive; immediate
- * sources appear when the tool reports them. A reward the schema does not declare, or a value
- * outside its source's schema, is a contract violation of the tool.
+ * Turns a tool's own rewards into the step's first reward entries. A reward the schema does not
+ * declare, one bound elsewhere (a judge, a module, external), or a value outside its source's
+ * schema is a contract violation of the tool. Delayed sources are the ledger's (ledger.ts).
  */
 import { validate } from '../schema/ajv.js';
 import type { RewardSourceDefinition } from '../schema/definition.js';
@@ -16,7 +15,7 @@ export interface StepRewards {
   readonly arrived: readonly { readonly source: string; readonly value: number }[];
 }
 
-export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>, reported: Readonly<Record<string, number | boolean>> | undefined, tool: string): StepRewards {
+export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>, reported: Readonly<Record<string, number | boolean>> | undefined, tool: string, time: number): StepRewards {
   const entries: Record<string, RewardEntry> = {};
   const arrived: { source: string; value: number }[] = [];
   let total = 0;
@@ -28,25 +27,20 @@ export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>
           hint: `Declare '${name}' in reward_schema.json, or stop reporting it. Declared: ${[...sources.keys()].join(', ') || 'none'}.`,
         });
       }
+      if (source.binding.kind !== 'tool') {
+        throw new ToolError('TOOL_CONTRACT', tool, `reported reward '${name}', which comes from ${source.binding.kind === 'external' ? 'outside (external)' : `its ${source.binding.kind}`}, not from the tool`, {
+          hint: `Stop reporting '${name}' from the tool, or bind it to the tool in env.json reward_sources (with delay_ms 0).`,
+        });
+      }
       const issues = validate(source.schema, raw);
       if (issues.length > 0) {
         throw new ToolError('TOOL_CONTRACT', tool, `reward '${name}' = ${JSON.stringify(raw)} violates its schema:\n${formatIssues(issues)}`);
       }
       const value = typeof raw === 'boolean' ? Number(raw) : raw;
-      entries[name] = { value, status: 'arrived', delayMs: source.delayMs };
+      entries[name] = { status: 'arrived', value, arrived_at: time, delay_ms: 0 };
       arrived.push({ source: name, value });
       total += source.weight * value;
     }
   }
-  for (const source of sources.values()) {
-    if (source.delayMs > 0 && !(source.name in entries)) entries[source.name] = { value: null, status: 'pending', delayMs: source.delayMs };
-  }
   return { entries, total, arrived };
-}
-
-/** The reward record of a step that produced nothing (failed, or still running). */
-export function pendingRewards(sources: ReadonlyMap<string, RewardSourceDefinition>): Readonly<Record<string, RewardEntry>> {
-  const entries: Record<string, RewardEntry> = {};
-  for (const s of sources.values()) if (s.delayMs > 0) entries[s.name] = { value: null, status: 'pending', delayMs: s.delayMs };
-  return entries;
 }

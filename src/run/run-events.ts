@@ -1,5 +1,8 @@
 /** Events of a run: every env event, plus the run's own. */
-import type { EnvEvent, ErrorInfo } from '../env/events.js';
+import type { EnvEvent, EnvEventOf, ErrorInfo } from '../env/events.js';
+
+/** A settled step as a run reports it: with the actions the policy chose among. */
+export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availableActions?: readonly string[] };
 
 export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted';
 
@@ -13,9 +16,12 @@ export interface RunConfig {
 }
 
 export type RunEvent =
-  | EnvEvent
-  | { readonly type: 'run_started'; readonly time: number; readonly runId: string; readonly dir: string; readonly config: RunConfig }
-  | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number }
+  | Exclude<EnvEvent, { type: 'trace_settled' }>
+  | SettledStepEvent
+  /** `port`: the run's local server, when started with one (POST /rewards). */
+  | { readonly type: 'run_started'; readonly time: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number }
+  /** `initialStateId` names the episode's initial state in states.jsonl. */
+  | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number; readonly initialStateId: string }
   | {
       readonly type: 'episode_finished';
       readonly time: number;

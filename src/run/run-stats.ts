@@ -5,6 +5,7 @@
 import type { EnvEventOf, ErrorInfo } from '../env/events.js';
 import { oneLine } from '../shared/errors.js';
 import type { EpisodeEndReason, RunEvent } from './run-events.js';
+import type { SlaCounts } from '../reward/ledger.js';
 
 export interface PendingCall {
   readonly traceId: string;
@@ -33,8 +34,11 @@ export interface RunProgress {
   readonly pending: readonly PendingCall[];
   readonly tools: Readonly<Record<string, Readonly<ToolStats>>>;
   /** Newest last. */
-  readonly recentRewards: readonly { readonly source: string; readonly value: number; readonly traceId: string }[];
-  readonly rewardsBySource: Readonly<Record<string, { readonly arrived: number; readonly pending: number; readonly sum: number }>>;
+  readonly recentRewards: readonly RecentReward[];
+  /** Values that arrived per source (tool-reported and delayed, late ones included), and their sum. */
+  readonly rewardsBySource: Readonly<Record<string, { readonly arrived: number; readonly sum: number }>>;
+  /** Delayed sources by status, from the ledger (set by the run). */
+  readonly rewardFlow?: Readonly<Record<string, SlaCounts>>;
   readonly episodeRewards: { readonly count: number; readonly sum: number; readonly min: number; readonly max: number };
   readonly loopBlocked: readonly { readonly tool: string; readonly blockedMs: number }[];
   /** Failed steps by error code, over every tool. */
@@ -42,6 +46,13 @@ export interface RunProgress {
   /** The first failed step's error on one line, for a run's closing verdict. */
   readonly firstError?: string;
   readonly firstPolicyError?: string;
+}
+
+export interface RecentReward {
+  readonly source: string;
+  readonly value: number;
+  readonly traceId: string;
+  readonly status: 'arrived' | 'late' | 'imputed';
 }
 
 const RECENT = 8;
@@ -56,8 +67,8 @@ export class RunStats {
   #failedSteps = 0;
   readonly #pending = new Map<string, PendingCall>();
   readonly #tools: Record<string, ToolStats> = {};
-  readonly #recent: { source: string; value: number; traceId: string }[] = [];
-  readonly #bySource: Record<string, { arrived: number; pending: number; sum: number }> = {};
+  readonly #recent: RecentReward[] = [];
+  readonly #bySource: Record<string, { arrived: number; sum: number }> = {};
   readonly #episodeRewards = { count: 0, sum: 0, min: Infinity, max: -Infinity };
   readonly #blocked: { tool: string; blockedMs: number }[] = [];
   readonly #errors: Record<string, number> = {};
@@ -87,18 +98,17 @@ export class RunStats {
         // Failures are counted per step, not per tool answer: a tool that answered but whose patch
         // broke the state schema (STATE_INVALID) or its contract failed all the same.
         if (e.status === 'failed') this.#failed(e.action, e.error);
-        for (const [source, r] of Object.entries(e.rewards)) {
-          const s = (this.#bySource[source] ??= { arrived: 0, pending: 0, sum: 0 });
-          if (r.status === 'pending') s.pending++;
-          else {
-            s.arrived++;
-            s.sum += r.value ?? 0;
-          }
-        }
         break;
       case 'reward_arrived':
-        this.#recent.push({ source: e.source, value: e.value, traceId: e.traceId });
-        if (this.#recent.length > RECENT) this.#recent.shift();
+      case 'reward_late': {
+        const s = (this.#bySource[e.source] ??= { arrived: 0, sum: 0 });
+        s.arrived++;
+        s.sum += e.value;
+        this.#recentReward({ source: e.source, value: e.value, traceId: e.traceId, status: e.type === 'reward_late' ? 'late' : 'arrived' });
+        break;
+      }
+      case 'reward_imputed':
+        this.#recentReward({ source: e.source, value: e.value, traceId: e.traceId, status: 'imputed' });
         break;
       case 'loop_blocked':
         this.#blocked.push({ tool: e.tool, blockedMs: e.blockedMs });
@@ -119,6 +129,11 @@ export class RunStats {
       default:
         break;
     }
+  }
+
+  #recentReward(r: RecentReward): void {
+    this.#recent.push(r);
+    if (this.#recent.length > RECENT) this.#recent.shift();
   }
 
   #tool(name: string, e: EnvEventOf<'tool_finished'>): void {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRunFolder, Run, type Policy, type RunEvent } from '../index.js';
+import { readRunFolder, recordedSteps, Run, type Policy, type RunEvent } from '../index.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -26,7 +26,11 @@ describe('Run', () => {
     expect(folder.trajectories).toHaveLength(24);
     expect(folder.trajectories.every((t) => t.rewards['llm_score']?.status === 'pending' && t.rewards['api_latency']?.status === 'arrived')).toBe(true);
     expect(folder.trajectories.filter((t) => t.episode === 2).map((t) => t.step)).toEqual([1, 2, 3, 4]);
-    expect(folder.summary['rewards']).toMatchObject({ by_source: { llm_score: { arrived: 0, pending: 24, mean: null }, api_latency: { arrived: 24, pending: 0 } } });
+    // The judge module delivered llm_score for every step before the folder closed.
+    expect(folder.summary['rewards']).toMatchObject({ by_source: { llm_score: { binding: 'module', arrived: 24, pending: 0, sla: { expected: 24, arrived: 24 } }, api_latency: { binding: 'tool', arrived: 24, pending: 0 } } });
+    expect(folder.rewards.filter((r) => r.type === 'reward_arrived' && r.source === 'llm_score')).toHaveLength(24);
+    expect(folder.episodes).toHaveLength(6);
+    expect(folder.states.map((s) => s.state_id).sort()).toEqual(['initial-0', 'initial-1', 'initial-2', 'initial-3']);
     expect(folder.events[0]).toMatchObject({ event_seq: 1, type: 'run_started' });
     expect(folder.events.at(-1)).toMatchObject({ type: 'run_finished', status: 'completed' });
   });
@@ -35,8 +39,7 @@ describe('Run', () => {
     const trajectory = async (concurrency: number): Promise<unknown[]> => {
       const run = await Run.prepare({ env: 'fixtures/weather', episodes: 4, concurrency, maxSteps: 3, seed: 42, out: await outDir(), toolOptions: { latency_scale: 0 } });
       await run.execute();
-      const { trajectories } = await readRunFolder(run.dir as string);
-      return trajectories.map(({ episode, step, params, observation, rewards }) => ({ episode, step, params, observation, rewards })).sort((a, b) => a.episode - b.episode || a.step - b.step);
+      return recordedSteps((await readRunFolder(run.dir as string)).trajectories);
     };
     expect(await trajectory(1)).toEqual(await trajectory(4));
   });

@@ -24,6 +24,11 @@ import { loadPolicy, type Policy } from './policy.js';
 import type { EpisodeEndReason, RunConfig, RunEvent } from './run-events.js';
 import { RunStats, type RunProgress } from './run-stats.js';
 import type { RunningCall } from '../tools/router.js';
+import type { RewardBinding } from '../schema/definition.js';
+import type { SourceSla } from '../reward/ledger.js';
+import type { EvaluatorStats } from '../reward/evaluators.js';
+import { diffStates } from '../state/diff.js';
+import { RunServer } from '../server/run-server.js';
 
 export interface RunOptions {
   /** The env folder. */
@@ -37,6 +42,8 @@ export interface RunOptions {
   /** Parent folder of run folders (default `runs`). */
   readonly out?: string;
   readonly toolOptions?: Readonly<Record<string, JsonValue>>;
+  /** Replace reward source bindings of the env (see `LoadEnvOptions.rewardSources`). */
+  readonly rewardSources?: Readonly<Record<string, unknown>>;
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
   /**
@@ -44,6 +51,8 @@ export interface RunOptions {
    * URL (`redis://host:port/db`, keys under `agent:<run-id>:`). Each is dropped when its episode ends.
    */
   readonly store?: StateStore | string;
+  /** Start the run's local server on 127.0.0.1 (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
+  readonly port?: number;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
 }
@@ -62,7 +71,7 @@ export interface RunSummary {
   readonly tools: Readonly<Record<string, { readonly calls: number; readonly failed: number; readonly mean_ms: number; readonly errors: Readonly<Record<string, number>> }>>;
   readonly rewards: {
     readonly per_episode: { readonly mean: number; readonly min: number; readonly max: number };
-    readonly by_source: Readonly<Record<string, { readonly arrived: number; readonly pending: number; readonly mean: number | null }>>;
+    readonly by_source: Readonly<Record<string, SourceSummary>>;
   };
   readonly loop_blocked: number;
   /** Records the run folder could not write (a full disk, a value that is not JSON): never dropped silently. */
@@ -71,6 +80,18 @@ export interface RunSummary {
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
   /** Set when the run completed but could not have worked: every step failed, no action was ever enabled, … */
   readonly problem?: string;
+}
+
+/** One reward source over the run: values that arrived, their mean, and for delayed sources the SLA and what computing them cost. */
+export interface SourceSummary {
+  readonly binding: RewardBinding['kind'];
+  readonly arrived: number;
+  readonly pending: number;
+  /** Mean of the values that arrived (late ones included); null when none did. */
+  readonly mean: number | null;
+  readonly sla?: SourceSla;
+  /** Module and judge sources: calls made, failures, and for a judge tokens and cost. */
+  readonly calls?: EvaluatorStats;
 }
 
 /** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
@@ -100,14 +121,19 @@ export class Run implements AsyncDisposable {
   readonly #clock: Clock;
   readonly #stats: RunStats;
   readonly #initialStates: readonly JsonValue[];
+  readonly #port: number | undefined;
   #dir: string | undefined;
   #writer: RunWriter | undefined;
+  #server: RunServer | undefined;
   #lastYield = 0;
-  /** The episode each live instance runs, and the steps (settled traces) it has taken. */
-  readonly #episodes = new Map<string, { readonly index: number; steps: number }>();
+  /** The steps (settled traces) each live instance has taken. */
+  readonly #steps = new Map<string, { steps: number }>();
+  /** The actions offered to the policy for each trace in flight, for its trajectory record. */
+  readonly #offered = new Map<string, readonly string[]>();
 
-  private constructor(runId: string, env: AgentEnv, ownedStore: StateStore | undefined, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[]) {
+  private constructor(runId: string, env: AgentEnv, ownedStore: StateStore | undefined, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[], port: number | undefined) {
     this.runId = runId;
+    this.#port = port;
     this.#env = env;
     this.#ownedStore = ownedStore;
     this.#policy = policy;
@@ -139,6 +165,7 @@ export class Run implements AsyncDisposable {
         clock,
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
+        ...(options.rewardSources ? { rewardSources: options.rewardSources } : {}),
         ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
         // A run keeps one instance per episode; trim each history so long runs stay bounded.
         ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
@@ -159,7 +186,17 @@ export class Run implements AsyncDisposable {
       initialStates = [generated.value];
     }
     const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-    return new Run(runId, env, owned, policy, { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName }, options.out ?? 'runs', clock, initialStates);
+    if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535)) {
+      await env[Symbol.asyncDispose]();
+      await owned?.[Symbol.asyncDispose]();
+      throw new UsageError(`port must be a whole number from 0 to 65535 (got ${options.port})`, 'Pass --port 0 for any free port.');
+    }
+    return new Run(runId, env, owned, policy, { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName }, options.out ?? 'runs', clock, initialStates, options.port);
+  }
+
+  /** The local server's port, once `execute` has started it (with the `port` option). */
+  get port(): number | undefined {
+    return this.#server?.port;
   }
 
   /** The run folder, once `execute` has created it. */
@@ -172,7 +209,12 @@ export class Run implements AsyncDisposable {
   }
 
   progress(): RunProgress {
-    return this.#stats.snapshot();
+    return { ...this.#stats.snapshot(), rewardFlow: this.#env.rewards.ledger.counts() };
+  }
+
+  /** The env's rewards: `submit` delivers a delayed value while the run is live. */
+  get rewards(): AgentEnv['rewards'] {
+    return this.#env.rewards;
   }
 
   /** Run every episode. Aborting `signal` stops gracefully: calls in flight are cancelled and the folder is flushed, marked interrupted. */
@@ -180,17 +222,22 @@ export class Run implements AsyncDisposable {
     setMaxListeners(0, signal);
     const started = this.#clock.now();
     const runId = this.runId;
-    await using writer = await RunWriter.create(this.#out, runId);
+    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards });
+    this.#server = server;
+    await using writer = await RunWriter.create(this.#out, runId, this.#manifest(started));
     this.#dir = writer.dir;
     this.#writer = writer;
     const unsubscribe = [this.events.onAny((e) => writer.write(e)), this.#env.events.onAny((e) => this.#forward(e))];
     try {
-      this.events.emit({ type: 'run_started', time: started, runId, dir: writer.dir, config: this.config });
+      this.events.emit({ type: 'run_started', time: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port } : {}) });
       let next = 0;
       const worker = async (): Promise<void> => {
         while (!signal.aborted && next < this.config.episodes) await this.#episode(next++, signal);
       };
       await Promise.all(Array.from({ length: Math.min(this.config.concurrency, this.config.episodes) }, worker));
+      // Judges and reward models still working on the last steps deliver before the folder closes.
+      await this.#env.rewards.settle(signal);
+      this.#env.rewards.expireDue();
       const status = signal.aborted ? 'interrupted' : 'completed';
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
@@ -208,14 +255,44 @@ export class Run implements AsyncDisposable {
     }
   }
 
-  /**
-   * Env events into the run's stream, with `episode` as the run's episode index (an instance
-   * counts its own resets from 1), and each instance's settled traces counted as its steps.
-   */
+  /** Env events into the run's stream; a settled step gets the actions its policy chose among. */
   #forward(e: EnvEvent): void {
-    const ep = this.#episodes.get(e.instanceId ?? '');
-    if (ep && e.type === 'trace_settled') ep.steps++;
-    this.events.emit(ep && 'episode' in e ? { ...e, episode: ep.index } : e);
+    if (e.type !== 'trace_settled') return this.events.emit(e);
+    const counts = this.#steps.get(e.instanceId);
+    if (counts) counts.steps++;
+    const offered = this.#offered.get(e.traceId);
+    this.#offered.delete(e.traceId);
+    this.events.emit(offered ? { ...e, availableActions: offered } : e);
+  }
+
+  /** run.json: what `agent reward` and `agent export` need to work on the folder once this process is gone. */
+  #manifest(started: number): object {
+    const def = this.#env.definition;
+    return {
+      schema_version: 1,
+      run_id: this.runId,
+      env: def.name,
+      env_dir: def.dir,
+      started_at: new Date(started).toISOString(),
+      pid: process.pid,
+      ...(this.#server ? { port: this.#server.port } : {}),
+      config: this.config,
+      reward_sources: Object.fromEntries(
+        [...def.rewards.values()].map((r) => [
+          r.name,
+          {
+            binding: r.binding.kind,
+            schema: r.schema,
+            delay_ms: r.delayMs,
+            ...(r.deadlineMs !== undefined ? { deadline_ms: r.deadlineMs } : {}),
+            aggregation: r.aggregation,
+            weight: r.weight,
+            ...(r.fallback ? { fallback: r.fallback } : {}),
+            ...(r.binding.kind === 'module' || r.binding.kind === 'judge' ? { scope: r.binding.scope } : {}),
+          },
+        ]),
+      ),
+    };
   }
 
   /**
@@ -233,15 +310,22 @@ export class Run implements AsyncDisposable {
   async #episode(index: number, signal: AbortSignal): Promise<void> {
     const started = this.#clock.monotonic();
     const agent = this.#env.createInstance({ id: `ep-${index}` });
-    const counts = { index, steps: 0 };
-    this.#episodes.set(agent.id, counts);
-    this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index });
+    const counts = { steps: 0 };
+    this.#steps.set(agent.id, counts);
+    const stateIndex = index % this.#initialStates.length;
+    this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId: `initial-${stateIndex}` });
     const rng = new Rng(hashSeed(this.config.seed, 'policy', index));
     let reward = 0;
     let reason: EpisodeEndReason = 'max_steps';
     let error: ErrorInfo | undefined;
+    const initial = this.#initialStates[stateIndex] ?? null;
+    const startedAt = this.#clock.now();
+    /** The initial state as the instance holds it (a frozen copy): the final state is diffed against it. */
+    let start: JsonValue | undefined;
     try {
-      await agent.reset(this.#initialStates[index % this.#initialStates.length] ?? null, { signal });
+      await agent.reset(initial, { signal, episode: index });
+      start = agent.state;
+      this.#writer?.writeState(`initial-${stateIndex}`, start);
       let lastObservation: JsonValue | undefined;
       for (let step = 0; step < this.config.maxSteps; step++) {
         await this.#breathe();
@@ -273,11 +357,27 @@ export class Run implements AsyncDisposable {
       }
     } finally {
       if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
+      if (start !== undefined) {
+        const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
+        this.#writer?.writeEpisode({
+          episode: index,
+          instance_id: agent.id,
+          initial_state_id: `initial-${stateIndex}`,
+          final_patch: diffStates(start, agent.state),
+          final_seq: agent.seq,
+          steps: counts.steps,
+          reason,
+          terminated: !truncated,
+          truncated,
+          started_at: startedAt,
+          finished_at: this.#clock.now(),
+        });
+      }
       this.#env.release(agent.id);
       // The episode lives on in the run folder; its in-memory history would grow the process by
       // one state log per episode (tens of MB/s on a fast env).
       await this.#env.store.drop(agent.id);
-      this.#episodes.delete(agent.id);
+      this.#steps.delete(agent.id);
     }
     this.events.emit({
       type: 'episode_finished',
@@ -301,13 +401,35 @@ export class Run implements AsyncDisposable {
       if (isAgentError(err)) throw err;
       throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
     }
-    return action === null ? null : agent.dispatch(action);
+    if (action === null) return null;
+    const traceId = agent.dispatch(action);
+    this.#offered.set(traceId, observation.actions.map((a) => a.name));
+    return traceId;
   }
 
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
     await this.#ownedStore?.[Symbol.asyncDispose]();
+  }
+
+  #sourceSummaries(p: RunProgress): Record<string, SourceSummary> {
+    const sla = this.#env.rewards.sla();
+    const calls = this.#env.rewards.sourceStats();
+    return Object.fromEntries(
+      [...this.#env.definition.rewards.values()].map((def) => {
+        const s = p.rewardsBySource[def.name] ?? { arrived: 0, sum: 0 };
+        const summary: SourceSummary = {
+          binding: def.binding.kind,
+          arrived: s.arrived,
+          pending: sla[def.name]?.pending ?? 0,
+          mean: s.arrived === 0 ? null : round(s.sum / s.arrived),
+          ...(sla[def.name] ? { sla: sla[def.name] } : {}),
+          ...(calls[def.name] ? { calls: calls[def.name] } : {}),
+        };
+        return [def.name, summary];
+      }),
+    );
   }
 
   #summary(runId: string, status: RunSummary['status'], started: number, abandoned: readonly RunningCall[]): RunSummary {
@@ -332,12 +454,7 @@ export class Run implements AsyncDisposable {
       rewards: {
         // Interrupted episodes were cut short: their rewards would drag the mean down, so they are left out.
         per_episode: { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) },
-        by_source: Object.fromEntries(
-          [...this.#env.definition.rewards.keys()].map((name) => {
-            const s = p.rewardsBySource[name] ?? { arrived: 0, pending: 0, sum: 0 };
-            return [name, { arrived: s.arrived, pending: s.pending, mean: s.arrived === 0 ? null : round(s.sum / s.arrived) }];
-          }),
-        ),
+        by_source: this.#sourceSummaries(p),
       },
       loop_blocked: p.loopBlocked.length,
       ...(abandoned.length > 0 ? { abandoned_calls: abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),

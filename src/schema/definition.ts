@@ -3,6 +3,7 @@ import type { Issue } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import type { JsonSchema } from './ajv.js';
 import type { CompiledCondition } from './enabled-if.js';
+import type { JudgeConfig } from '../reward/judge-config.js';
 import type { Unsatisfiable } from './satisfiable.js';
 
 /** Resilience policy of one tool. Every field is optional; absent means "off" (timeout: 30 s). */
@@ -62,8 +63,29 @@ export interface RewardSourceDefinition {
   readonly aggregation: RewardAggregation;
   /** Multiplier in the scalar `reward` of a step (default 1). */
   readonly weight: number;
-  readonly fallback?: { readonly value: number } | { readonly strategy: 'historical_mean' };
+  readonly fallback?: RewardFallback;
+  /** Where the value comes from (env.json `reward_sources`; default: the tool when `delay_ms` is 0, else external). */
+  readonly binding: RewardBinding;
 }
+
+export type RewardFallback = { readonly value: number } | { readonly strategy: 'historical_mean' };
+
+/**
+ * Where a reward source's values come from:
+ * - `tool`: in the tool's result, with the step;
+ * - `module`: an async function of the step (a reward model, a rule checker), run off the step's
+ *   critical path under its own timeout, retry and concurrency;
+ * - `judge`: an LLM judge (Anthropic or an OpenAI-compatible server);
+ * - `external`: delivered later by someone else (`agent reward`, `POST /rewards`, `env.rewards.submit`).
+ */
+export type RewardBinding =
+  | { readonly kind: 'tool' }
+  | { readonly kind: 'module'; readonly module: string; readonly exportName: string; readonly scope: RewardScope; readonly policy: ToolPolicy; readonly when?: CompiledCondition }
+  | { readonly kind: 'judge'; readonly judge: JudgeConfig; readonly scope: RewardScope; readonly policy: ToolPolicy; readonly when?: CompiledCondition }
+  | { readonly kind: 'external' };
+
+/** `step`: one value per step. `episode`: one value per episode, landing on its last step. */
+export type RewardScope = 'step' | 'episode';
 
 export interface EnvDefinition {
   readonly name: string;

@@ -18,6 +18,7 @@ import type { SchemaDialect } from './dialects.js';
 import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, typesAtPath, type CompiledCondition } from './enabled-if.js';
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
+import { bindRewardSources } from './reward-bindings.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
@@ -25,6 +26,11 @@ export interface LoadEnvOptions {
   /** How to read tool parameter schemas; overrides the manifest's `dialect`. */
   readonly dialect?: SchemaDialect;
   readonly signal?: AbortSignal;
+  /**
+   * Bindings that replace the manifest's `reward_sources` entries of the same name, e.g. to
+   * switch a source from a local module to an LLM judge for one run. Paths are relative to the env folder.
+   */
+  readonly rewardSources?: Readonly<Record<string, unknown>>;
   /** Refuse an enabled_if that reads a path the state schema does not declare (default true; schema-diff reports it instead). */
   readonly checkConditionPaths?: boolean;
 }
@@ -39,6 +45,8 @@ export interface EnvManifest {
   readonly state?: string | JsonSchema;
   readonly actions: string | readonly unknown[] | Readonly<Record<string, unknown>>;
   readonly rewards?: string | Readonly<Record<string, unknown>>;
+  /** Where each reward source's values come from (see `RewardBinding`). */
+  readonly reward_sources?: Readonly<Record<string, unknown>>;
   readonly initial_states?: string | readonly unknown[];
   readonly dialect?: SchemaDialect;
   readonly module?: string;
@@ -159,6 +167,14 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
       issues.push(...r.issues);
       for (const s of r.sources) rewards.set(s.name, s);
     }
+  }
+  await bindRewardSources(manifest.reward_sources, rewards, { dir, file: manifestFile, issues, ...(signal ? { signal } : {}) });
+  if (options.rewardSources) {
+    const overrides = { reward_sources: options.rewardSources };
+    const where = path.join(dir, '(reward source overrides)');
+    const shape = validate(metaSchema('env-manifest'), { actions: [], ...overrides }, where);
+    issues.push(...shape);
+    if (shape.length === 0) await bindRewardSources(options.rewardSources, rewards, { dir, file: where, issues, ...(signal ? { signal } : {}) });
   }
 
   // Tool bindings and policies.

@@ -13,6 +13,11 @@ export type MetaSchemaName =
   | 'reward-schema'
   | 'run-event'
   | 'trajectory-record'
+  | 'reward-log-record'
+  | 'state-record'
+  | 'episode-record'
+  | 'run-manifest'
+  | 'export-record'
   | 'run-summary';
 
 export function metaSchema(name: MetaSchemaName): JsonSchema {

@@ -2,6 +2,7 @@
 import { checkSchema, validate, type JsonSchema } from './ajv.js';
 import type { RewardAggregation, RewardSourceDefinition } from './definition.js';
 import { metaSchema } from './meta-schemas.js';
+import { defaultBinding } from './reward-bindings.js';
 import type { Issue } from '../shared/errors.js';
 import { escapePointerToken } from '../shared/json.js';
 
@@ -39,6 +40,7 @@ export function parseRewardDocument(doc: unknown, file: string, base = ''): { so
       aggregation: (spec['aggregation'] as RewardAggregation | undefined) ?? 'sum',
       weight: (spec['weight'] as number | undefined) ?? 1,
       ...(fallback ? { fallback } : {}),
+      binding: defaultBinding({ delayMs: delay }),
     });
   }
   return { sources, issues };

@@ -33,6 +33,7 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
     switch (e.type) {
       case 'run_started':
         out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
+        if (e.port !== undefined) out.write(`rewards: POST http://127.0.0.1:${e.port}/rewards\n`);
         break;
       case 'episode_finished': {
         const done = run.progress().episodesDone;
@@ -87,7 +88,12 @@ export function summaryLines(s: RunSummary): string[] {
     `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}`,
   ];
   for (const [name, r] of Object.entries(s.rewards.by_source)) {
-    lines.push(`  ${name}: ${r.arrived} arrived${r.mean === null ? '' : ` (mean ${formatNumber(r.mean)})`}, ${r.pending} pending`);
+    const sla = r.sla;
+    const delayed = sla
+      ? `, ${r.pending} pending, ${sla.fallback + sla.late} imputed, ${sla.late} late${sla.failed > 0 ? `, ${sla.failed} failed` : ''}${sla.latency_ms ? `; arrival p50 ${formatDuration(sla.latency_ms.p50)}, p95 ${formatDuration(sla.latency_ms.p95)}, p99 ${formatDuration(sla.latency_ms.p99)}` : ''}`
+      : '';
+    const cost = r.calls && 'cost_usd' in r.calls ? `; ${r.calls.calls} judge calls, ${r.calls.input_tokens + r.calls.output_tokens} tokens${r.calls.cost_usd !== null ? `, $${r.calls.cost_usd.toFixed(4)}` : ''}` : '';
+    lines.push(`  ${name}: ${r.arrived} arrived${r.mean === null ? '' : ` (mean ${formatNumber(r.mean)})`}${delayed}${cost}`);
   }
   for (const [name, t] of Object.entries(s.tools)) {
     const errors = Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ');

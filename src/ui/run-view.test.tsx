@@ -23,7 +23,8 @@ function progress(overrides: Partial<RunProgress> = {}): RunProgress {
       { traceId: 'ep-7:1', tool: 'get_weather', startedAt: 9_800 },
     ],
     tools: { get_weather: { calls: 125, failed: 2, totalMs: 40_000, errors: { TOOL_TIMEOUT: 2 } } },
-    recentRewards: [{ source: 'api_latency', value: 312.5, traceId: 'ep-2:9' }],
+    recentRewards: [{ source: 'api_latency', value: 312.5, traceId: 'ep-2:9', status: 'arrived' }, { source: 'llm_score', value: 0.4, traceId: 'ep-1:2', status: 'late' }],
+    rewardFlow: { llm_score: { expected: 10, arrived: 6, fallback: 1, late: 1, failed: 0, pending: 2, imputed: 2 } },
     rewardsBySource: {},
     episodeRewards: { count: 5, sum: 10, min: 1, max: 3 },
     loopBlocked: [],
@@ -43,6 +44,8 @@ describe('RunPanel', () => {
     expect(frame).toMatch(/ep-7:1\s+get_weather\s+200ms/);
     expect(frame).toContain('get_weather: 2/125 failed (TOOL_TIMEOUT×2)');
     expect(frame).toContain('api_latency = 312.5 (ep-2:9)');
+    expect(frame).toContain('llm_score = 0.4 (ep-1:2, late)');
+    expect(frame).toMatch(/llm_score\s+2 pending · 6 arrived · 2 imputed · 1 late/);
   });
 
   it('says when nothing is pending and nothing failed', () => {

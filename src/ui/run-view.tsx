@@ -40,6 +40,31 @@ export function PendingTable({ progress }: { readonly progress: RunProgress }) {
   );
 }
 
+/** Per delayed source: pending / arrived / imputed / late, then the latest values (late ones in red). */
+export function RewardFlow({ progress }: { readonly progress: RunProgress }) {
+  const flow = Object.entries(progress.rewardFlow ?? {});
+  return (
+    <Box flexDirection="column">
+      <Text bold>Rewards</Text>
+      {flow.map(([name, c]) => (
+        <Text key={name}>
+          {'  '}
+          {name.padEnd(16)} <Text color={c.pending > 0 ? 'yellow' : undefined}>{c.pending} pending</Text> · <Text color="green">{c.arrived} arrived</Text> · {c.imputed} imputed ·{' '}
+          <Text color={c.late > 0 ? 'red' : undefined}>{c.late} late</Text>
+          {c.failed > 0 ? <Text color="red"> · {c.failed} failed</Text> : null}
+        </Text>
+      ))}
+      {progress.recentRewards.length === 0 ? <Text dimColor>  none yet</Text> : null}
+      {progress.recentRewards.slice(-4).map((r, i) => (
+        <Text key={`${r.traceId}-${r.source}-${i}`} color={r.status === 'late' ? 'red' : r.status === 'imputed' ? 'yellow' : undefined}>
+          {'  '}
+          {r.source} = {formatNumber(r.value)} <Text dimColor>({r.traceId}{r.status === 'arrived' ? '' : `, ${r.status}`})</Text>
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
 export function RunPanel({ config, progress, warnings }: { readonly config: RunConfig; readonly progress: RunProgress; readonly warnings: readonly string[] }) {
   const failures = Object.entries(progress.tools).filter(([, t]) => t.failed > 0);
   return (
@@ -60,14 +85,7 @@ export function RunPanel({ config, progress, warnings }: { readonly config: RunC
           {name}: {t.failed}/{t.calls} failed ({Object.entries(t.errors).map(([code, n]) => `${code}×${n}`).join(', ')})
         </Text>
       ))}
-      <Text bold>Latest rewards</Text>
-      {progress.recentRewards.length === 0 ? <Text dimColor>  none yet</Text> : null}
-      {progress.recentRewards.slice(-4).map((r, i) => (
-        <Text key={`${r.traceId}-${r.source}-${i}`}>
-          {'  '}
-          {r.source} = {formatNumber(r.value)} <Text dimColor>({r.traceId})</Text>
-        </Text>
-      ))}
+      <RewardFlow progress={progress} />
       {warnings.map((w, i) => (
         <Text key={i} color="yellow">
           ⚠ {w}

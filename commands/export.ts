@@ -1,0 +1,64 @@
+/** `agent export <run-dir>`: the run as trainer input (JSON lines or Parquet), one record per step. */
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import type { Io } from './io.js';
+import { core } from './lib.js';
+
+interface Flags {
+  format: 'jsonl' | 'parquet';
+  out?: string;
+  rewards: 'final' | 'arrived';
+  gamma: number;
+  state: boolean;
+}
+
+function choice<T extends string>(options: readonly T[]): (v: string) => T {
+  return (v) => {
+    if (!(options as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${options.join(', ')}.`);
+    return v as T;
+  };
+}
+
+function gamma(v: string): number {
+  const n = Number(v);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a discount between 0 and 1.');
+  return n;
+}
+
+export function registerExport(program: Command, io: Io): void {
+  program
+    .command('export')
+    .description('Turn a run folder into trainer input: per step the observation the policy saw, action, params, rewards per source, reward, terminated/truncated, returns-to-go.')
+    .argument('<run-dir>', 'a run folder written by agent run')
+    .option('--format <format>', 'jsonl or parquet', choice(['jsonl', 'parquet'] as const), 'jsonl')
+    .option('--out <file>', 'where to write (default: stdout for jsonl, <run-dir>/export.parquet for parquet)')
+    .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
+    .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
+    .option('--no-state', 'leave the state out of each observation (keep its seq)')
+    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived')
+    .action(async (dir: string, flags: Flags) => {
+      const { exportRun, writeParquet } = await core();
+      const records = await exportRun(dir, { rewards: flags.rewards, gamma: flags.gamma, state: flags.state });
+      if (flags.format === 'parquet') {
+        const file = flags.out ?? `${dir.replace(/\/$/, '')}/export.parquet`;
+        await writeParquet(file, records);
+        io.stderr.write(`${records.length} steps written to ${file}\n`);
+        return;
+      }
+      const out: NodeJS.WritableStream = flags.out !== undefined ? createWriteStream(flags.out) : io.stdout;
+      // `agent export … | head`: once the reader is gone, stop writing, quietly.
+      let gone = false;
+      out.on('error', () => (gone = true));
+      for (const r of records) {
+        if (gone) break;
+        if (!out.write(`${JSON.stringify(r)}\n`)) await Promise.race([once(out, 'drain'), once(out, 'close')]);
+      }
+      if (flags.out !== undefined) {
+        out.end();
+        await once(out, 'finish');
+        io.stderr.write(`${records.length} steps written to ${flags.out}\n`);
+      }
+    });
+}

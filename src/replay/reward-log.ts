@@ -1,0 +1,65 @@
+/**
+ * The run folder's reward log, `rewards.jsonl`: every change to a delayed reward (arrived,
+ * late, imputed, failed, expected), in snake_case, appended and never rewritten. The run writes
+ * it while live; `agent reward` appends to it after the run has exited. Folded over the step
+ * records in `trajectories.jsonl`, it gives every step's rewards as they stand now.
+ */
+import { appendFile } from 'node:fs/promises';
+import type { RewardEvent } from '../reward/ledger.js';
+
+export interface RewardLogRecord {
+  readonly type: RewardEvent['type'];
+  /** Event time of the change (epoch ms): the arrival, or the deadline that imputed. */
+  readonly time: number;
+  readonly trace_id: string;
+  readonly instance_id: string;
+  readonly episode: number;
+  readonly step: number;
+  readonly source: string;
+  readonly value?: number;
+  readonly key?: string;
+  readonly delay_ms?: number;
+  /** The step's reward after this change (final basis). */
+  readonly reward?: number;
+  readonly strategy?: 'value' | 'historical_mean';
+  readonly sample_size?: number;
+  readonly reason?: string;
+  readonly deadline_at?: number;
+}
+
+export function rewardRecord(e: RewardEvent): RewardLogRecord {
+  const base = { type: e.type, time: e.time, trace_id: e.traceId, instance_id: e.instanceId, episode: e.episode, step: e.step, source: e.source };
+  switch (e.type) {
+    case 'reward_arrived':
+    case 'reward_late':
+      return { ...base, value: e.value, key: e.key, delay_ms: e.delayMs, reward: e.reward };
+    case 'reward_imputed':
+      return { ...base, value: e.value, strategy: e.strategy, ...(e.sampleSize !== undefined ? { sample_size: e.sampleSize } : {}), reason: e.reason, reward: e.reward };
+    case 'reward_failed':
+      return { ...base, reason: e.reason };
+    case 'reward_expected':
+      return { ...base, ...(e.deadlineAt !== undefined ? { deadline_at: e.deadlineAt } : {}) };
+  }
+}
+
+/** The event a logged record stands for (the inverse of {@link rewardRecord}). */
+export function rewardEvent(r: RewardLogRecord): RewardEvent {
+  const base = { time: r.time, traceId: r.trace_id, instanceId: r.instance_id, episode: r.episode, step: r.step, source: r.source };
+  switch (r.type) {
+    case 'reward_arrived':
+    case 'reward_late':
+      return { ...base, type: r.type, value: r.value ?? 0, key: r.key ?? 'default', delayMs: r.delay_ms ?? 0, reward: r.reward ?? 0 };
+    case 'reward_imputed':
+      return { ...base, type: r.type, value: r.value ?? 0, strategy: r.strategy ?? 'value', ...(r.sample_size !== undefined ? { sampleSize: r.sample_size } : {}), reason: r.reason ?? '', reward: r.reward ?? 0 };
+    case 'reward_failed':
+      return { ...base, type: r.type, reason: r.reason ?? '' };
+    case 'reward_expected':
+      return { ...base, type: r.type, ...(r.deadline_at !== undefined ? { deadlineAt: r.deadline_at } : {}) };
+  }
+}
+
+/** Append records in one write (O_APPEND): lines from concurrent writers never interleave mid-line. */
+export async function appendRewardRecords(file: string, records: readonly RewardLogRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await appendFile(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''), { flag: 'a' });
+}

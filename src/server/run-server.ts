@@ -1,0 +1,110 @@
+/**
+ * The run's local HTTP server (`agent run … --port <port>`), on 127.0.0.1 only:
+ * - `POST /rewards`: one delivery, an array of them, or JSON lines ({trace_id | episode+step |
+ *   episode+time, source, value, key?}); answers 200 with each one's outcome when all landed,
+ *   400 with each bad one's pointer and reason otherwise (the good ones land either way; a bad one
+ *   changes nothing);
+ * - `GET /health`: the run id and how many rewards are pending.
+ * The debug console will attach to this same server.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { EnvRewards } from '../reward/env-rewards.js';
+import type { DeliveryResult } from '../reward/ledger.js';
+import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
+
+/** A body larger than this is refused (413): rewards are small, and a runaway client must not eat the run's memory. */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+export interface RunServerOptions {
+  readonly port: number;
+  readonly runId: string;
+  readonly rewards: EnvRewards;
+  readonly signal?: AbortSignal;
+}
+
+type ItemResult = { readonly index: number } & ({ readonly ok: true; readonly result: DeliveryResult } | { readonly ok: false; readonly pointer: string; readonly error: string });
+
+export class RunServer implements AsyncDisposable {
+  readonly #server: Server;
+  readonly port: number;
+
+  private constructor(server: Server, port: number) {
+    this.#server = server;
+    this.port = port;
+  }
+
+  static async start(options: RunServerOptions): Promise<RunServer> {
+    const server = createServer((req, res) => void handle(req, res, options).catch((err: unknown) => send(res, 500, { error: String(err) })));
+    server.keepAliveTimeout = 1_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(
+          new AgentError('BAD_USAGE', `cannot listen on 127.0.0.1:${options.port}: ${err.code ?? err.message}`, {
+            hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : 'Pick a port between 1024 and 65535, or 0 for any free one.',
+          }),
+        ),
+      );
+      server.listen(options.port, '127.0.0.1', () => resolve());
+    });
+    return new RunServer(server, (server.address() as AddressInfo).port);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, options: RunServerOptions): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  if (req.method === 'GET' && url.pathname === '/health') {
+    const size = options.rewards.ledger.size;
+    return send(res, 200, { run_id: options.runId, steps: size.steps, pending_rewards: size.pending });
+  }
+  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards or GET /health` });
+  if (req.method !== 'POST') return send(res, 405, { error: 'POST a delivery (or an array, or JSON lines) to /rewards' });
+  const body = await readBody(req);
+  if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });
+  let items: unknown[];
+  try {
+    const trimmed = body.trim();
+    items = trimmed.startsWith('[') ? (JSON.parse(trimmed) as unknown[]) : trimmed.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as unknown);
+  } catch (err) {
+    return send(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+  }
+  const results: ItemResult[] = items.map((item, index) => {
+    try {
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new ValidationError('REWARD_INVALID', 'reward not delivered', [{ pointer: '', message: 'must be an object' }], 'Send {trace_id, source, value}.');
+      return { index, ok: true, result: options.rewards.submit(item as never) };
+    } catch (err) {
+      if (!isAgentError(err)) throw err;
+      const issue = err instanceof ValidationError ? err.issues[0] : undefined;
+      return { index, ok: false, pointer: issue?.pointer ?? '', error: issue?.message ?? err.message };
+    }
+  });
+  send(res, results.every((r) => r.ok) ? 200 : 400, { results });
+}
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        resolve(undefined);
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: object): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+}
