@@ -14,6 +14,17 @@ interface Flags {
   state: boolean;
 }
 
+/** Resolves when the stream can take more, or is gone (an error, a close): never rejects. */
+function drainOrGone(out: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      for (const e of ['drain', 'close', 'error']) out.off(e, done);
+      resolve();
+    };
+    for (const e of ['drain', 'close', 'error']) out.on(e, done);
+  });
+}
+
 function choice<T extends string>(options: readonly T[]): (v: string) => T {
   return (v) => {
     if (!(options as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${options.join(', ')}.`);
@@ -53,7 +64,7 @@ export function registerExport(program: Command, io: Io): void {
       out.on('error', () => (gone = true));
       for (const r of records) {
         if (gone) break;
-        if (!out.write(`${JSON.stringify(r)}\n`)) await Promise.race([once(out, 'drain'), once(out, 'close')]);
+        if (!out.write(`${JSON.stringify(r)}\n`)) await drainOrGone(out);
       }
       if (flags.out !== undefined) {
         out.end();

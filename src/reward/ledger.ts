@@ -65,13 +65,7 @@ export type RewardEvent = EnvEventOf<RewardEventType>;
 /** Which values a step's scalar reward counts: `final` (imputed ones at the deadline, the contract) or `arrived` (only what really arrived, late included). */
 export type RewardBasis = 'final' | 'arrived';
 
-export interface SourceSla {
-  readonly expected: number;
-  readonly arrived: number;
-  readonly fallback: number;
-  readonly late: number;
-  readonly failed: number;
-  readonly pending: number;
+export interface SourceSla extends Omit<SlaCounts, 'imputed'> {
   /** Arrival delay (ms) over arrived and late values; null when none arrived. */
   readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number; readonly max: number } | null;
   readonly share_within_deadline: number;
@@ -94,6 +88,8 @@ type SlotStatus = 'arrived' | 'fallback' | 'late' | 'failed';
 interface Slot {
   status: SlotStatus;
   values: number[];
+  /** Idempotency keys of the values that landed here. */
+  keys: Set<string>;
   lateValues?: number[];
   arrivedAt?: number;
   /** Past its deadline with nothing to impute: a later value is late. */
@@ -129,10 +125,9 @@ export class RewardLedger {
   readonly #episodes = new Map<string, StepRecord[]>();
   /** Episode number → the episode keys that used it (an episode number alone may be ambiguous across instances). */
   readonly #episodeKeys = new Map<number, string[]>();
-  readonly #keys = new Set<string>();
   readonly #deadlines = new MinHeap<{ readonly rec: StepRecord; readonly index: number }>();
-  /** Σ and n of arrived values per source and action: the `historical_mean` fallback. */
-  readonly #history = new Map<string, { sum: number; n: number }>();
+  /** Σ and n of arrived values per source (by index) and action: the `historical_mean` fallback. */
+  readonly #history: Map<string, { sum: number; n: number }>[] = [];
   readonly #delays: number[][] = [];
   /** Per delayed source, kept as values move, so the live view reads them in O(1). */
   readonly #counts: Counts[] = [];
@@ -148,6 +143,7 @@ export class RewardLedger {
       this.#delayed.push(s);
       this.#byName.set(def.name, s);
       this.#delays.push([]);
+      this.#history.push(new Map());
       this.#counts.push({ expected: 0, arrived: 0, fallback: 0, late: 0, failed: 0, pending: 0, imputed: 0 });
     }
   }
@@ -251,27 +247,20 @@ export class RewardLedger {
       throw invalid(`source '${s.def.name}' does not judge step ${rec.ref.step} of episode ${rec.ref.episode} (${rec.ref.traceId})`, '/source', 'It is scoped to the episode or limited by `when`; deliver it to a step it judges.');
     }
     if (d.key !== undefined && (typeof d.key !== 'string' || d.key === '')) throw invalid('key must be a non-empty string', '/key', 'Pass an idempotency key unique per value, or none (one value per step and source).');
-    const dedup = `${rec.ref.traceId}\u0000${s.index}\u0000${d.key ?? DEFAULT_KEY}`;
-    const result = (outcome: DeliveryResult['outcome']): DeliveryResult => ({
-      outcome,
-      traceId: rec.ref.traceId,
-      episode: rec.ref.episode,
-      step: rec.ref.step,
-      source: s.def.name,
-      reward: this.#reward(rec, 'final'),
-    });
-    if (this.#keys.has(dedup)) return result('duplicate');
-    this.#keys.add(dedup);
-    return result(this.#land(rec, s, value, d.key ?? DEFAULT_KEY, arrivedAt));
+    const key = d.key ?? DEFAULT_KEY;
+    const { ref } = rec;
+    if (slot?.keys.has(key)) return { outcome: 'duplicate', traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward: this.#reward(rec, 'final') };
+    const { outcome, reward } = this.#land(rec, s, value, key, arrivedAt);
+    return { outcome, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward };
   }
 
-  #land(rec: StepRecord, s: DelayedSource, value: number, key: string, arrivedAt: number): 'arrived' | 'late' {
+  #land(rec: StepRecord, s: DelayedSource, value: number, key: string, arrivedAt: number): { outcome: 'arrived' | 'late'; reward: number } {
     const delayMs = Math.max(0, arrivedAt - rec.ref.time);
     let slot = rec.slots[s.index];
     const late = slot !== undefined && slot !== null ? slot.status !== 'arrived' : rec.overdue?.has(s.index) === true;
     if (late) {
       this.#move(s.index, slot ? slot.status : 'pending', 'late');
-      if (!slot) slot = rec.slots[s.index] = { status: 'late', values: [], error: 'deadline passed with no fallback' };
+      if (!slot) slot = rec.slots[s.index] = { status: 'late', values: [], keys: new Set(), error: 'deadline passed with no fallback' };
       rec.overdue?.delete(s.index);
       const first = slot.lateValues === undefined;
       (slot.lateValues ??= []).push(value);
@@ -282,22 +271,27 @@ export class RewardLedger {
       }
     } else {
       if (!slot) {
-        slot = rec.slots[s.index] = { status: 'arrived', values: [], arrivedAt };
+        slot = rec.slots[s.index] = { status: 'arrived', values: [], keys: new Set(), arrivedAt };
         this.#move(s.index, 'pending', 'arrived');
         (this.#delays[s.index] as number[]).push(delayMs);
       }
       slot.values.push(value);
     }
-    const h = historyKey(s.index, rec.ref.action);
-    const stats = this.#history.get(h);
+    slot.keys.add(key);
+    const history = this.#history[s.index] as Map<string, { sum: number; n: number }>;
+    const stats = history.get(rec.ref.action);
     if (stats) {
       stats.sum += value;
       stats.n++;
-    } else this.#history.set(h, { sum: value, n: 1 });
-    const type = late ? 'reward_late' : 'reward_arrived';
+    } else history.set(rec.ref.action, { sum: value, n: 1 });
+    const reward = this.#reward(rec, 'final');
     // Replaying a log re-applies changes that were emitted (and written) the first time.
-    if (!this.#replaying) this.#emit?.({ ...this.#base(rec, s, type, arrivedAt), value, key, delayMs, reward: this.#reward(rec, 'final') });
-    return late ? 'late' : 'arrived';
+    if (!this.#replaying && this.#emit) {
+      const { ref } = rec;
+      const type = late ? 'reward_late' : 'reward_arrived';
+      this.#emit({ type, time: arrivedAt, instanceId: ref.instanceId, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, value, key, delayMs, reward });
+    }
+    return { outcome: late ? 'late' : 'arrived', reward };
   }
 
   /**
@@ -309,7 +303,7 @@ export class RewardLedger {
     const s = this.#byName.get(source);
     if (!rec || !s || rec.slots[s.index] !== undefined) return;
     if (!this.#impute(rec, s, `the source failed: ${reason}`)) {
-      rec.slots[s.index] = { status: 'failed', values: [], error: reason };
+      rec.slots[s.index] = { status: 'failed', values: [], keys: new Set(), error: reason };
       this.#move(s.index, 'pending', 'failed');
       this.#emit?.({ ...this.#base(rec, s, 'reward_failed'), reason });
     }
@@ -340,11 +334,11 @@ export class RewardLedger {
     let imputed: RewardImputation;
     if ('value' in fb) imputed = { value: fb.value, strategy: 'value', reason };
     else {
-      const h = this.#history.get(historyKey(s.index, rec.ref.action));
+      const h = this.#history[s.index]?.get(rec.ref.action);
       if (!h || h.n === 0) return false;
       imputed = { value: h.sum / h.n, strategy: 'historical_mean', sample_size: h.n, reason };
     }
-    rec.slots[s.index] = { status: 'fallback', values: [], imputed };
+    rec.slots[s.index] = { status: 'fallback', values: [], keys: new Set(), imputed };
     this.#move(s.index, 'pending', 'fallback');
     (this.#counts[s.index] as Counts).imputed++;
     this.#emit?.({
@@ -376,9 +370,7 @@ export class RewardLedger {
         return;
       case 'reward_arrived':
       case 'reward_late': {
-        const dedup = `${rec.ref.traceId}\u0000${s.index}\u0000${event.key}`;
-        if (this.#keys.has(dedup)) return;
-        this.#keys.add(dedup);
+        if (rec.slots[s.index]?.keys.has(event.key)) return;
         if (event.type === 'reward_late' && rec.slots[s.index] === undefined) (rec.overdue ??= new Set()).add(s.index);
         this.#withoutEmit(() => this.#land(rec, s, event.value, event.key, event.time));
         return;
@@ -390,13 +382,14 @@ export class RewardLedger {
         rec.slots[s.index] = {
           status: 'fallback',
           values: [],
+          keys: new Set(),
           imputed: { value: event.value, strategy: event.strategy, ...(event.sampleSize !== undefined ? { sample_size: event.sampleSize } : {}), reason: event.reason },
         };
         return;
       case 'reward_failed':
         if (rec.slots[s.index] === undefined) {
           this.#move(s.index, 'pending', 'failed');
-          rec.slots[s.index] = { status: 'failed', values: [], error: event.reason };
+          rec.slots[s.index] = { status: 'failed', values: [], keys: new Set(), error: event.reason };
         }
         return;
     }
@@ -525,10 +518,6 @@ export class RewardLedger {
 
 function episodeKey(instanceId: string, episode: number): string {
   return `${instanceId}\u0000${episode}`;
-}
-
-function historyKey(index: number, action: string): string {
-  return `${index}\u0000${action}`;
 }
 
 function invalid(message: string, pointer: string, hint: string): ValidationError {
