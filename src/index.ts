@@ -14,7 +14,7 @@ export {
   type StepInfo,
   type StepResult,
 } from './env/agent-instance.js';
-export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardEventType, RewardImputation, RewardStatus, TraceStatus } from './env/events.js';
+export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, CallCost, RewardEntry, RewardEventType, RewardImputation, RewardStatus, TraceStatus } from './env/events.js';
 export { EnvRewards } from './reward/env-rewards.js';
 export { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type RewardEvent, type SlaCounts, type SourceSla, type StepRef } from './reward/ledger.js';
 export type { RewardFunction, RewardInput, SettledStep } from './reward/evaluators.js';

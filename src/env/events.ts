@@ -39,6 +39,13 @@ export interface RewardEntry {
   readonly count?: number;
 }
 
+/** What one judgement cost: tokens, and money when the model's price is known (null otherwise). */
+export interface CallCost {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly usd: number | null;
+}
+
 export interface RewardImputation {
   readonly value: number;
   readonly strategy: 'value' | 'historical_mean';
@@ -86,7 +93,8 @@ export type EnvEvent =
       readonly fallback?: string;
     })
   | (Base & { readonly type: 'state_committed'; readonly traceId: string; readonly seq: number; readonly patch: Patch })
-  | (RewardBase & { readonly type: 'reward_arrived'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number })
+  /** `cost`: what an LLM judge's calls for this value cost (re-asks included). */
+  | (RewardBase & { readonly type: 'reward_arrived'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number; readonly cost?: CallCost })
   /** A value that arrived after its source's deadline; the step keeps its imputed value (if any) in `reward`. */
   | (RewardBase & { readonly type: 'reward_late'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number })
   | (RewardBase & { readonly type: 'reward_imputed'; readonly value: number; readonly strategy: RewardImputation['strategy']; readonly sampleSize?: number; readonly reason: string; readonly reward: number })

@@ -6,6 +6,7 @@
  */
 import { appendFile } from 'node:fs/promises';
 import type { RewardEvent } from '../reward/ledger.js';
+import type { CallCost } from '../env/events.js';
 
 export interface RewardLogRecord {
   readonly type: RewardEvent['type'];
@@ -25,12 +26,15 @@ export interface RewardLogRecord {
   readonly sample_size?: number;
   readonly reason?: string;
   readonly deadline_at?: number;
+  /** What an LLM judge's calls for this value cost. */
+  readonly cost?: CallCost;
 }
 
 export function rewardRecord(e: RewardEvent): RewardLogRecord {
   const base = { type: e.type, time: e.time, trace_id: e.traceId, instance_id: e.instanceId, episode: e.episode, step: e.step, source: e.source };
   switch (e.type) {
     case 'reward_arrived':
+      return { ...base, value: e.value, key: e.key, delay_ms: e.delayMs, reward: e.reward, ...(e.cost ? { cost: e.cost } : {}) };
     case 'reward_late':
       return { ...base, value: e.value, key: e.key, delay_ms: e.delayMs, reward: e.reward };
     case 'reward_imputed':

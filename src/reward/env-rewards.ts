@@ -113,10 +113,10 @@ export class EnvRewards implements AsyncDisposable {
         s.stack
           .execute((signal) => s.evaluator.evaluate(judgement, signal()), this.#abort.signal)
           .then(
-            (value) => {
+            ({ value, cost }) => {
               if (this.#closed) return;
               try {
-                this.ledger.deliver({ trace_id: traceId, source: s.def.name, value });
+                this.ledger.deliver({ trace_id: traceId, source: s.def.name, value }, undefined, cost);
               } catch (err) {
                 this.ledger.fail(traceId, s.def.name, oneLine(describeError(err)));
               }

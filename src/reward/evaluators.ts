@@ -5,6 +5,7 @@
 import type { RewardSourceDefinition } from '../schema/definition.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { CallCost } from '../env/events.js';
 import { importToolModule } from '../tools/module-loader.js';
 import type { StepRef } from './ledger.js';
 import { LlmJudge, type JudgeStats } from './llm-judge.js';
@@ -53,7 +54,7 @@ export type RewardFunction = (input: RewardInput) => number | boolean | Promise<
 export type EvaluatorStats = { calls: number; failed: number } | JudgeStats;
 
 export interface SourceEvaluator {
-  evaluate(judgement: StepJudgement, signal: AbortSignal): Promise<number | boolean>;
+  evaluate(judgement: StepJudgement, signal: AbortSignal): Promise<{ readonly value: number | boolean; readonly cost?: CallCost }>;
   stats(): EvaluatorStats;
   close(): Promise<void>;
 }
@@ -74,7 +75,7 @@ export function sourceEvaluator(def: RewardSourceDefinition): SourceEvaluator {
     return {
       evaluate: (j, signal) => {
         const { signal: _s, ...vars } = inputOf(j, signal);
-        return judge.judge({ ...vars, state: vars.state_after, trajectory: vars.trajectory ? [...vars.trajectory] as JsonValue : undefined }, signal);
+        return judge.judge({ ...vars, state: vars.state_after, trajectory: vars.trajectory ? ([...vars.trajectory] as JsonValue) : undefined }, signal);
       },
       stats: () => ({ ...judge.stats }),
       close: async () => {},
@@ -98,7 +99,7 @@ export function sourceEvaluator(def: RewardSourceDefinition): SourceEvaluator {
         if (typeof value !== 'number' && typeof value !== 'boolean') {
           throw new AgentError('TOOL_CONTRACT', `reward function '${b.exportName}' returned ${describeError(value)}, not a number`, { hint: 'Return a number (or a boolean) within the source\'s range.' });
         }
-        return value;
+        return { value };
       } catch (err) {
         counts.failed++;
         throw err;

@@ -13,7 +13,7 @@
  * The ledger does no I/O and reads time from the injected clock: the live env, `agent reward` on
  * a finished run folder, and the tests all drive the same code.
  */
-import type { RewardEntry, RewardEventType, RewardImputation, EnvEventOf } from '../env/events.js';
+import type { CallCost, RewardEntry, RewardEventType, RewardImputation, EnvEventOf } from '../env/events.js';
 import { compileSchema } from '../schema/ajv.js';
 import type { RewardAggregation, RewardSourceDefinition } from '../schema/definition.js';
 import { ValidationError, type Issue } from '../shared/errors.js';
@@ -238,7 +238,7 @@ export class RewardLedger {
    * Land a delivered value on its step. Validates everything first (the target, the source, the
    * value against the source's schema) and changes nothing on error.
    */
-  deliver(d: RewardDelivery, arrivedAt = this.#now()): DeliveryResult {
+  deliver(d: RewardDelivery, arrivedAt = this.#now(), cost?: CallCost): DeliveryResult {
     const s = this.#sourceOf(d.source);
     const value = this.#valueOf(s, d.value);
     const rec = this.#target(d);
@@ -250,11 +250,11 @@ export class RewardLedger {
     const key = d.key ?? DEFAULT_KEY;
     const { ref } = rec;
     if (slot?.keys.has(key)) return { outcome: 'duplicate', traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward: this.#reward(rec, 'final') };
-    const { outcome, reward } = this.#land(rec, s, value, key, arrivedAt);
+    const { outcome, reward } = this.#land(rec, s, value, key, arrivedAt, cost);
     return { outcome, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward };
   }
 
-  #land(rec: StepRecord, s: DelayedSource, value: number, key: string, arrivedAt: number): { outcome: 'arrived' | 'late'; reward: number } {
+  #land(rec: StepRecord, s: DelayedSource, value: number, key: string, arrivedAt: number, cost?: CallCost): { outcome: 'arrived' | 'late'; reward: number } {
     const delayMs = Math.max(0, arrivedAt - rec.ref.time);
     let slot = rec.slots[s.index];
     const late = slot !== undefined && slot !== null ? slot.status !== 'arrived' : rec.overdue?.has(s.index) === true;
@@ -289,7 +289,7 @@ export class RewardLedger {
     if (!this.#replaying && this.#emit) {
       const { ref } = rec;
       const type = late ? 'reward_late' : 'reward_arrived';
-      this.#emit({ type, time: arrivedAt, instanceId: ref.instanceId, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, value, key, delayMs, reward });
+      this.#emit({ type, time: arrivedAt, instanceId: ref.instanceId, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, value, key, delayMs, reward, ...(cost ? { cost } : {}) });
     }
     return { outcome: late ? 'late' : 'arrived', reward };
   }

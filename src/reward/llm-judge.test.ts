@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import { AgentEnv, defineEnv, type EnvManifest } from '../index.js';
+import { AgentEnv, defineEnv, type EnvEventOf, type EnvManifest } from '../index.js';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from '../llm/fake-llm-server.js';
 import { fillTemplate, parseScore } from './llm-judge.js';
 
@@ -30,14 +30,16 @@ function manifest(judge: Record<string, unknown>, extra: Partial<EnvManifest> = 
   };
 }
 
-async function judged(fake: FakeLlmServer, judge: Record<string, unknown>, steps = 1, extra: Partial<EnvManifest> = {}): Promise<{ env: AgentEnv; traces: string[] }> {
+async function judged(fake: FakeLlmServer, judge: Record<string, unknown>, steps = 1, extra: Partial<EnvManifest> = {}): Promise<{ env: AgentEnv; traces: string[]; arrivals: EnvEventOf<'reward_arrived'>[] }> {
   const env = await AgentEnv.create(await defineEnv(manifest({ base_url: fake.url, ...judge }, extra), { dir }), { handlers: { ask: async (p) => ({ observation: { echo: p['q'] ?? null } }) } });
+  const arrivals: EnvEventOf<'reward_arrived'>[] = [];
+  env.events.on('reward_arrived', (e) => arrivals.push(e));
   const agent = env.createInstance();
   await agent.reset({ city: '上海' });
   const traces: string[] = [];
   for (let i = 0; i < steps; i++) traces.push((await agent.step({ name: 'ask', params: { q: `q${i}` } })).info.traceId);
   await env.rewards.settle();
-  return { env, traces };
+  return { env, traces, arrivals };
 }
 
 async function withFake<T>(reply: (req: FakeRequest, n: number) => FakeReply, body: (fake: FakeLlmServer) => Promise<T>): Promise<T> {
@@ -59,7 +61,7 @@ describe('the LLM judge', () => {
     await withFake(
       () => ({ text: 'Looks right. score: 0.9', inputTokens: 1_000, outputTokens: 100 }),
       async (fake) => {
-        const { env, traces } = await judged(fake, { provider: 'anthropic', model: 'claude-sonnet-4-5' }, 2);
+        const { env, traces, arrivals } = await judged(fake, { provider: 'anthropic', model: 'claude-sonnet-4-5' }, 2);
         await using _ = env;
         for (const t of traces) expect(env.rewards.entries(t)?.['quality']).toMatchObject({ status: 'arrived', value: 0.9 });
         expect(fake.requests).toHaveLength(2);
@@ -68,6 +70,11 @@ describe('the LLM judge', () => {
         expect(fake.requests[0]?.body.messages[0]?.content).toBe('User in 上海 asked ask {\n  "q": "q0"\n}; answer {\n  "echo": "q0"\n}. Score from 0 to 1.');
         // claude-sonnet-4: $3 / $15 per million tokens.
         expect(env.rewards.sourceStats()['quality']).toMatchObject({ calls: 2, input_tokens: 2_000, output_tokens: 200, cost_usd: 0.009 });
+        // And per call, on the value it produced (so it lands in the reward log).
+        expect(arrivals.map((e) => e.cost)).toEqual([
+          { input_tokens: 1_000, output_tokens: 100, usd: 0.0045 },
+          { input_tokens: 1_000, output_tokens: 100, usd: 0.0045 },
+        ]);
       },
     );
   });

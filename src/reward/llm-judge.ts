@@ -11,6 +11,7 @@ import type { JsonSchema } from '../schema/ajv.js';
 import { AgentError } from '../shared/errors.js';
 import { isPlainObject, type JsonValue } from '../shared/json.js';
 import type { JudgeConfig } from './judge-config.js';
+import type { CallCost } from '../env/events.js';
 
 /** The names a template may use; `{{state.user.name}}` reads inside one. */
 export const TEMPLATE_ROOTS = ['state', 'state_before', 'action', 'params', 'observation', 'step', 'episode', 'trace_id', 'trajectory', 'min', 'max', 'source'] as const;
@@ -97,18 +98,20 @@ export class LlmJudge {
     }
   }
 
-  async judge(vars: JudgeVars, signal: AbortSignal): Promise<number> {
+  /** The score, and what the calls for it cost. */
+  async judge(vars: JudgeVars, signal: AbortSignal): Promise<{ value: number; cost: CallCost }> {
     this.#checkBudget();
     this.#client ??= createLlmClient({ provider: this.#config.provider, model: this.#config.model, apiKeyEnv: this.#config.apiKeyEnv, maxRetries: this.#config.maxRetries, ...(this.#config.baseURL !== undefined ? { baseURL: this.#config.baseURL } : {}) });
     const client = await this.#client;
     const { min, max } = this.#range;
     const prompt = fillTemplate(this.#config.template, { ...vars, min: Number.isFinite(min) ? min : null, max: Number.isFinite(max) ? max : null, source: this.#source });
     const messages: ChatMessage[] = [{ role: 'user', content: prompt }];
+    const cost = { input_tokens: 0, output_tokens: 0, usd: this.#price ? 0 : null };
     for (let attempt = 0; ; attempt++) {
-      const text = await this.#ask(client, messages, signal);
+      const text = await this.#ask(client, messages, signal, cost);
       const score = parseScore(text);
       const inRange = score !== undefined && score >= min && score <= max;
-      if (score !== undefined && (inRange || this.#config.outOfRange === 'clamp')) return Math.min(max, Math.max(min, score));
+      if (score !== undefined && (inRange || this.#config.outOfRange === 'clamp')) return { value: Math.min(max, Math.max(min, score)), cost };
       if (attempt === 1) {
         throw new AgentError('TOOL_MALFORMED_OUTPUT', `judge '${this.#source}' gave no usable score twice (last answer: ${JSON.stringify(text.slice(0, 200))})`, {
           hint: 'Make the prompt ask for a single number in range; or set out_of_range to "clamp".',
@@ -120,7 +123,7 @@ export class LlmJudge {
     }
   }
 
-  async #ask(client: LlmClient, messages: readonly ChatMessage[], signal: AbortSignal): Promise<string> {
+  async #ask(client: LlmClient, messages: readonly ChatMessage[], signal: AbortSignal, cost: { input_tokens: number; output_tokens: number; usd: number | null }): Promise<string> {
     this.stats.calls++;
     try {
       const res = await client.chat({
@@ -132,8 +135,11 @@ export class LlmJudge {
       });
       this.stats.input_tokens += res.inputTokens;
       this.stats.output_tokens += res.outputTokens;
-      const cost = costOf(this.#price, res.inputTokens, res.outputTokens);
-      if (cost !== undefined && this.stats.cost_usd !== null) this.stats.cost_usd += cost;
+      const usd = costOf(this.#price, res.inputTokens, res.outputTokens);
+      if (usd !== undefined && this.stats.cost_usd !== null) this.stats.cost_usd += usd;
+      cost.input_tokens += res.inputTokens;
+      cost.output_tokens += res.outputTokens;
+      if (usd !== undefined && cost.usd !== null) cost.usd += usd;
       return res.text;
     } catch (err) {
       this.stats.failed++;
