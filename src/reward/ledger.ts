@@ -425,10 +425,6 @@ export class RewardLedger {
     return rec ? this.#reward(rec, basis) : undefined;
   }
 
-  step(traceId: string): StepRef | undefined {
-    return this.#steps.get(traceId)?.ref;
-  }
-
   /** Every step held, in the order they were opened. */
   *steps(): IterableIterator<StepRef> {
     for (const rec of this.#steps.values()) yield rec.ref;
@@ -525,7 +521,7 @@ function invalid(message: string, pointer: string, hint: string): ValidationErro
   return new ValidationError('REWARD_INVALID', 'reward not delivered', issues, `${hint} Nothing was written.`);
 }
 
-export function aggregate(values: readonly number[], how: RewardAggregation): number | null {
+function aggregate(values: readonly number[], how: RewardAggregation): number | null {
   if (values.length === 0) return null;
   switch (how) {
     case 'sum':
@@ -589,7 +585,7 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[i] as number;
 }
 
-export function slaOf(counts: SlaCounts, delays: readonly number[]): SourceSla {
+function slaOf(counts: SlaCounts, delays: readonly number[]): SourceSla {
   const { imputed, ...c } = counts;
   const sorted = Float64Array.from(delays).sort();
   const share = (n: number): number => (c.expected === 0 ? 0 : Math.round((n / c.expected) * 1e4) / 1e4);

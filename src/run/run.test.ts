@@ -30,6 +30,9 @@ describe('Run', () => {
     expect(folder.summary['rewards']).toMatchObject({ by_source: { llm_score: { binding: 'module', arrived: 24, pending: 0, sla: { expected: 24, arrived: 24 } }, api_latency: { binding: 'tool', arrived: 24, pending: 0 } } });
     expect(folder.rewards.filter((r) => r.type === 'reward_arrived' && r.source === 'llm_score')).toHaveLength(24);
     expect(folder.episodes).toHaveLength(6);
+    // Per episode, the summary counts the delayed llm_score too, not only what was known when each episode ended.
+    const total = folder.trajectories.reduce((s, t) => s + t.reward, 0) + folder.rewards.reduce((s, r) => s + (r.value ?? 0), 0);
+    expect((folder.summary['rewards'] as { per_episode: { mean: number } }).per_episode.mean).toBeCloseTo(total / 6, 4);
     expect(folder.states.map((s) => s.state_id).sort()).toEqual(['initial-0', 'initial-1', 'initial-2', 'initial-3']);
     expect(folder.events[0]).toMatchObject({ event_seq: 1, type: 'run_started' });
     expect(folder.events.at(-1)).toMatchObject({ type: 'run_finished', status: 'completed' });

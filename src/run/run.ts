@@ -128,6 +128,8 @@ export class Run implements AsyncDisposable {
   #lastYield = 0;
   /** The steps (settled traces) each live instance has taken. */
   readonly #steps = new Map<string, { steps: number }>();
+  /** Episodes that ran to an end (not interrupted): the per-episode reward statistics cover these. */
+  readonly #counted = new Set<number>();
   /** The actions offered to the policy for each trace in flight, for its trajectory record. */
   readonly #offered = new Map<string, readonly string[]>();
 
@@ -379,6 +381,7 @@ export class Run implements AsyncDisposable {
       await this.#env.store.drop(agent.id);
       this.#steps.delete(agent.id);
     }
+    if (reason !== 'interrupted') this.#counted.add(index);
     this.events.emit({
       type: 'episode_finished',
       time: this.#clock.now(),
@@ -411,6 +414,24 @@ export class Run implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
     await this.#ownedStore?.[Symbol.asyncDispose]();
+  }
+
+  /**
+   * Reward per episode, over the episodes that ran to an end (an interrupted one was cut short and
+   * would drag the mean down). With delayed sources, each step counts what has arrived or been
+   * imputed by now, not only what was known when its episode ended.
+   */
+  #perEpisode(r: RunProgress['episodeRewards']): RunSummary['rewards']['per_episode'] {
+    const rewards = this.#env.rewards;
+    if (!rewards.active) return { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) };
+    const totals = new Map<number, number>([...this.#counted].map((e) => [e, 0]));
+    for (const step of rewards.ledger.steps()) {
+      const t = totals.get(step.episode);
+      if (t !== undefined) totals.set(step.episode, t + (rewards.reward(step.traceId) ?? 0));
+    }
+    const all = [...totals.values()];
+    if (all.length === 0) return { mean: 0, min: 0, max: 0 };
+    return { mean: round(all.reduce((a, b) => a + b, 0) / all.length), min: round(Math.min(...all)), max: round(Math.max(...all)) };
   }
 
   #sourceSummaries(p: RunProgress): Record<string, SourceSummary> {
@@ -452,8 +473,7 @@ export class Run implements AsyncDisposable {
         Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : round(t.totalMs / t.calls, 3), errors: t.errors }]),
       ),
       rewards: {
-        // Interrupted episodes were cut short: their rewards would drag the mean down, so they are left out.
-        per_episode: { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) },
+        per_episode: this.#perEpisode(r),
         by_source: this.#sourceSummaries(p),
       },
       loop_blocked: p.loopBlocked.length,
