@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { scratch } from '../../commands/testing.js';
 import { AgentEnv, defineEnv, type EnvManifest, type RewardEvent } from '../index.js';
 
 const HOUR = 3_600_000;
@@ -19,6 +22,9 @@ function manifest(extra: Partial<EnvManifest> = {}): EnvManifest {
     ...extra,
   };
 }
+
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
 
 afterEach(() => {
   vi.useRealTimers();
@@ -73,6 +79,32 @@ describe('env.rewards', () => {
         expect.objectContaining({ pointer: '/reward_sources/metric', message: expect.stringContaining('exactly one binding') }),
         expect.objectContaining({ pointer: '/reward_sources/human/export' }),
       ]) as unknown,
+    });
+  });
+
+  it('a hostile reward module fails its own value, with the reason, and nothing else', async () => {
+    const dir = await tmp.dir('agent-hostile-reward-');
+    await writeFile(path.join(dir, 'r.mjs'), 'export const throwsNull = () => { throw null; };\nexport const text = () => "x";\nexport const hang = () => new Promise(() => {});\nexport const ok = () => 1;\n');
+    const def = await defineEnv(
+      {
+        state: { type: 'object' },
+        actions: [{ name: 'act', parameters: { type: 'object' } }],
+        rewards: { type: 'object', properties: Object.fromEntries(['a', 'b', 'c', 'd'].map((n) => [n, { type: 'number', delay_ms: 10, ...(n === 'a' ? { fallback: { value: 0 } } : {}) }])) },
+        reward_sources: { a: { module: 'r.mjs', export: 'throwsNull' }, b: { module: 'r.mjs', export: 'text' }, c: { module: 'r.mjs', export: 'hang', timeout_ms: 50 }, d: { module: 'r.mjs', export: 'ok' } },
+      },
+      { dir },
+    );
+    await using env = await AgentEnv.create(def, { handlers: { act: async () => ({ observation: 1 }) } });
+    const agent = env.createInstance();
+    await agent.reset({});
+    const r = await agent.step({ name: 'act' });
+    expect(r.info.status).toBe('resolved');
+    await env.rewards.settle();
+    expect(env.rewards.entries(r.info.traceId)).toMatchObject({
+      a: { status: 'fallback', value: 0, imputed: { reason: expect.stringContaining('threw null') } },
+      b: { status: 'failed', error: expect.stringContaining("returned x, not a number") },
+      c: { status: 'failed', error: expect.stringContaining('timed out after 50 ms') },
+      d: { status: 'arrived', value: 1 },
     });
   });
 });
