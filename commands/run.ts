@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/index.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { integer, positiveInt, rewardSource, toolOption } from './options.js';
+import { duration, integer, positiveInt, rewardSource, toolOption } from './options.js';
 import type { Io } from './io.js';
 
 interface RunFlags {
@@ -14,6 +14,8 @@ interface RunFlags {
   seed: number;
   out: string;
   store: string;
+  resume?: string;
+  storeWait: number;
   json?: boolean;
   port?: number;
   toolOption: Record<string, JsonValue>;
@@ -24,7 +26,7 @@ export function registerRun(program: Command, io: Io): void {
   program
     .command('run')
     .description('Run episodes of an environment with a policy; show them live and write a run folder.')
-    .argument('<env-dir>', 'environment folder (state/action/reward schemas and tools, or env.json)')
+    .argument('[env-dir]', 'environment folder (state/action/reward schemas and tools, or env.json); not with --resume')
     .option('--episodes <n>', 'episodes to run', positiveInt, 20)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
     .option('--max-steps <m>', 'steps per episode at most', positiveInt, 10)
@@ -32,20 +34,29 @@ export function registerRun(program: Command, io: Io): void {
     .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, 0)
     .option('--out <dir>', 'parent folder of run folders', 'runs')
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
+    .option('--resume <run-id>', 'continue a run after its process stopped (killed, crashed, interrupted), from its journal in the Redis --store')
+    .option('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', duration, 60_000)
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
     .option('--port <port>', 'serve POST /rewards on 127.0.0.1:<port> while the run is live (0: any free port)', integer)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
-    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
-    .action(async (envDir: string, flags: RunFlags) => {
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
+    .action(async (envDir: string | undefined, flags: RunFlags) => {
+      if ((envDir === undefined) === (flags.resume === undefined)) {
+        io.stderr.write(`error: ${flags.resume === undefined ? "missing argument 'env-dir'" : 'pass an env folder or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
+        io.exitCode = 2;
+        return;
+      }
       io.exitCode = await runCommand(envDir, flags, io);
     });
 }
 
-async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<number> {
+async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): Promise<number> {
   const { Run, attachJsonReporter, attachPlainReporter } = await core();
   const run = await Run.prepare({
-    env: envDir,
+    env: envDir ?? '',
+    ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
+    storeWaitMs: flags.storeWait,
     episodes: flags.episodes,
     concurrency: flags.concurrency,
     maxSteps: flags.maxSteps,
@@ -81,10 +92,10 @@ async function runCommand(envDir: string, flags: RunFlags, io: Io): Promise<numb
   (flags.json ? io.stderr : io.stdout).write(`run folder: ${run.dir}\n`);
   // Late writes to a closed pipe would raise 'error' again; keep listening until the process ends.
   if (!controller.signal.aborted) io.stdout.off('error', onStdoutError);
-  if (summary.status === 'interrupted') return 130;
   if (summary.problem) {
     io.stderr.write(`error: ${summary.problem}\n`);
     return 1;
   }
+  if (summary.status === 'interrupted') return 130;
   return 0;
 }

@@ -15,6 +15,7 @@ import { isPlainObject, jsonCopy, type JsonObject, type JsonValue, type NotJsonE
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
+import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from './events.js';
 import type { EnvRuntime } from './runtime.js';
 
@@ -166,6 +167,11 @@ export class AgentInstance {
     return this.#seq;
   }
 
+  /** Calls dispatched by this instance so far: the next trace id is `<id>:<traces + 1>`. */
+  get traces(): number {
+    return this.#nextTrace;
+  }
+
   /** The current episode's number: 1 after the first reset, +1 per reset, or what `reset` was given. */
   get episode(): number {
     return this.#episode;
@@ -209,6 +215,38 @@ export class AgentInstance {
     this.#steps = 0;
     this.#done = false;
     if (this.#rt.rewards.active) this.#rt.rewards.episodeStarted(this.id, label, state);
+    this.#episodeAbort = linkedController(this.#rt.signal);
+    this.#transition('initialized');
+    return { state, actions: this.availableActions() };
+  }
+
+  /**
+   * Continue an episode whose history is in the store already (a run resumed after a crash): the
+   * state is the store's at `seq`; step numbers and trace ids go on after `steps` and `traces`.
+   * Nothing is written. `trajectory` (the steps taken before, oldest first) and `initial` let
+   * episode-scoped reward sources judge the whole episode.
+   */
+  async restore(
+    point: { readonly episode: number; readonly seq: number; readonly steps: number; readonly traces: number; readonly initial: JsonValue; readonly trajectory?: readonly RestoredStep[] },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ state: JsonValue; actions: AvailableAction[] }> {
+    assertTransition(this.id, this.#status, 'initialized');
+    const { state } = await this.#rt.store.stateAt(this.id, { seq: point.seq }, options.signal);
+    const issues = this.#rt.stateValidator.validate(state);
+    if (issues.length > 0) {
+      const first = issues[0];
+      throw new AgentError('STATE_CORRUPT', `the stored state of instance '${this.id}' at seq ${point.seq} does not match the state schema (${first?.pointer || '/'}: ${first?.message ?? ''})`, {
+        hint: 'The store holds a state this env would never commit: restore it from a backup, or start the episode again.',
+      });
+    }
+    this.#state = state;
+    this.#seq = point.seq;
+    this.#episode = point.episode;
+    this.#generation += 1;
+    this.#steps = point.steps;
+    this.#nextTrace = point.traces;
+    this.#done = false;
+    if (this.#rt.rewards.active) this.#rt.rewards.episodeRestored(this.id, point.episode, point.initial, point.trajectory ?? [], state);
     this.#episodeAbort = linkedController(this.#rt.signal);
     this.#transition('initialized');
     return { state, actions: this.availableActions() };

@@ -30,6 +30,11 @@ export interface RewardLogRecord {
   readonly cost?: CallCost;
 }
 
+/** Whether an event belongs in the reward log: every reward change except a tool's own values (those are in the step's record). */
+export function isLoggedReward(e: { readonly type: string; readonly key?: string }): e is RewardEvent {
+  return e.type.startsWith('reward_') && !(e.type === 'reward_arrived' && e.key === 'tool');
+}
+
 export function rewardRecord(e: RewardEvent): RewardLogRecord {
   const base = { type: e.type, time: e.time, trace_id: e.traceId, instance_id: e.instanceId, episode: e.episode, step: e.step, source: e.source };
   switch (e.type) {

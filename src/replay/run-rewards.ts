@@ -13,6 +13,7 @@ import { RewardLedger, type DeliveryResult, type RewardDelivery, type RewardEven
 import type { JsonSchema } from '../schema/ajv.js';
 import type { RewardAggregation, RewardFallback, RewardSourceDefinition } from '../schema/definition.js';
 import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
+import { processAlive } from '../shared/process.js';
 import { appendRewardRecords, rewardEvent, rewardRecord, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES, type EpisodeRecord, type TrajectoryRecord } from './run-writer.js';
 
@@ -118,15 +119,7 @@ export async function openRunRewards(dir: string, options: { readonly now?: numb
   await forEachLine(path.join(dir, RUN_FILES.trajectories), (r) => {
     const t = r as unknown as TrajectoryRecord;
     steps.push(t);
-    if (t.status !== 'resolved') return;
-    let immediate = 0;
-    const expected: string[] = [];
-    for (const [name, entry] of Object.entries(t.rewards)) {
-      const source = weights.get(name);
-      if (source?.binding === 'tool') immediate += source.weight * (entry.value ?? 0);
-      else expected.push(name);
-    }
-    ledger.open({ traceId: t.trace_id, instanceId: t.instance_id, episode: t.episode, step: t.step, action: t.action, time: t.time }, immediate, expected);
+    openTrajectoryStep(ledger, t, weights);
   });
   await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => ledger.replay(rewardEvent(r as unknown as RewardLogRecord)));
   const episodes = new Map<number, EpisodeRecord>();
@@ -151,13 +144,20 @@ export async function openRunRewards(dir: string, options: { readonly now?: numb
   };
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+/**
+ * Open a step read back from a trajectory record in a ledger: its tool-reported rewards are the
+ * immediate part, every other source named in its rewards is one it expects.
+ */
+export function openTrajectoryStep(ledger: Ledger, t: TrajectoryRecord, sources: ReadonlyMap<string, { readonly binding: string; readonly weight: number }>): void {
+  if (t.status !== 'resolved') return;
+  let immediate = 0;
+  const expected: string[] = [];
+  for (const [name, entry] of Object.entries(t.rewards)) {
+    const source = sources.get(name);
+    if (source?.binding === 'tool') immediate += source.weight * (entry.value ?? 0);
+    else expected.push(name);
   }
+  ledger.open({ traceId: t.trace_id, instanceId: t.instance_id, episode: t.episode, step: t.step, action: t.action, time: t.time }, immediate, expected);
 }
 
 export interface FolderDelivery {

@@ -12,7 +12,7 @@
  * reward-log-record, state-record, episode-record, run-summary).
  */
 import type { WriteStream } from 'node:fs';
-import { mkdir, open, rename, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
@@ -21,7 +21,7 @@ import type { ErrorInfo, RewardEntry } from '../env/events.js';
 import type { RunEvent, SettledStepEvent } from '../run/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
-import { rewardRecord } from './reward-log.js';
+import { isLoggedReward, rewardRecord, type RewardLogRecord } from './reward-log.js';
 
 export const RUN_FILES = {
   manifest: 'run.json',
@@ -149,6 +149,28 @@ export class RunWriter implements AsyncDisposable {
     return new RunWriter(runId, dir, opened);
   }
 
+  /**
+   * Reopen a run folder to continue it (`agent run --resume`): run.json is replaced, summary.json
+   * removed (the run is live again), events.jsonl appended to, and the other logs started afresh:
+   * the caller rewrites them from the run's journal, which is what was committed.
+   */
+  static async reopen(outDir: string, runId: string, manifest: object): Promise<RunWriter> {
+    const dir = path.resolve(outDir, runId);
+    const opened: FileHandle[] = [];
+    try {
+      await makeDirs(dir);
+      const tmp = path.join(dir, `.${RUN_FILES.manifest}.tmp`);
+      await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
+      await rename(tmp, path.join(dir, RUN_FILES.manifest));
+      await rm(path.join(dir, RUN_FILES.summary), { force: true });
+      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), name === 'events' ? 'a' : 'w'));
+    } catch (err) {
+      await Promise.all(opened.map((h) => h.close()));
+      throw new UsageError(`cannot reopen the run folder '${dir}': ${(err as NodeJS.ErrnoException).code ?? describeError(err)}`, 'The run resumes into the folder it started in: check that it is still there and writable.');
+    }
+    return new RunWriter(runId, dir, opened);
+  }
+
   #stream(handle: FileHandle, name: string): WriteStream {
     const stream = handle.createWriteStream();
     stream.on('error', (err) => this.#lose(1, `writing ${name} failed: ${describeError(err)}`));
@@ -178,11 +200,17 @@ export class RunWriter implements AsyncDisposable {
     if (this.#closed) return;
     const seq = ++this.#seq;
     this.#line('events', () => ({ event_seq: seq, ...event }), `event ${seq} (${event.type})`);
-    if (event.type === 'trace_settled') this.#line('trajectories', () => this.#trajectory(event), `the trajectory record of ${event.traceId}`);
-    // A tool's own rewards are in the step's record already; the log holds what happens later.
-    else if (event.type.startsWith('reward_') && !(event.type === 'reward_arrived' && event.key === 'tool')) {
-      this.#line('rewards', () => rewardRecord(event as Parameters<typeof rewardRecord>[0]), `the reward log record of event ${seq}`);
-    }
+    if (event.type === 'trace_settled') this.writeStep(event);
+    else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
+  }
+
+  /** A step's trajectory record (without its event: a resume rewriting what was committed). */
+  writeStep(event: SettledStepEvent): void {
+    if (!this.#closed) this.#line('trajectories', () => trajectoryRecord(this.runId, event), `the trajectory record of ${event.traceId}`);
+  }
+
+  writeRewardRecord(record: RewardLogRecord): void {
+    if (!this.#closed) this.#line('rewards', () => record, `a reward log record of ${record.trace_id}`);
   }
 
   /** An initial state, once per id. */
@@ -205,29 +233,6 @@ export class RunWriter implements AsyncDisposable {
       return;
     }
     this.#logs[log].write(`${text}\n`);
-  }
-
-  #trajectory(e: SettledStepEvent): TrajectoryRecord {
-    return {
-      run_id: this.runId,
-      episode: e.episode,
-      instance_id: e.instanceId,
-      step: e.step,
-      trace_id: e.traceId,
-      time: e.time,
-      action: e.action,
-      params: e.params,
-      status: e.status,
-      ...(e.observation !== undefined ? { observation: e.observation } : {}),
-      reward: e.reward,
-      rewards: e.rewards,
-      done: e.done,
-      seq_before: e.seqBefore,
-      state_seq: e.seq,
-      duration_ms: Math.round(e.durationMs * 1000) / 1000,
-      ...(e.availableActions ? { available_actions: e.availableActions } : {}),
-      ...(e.error ? { error: e.error } : {}),
-    };
   }
 
   /** Flush the logs and write summary.json atomically (write then rename). */
@@ -256,4 +261,28 @@ export class RunWriter implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#closed) await this.#close();
   }
+}
+
+/** The trajectories.jsonl line of a settled step. */
+export function trajectoryRecord(runId: string, e: SettledStepEvent): TrajectoryRecord {
+  return {
+    run_id: runId,
+    episode: e.episode,
+    instance_id: e.instanceId,
+    step: e.step,
+    trace_id: e.traceId,
+    time: e.time,
+    action: e.action,
+    params: e.params,
+    status: e.status,
+    ...(e.observation !== undefined ? { observation: e.observation } : {}),
+    reward: e.reward,
+    rewards: e.rewards,
+    done: e.done,
+    seq_before: e.seqBefore,
+    state_seq: e.seq,
+    duration_ms: Math.round(e.durationMs * 1000) / 1000,
+    ...(e.availableActions ? { available_actions: e.availableActions } : {}),
+    ...(e.error ? { error: e.error } : {}),
+  };
 }

@@ -13,7 +13,7 @@ import type { JsonObject, JsonValue } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
 import { buildPolicyStack, type PolicyStack } from '../tools/policy.js';
 import { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type SourceSla } from './ledger.js';
-import { sourceEvaluator, type EvaluatorStats, type SettledStep, type SourceEvaluator, type StepJudgement } from './evaluators.js';
+import { sourceEvaluator, type EvaluatorStats, type RestoredStep, type SettledStep, type SourceEvaluator, type StepJudgement } from './evaluators.js';
 
 export type { SettledStep } from './evaluators.js';
 
@@ -87,6 +87,13 @@ export class EnvRewards implements AsyncDisposable {
   /** An episode began: episode-scoped sources need its initial state. */
   episodeStarted(instanceId: string, episode: number, initial: JsonValue): void {
     if (this.#episodeSources.length > 0) this.#episodes.set(episodeKey(instanceId, episode), { initial, steps: [] });
+  }
+
+  /** An episode continued after a crash: its steps so far, for episode-scoped sources. */
+  episodeRestored(instanceId: string, episode: number, initial: JsonValue, steps: readonly RestoredStep[], current: JsonValue): void {
+    if (this.#episodeSources.length === 0) return;
+    const log: EpisodeLog = { initial, steps: steps.map((s) => ({ ...s, state: current })) };
+    this.#episodes.set(episodeKey(instanceId, episode), log);
   }
 
   /** An episode ended (reset or terminate): episode-scoped sources judge it, landing on its last step. */

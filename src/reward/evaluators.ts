@@ -11,6 +11,13 @@ import type { StepRef } from './ledger.js';
 import { LlmJudge, type JudgeStats } from './llm-judge.js';
 
 /** What a step-scoped source sees of a step. */
+/** A step taken before a crash, as an episode-scoped source sees it in the trajectory. */
+export interface RestoredStep {
+  readonly action: string;
+  readonly params: JsonObject;
+  readonly observation?: JsonValue;
+}
+
 export interface SettledStep extends StepRef {
   readonly params: JsonObject;
   readonly observation?: JsonValue;

@@ -19,7 +19,8 @@ export type RunEvent =
   | Exclude<EnvEvent, { type: 'trace_settled' }>
   | SettledStepEvent
   /** `port`: the run's local server, when started with one (POST /rewards). */
-  | { readonly type: 'run_started'; readonly time: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number }
+  /** `startedAt`: when the run first started (earlier than `time` for a resumed run). */
+  | { readonly type: 'run_started'; readonly time: number; readonly startedAt?: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number }
   /** `initialStateId` names the episode's initial state in states.jsonl. */
   | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number; readonly initialStateId: string }
   | {
@@ -35,4 +36,13 @@ export type RunEvent =
     }
   /** After the env closed: calls whose handler ignored its AbortSignal and is still running. */
   | { readonly type: 'calls_abandoned'; readonly time: number; readonly calls: readonly { readonly tool: string; readonly traceId: string }[] }
-  | { readonly type: 'run_finished'; readonly time: number; readonly runId: string; readonly status: 'completed' | 'interrupted' };
+  | { readonly type: 'run_finished'; readonly time: number; readonly runId: string; readonly status: 'completed' | 'interrupted' }
+  /**
+   * The run continued after its process stopped: steps and finished episodes found in its journal,
+   * calls that were in flight (re-run if idempotent, else settled as TOOL_LOST), and steps the run
+   * folder showed that Redis no longer had (lost by a Redis restart; kept in trajectories.lost.jsonl).
+   */
+  | { readonly type: 'run_resumed'; readonly time: number; readonly runId: string; readonly steps: number; readonly episodesFinished: number; readonly inflight: number; readonly lostSteps: number }
+  /** The state store stopped answering: the run waits (with backoff) for it, up to its store wait. */
+  | { readonly type: 'store_unavailable'; readonly time: number; readonly store: string; readonly since: number }
+  | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly downMs: number };

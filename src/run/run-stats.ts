@@ -46,6 +46,8 @@ export interface RunProgress {
   /** The first failed step's error on one line, for a run's closing verdict. */
   readonly firstError?: string;
   readonly firstPolicyError?: string;
+  /** Set while the state store is unreachable: since when (epoch ms), and where. */
+  readonly storeDown?: { readonly since: number; readonly store: string };
 }
 
 export interface RecentReward {
@@ -74,6 +76,7 @@ export class RunStats {
   readonly #errors: Record<string, number> = {};
   #firstError: string | undefined;
   #firstPolicyError: string | undefined;
+  #storeDown: { since: number; store: string } | undefined;
 
   constructor(clock: () => number) {
     this.#clock = clock;
@@ -83,7 +86,7 @@ export class RunStats {
   apply(e: RunEvent): void {
     switch (e.type) {
       case 'run_started':
-        this.#startedAt = e.time;
+        this.#startedAt = e.startedAt ?? e.time;
         this.#episodesTotal = e.config.episodes;
         break;
       case 'dispatched':
@@ -109,6 +112,12 @@ export class RunStats {
       }
       case 'reward_imputed':
         this.#recentReward({ source: e.source, value: e.value, traceId: e.traceId, status: 'imputed' });
+        break;
+      case 'store_unavailable':
+        this.#storeDown = { since: e.since, store: e.store };
+        break;
+      case 'store_recovered':
+        this.#storeDown = undefined;
         break;
       case 'loop_blocked':
         this.#blocked.push({ tool: e.tool, blockedMs: e.blockedMs });
@@ -174,6 +183,7 @@ export class RunStats {
       errors: { ...this.#errors },
       ...(this.#firstError !== undefined ? { firstError: this.#firstError } : {}),
       ...(this.#firstPolicyError !== undefined ? { firstPolicyError: this.#firstPolicyError } : {}),
+      ...(this.#storeDown ? { storeDown: { ...this.#storeDown } } : {}),
     };
   }
 }

@@ -2,26 +2,37 @@
  * `agent run` as a library: runs N episodes of an env with a policy, C at a time, and writes a
  * run folder. Reporters subscribe to `run.events` and read `run.progress()`; nothing here prints.
  *
+ * With a Redis store the run is durable: its journal (run/run-journal.ts) holds what a resume
+ * needs, and `Run.prepare({ resume: runId, store })` continues it after its process died.
+ *
  * @example
  * const run = await Run.prepare({ env: 'fixtures/weather', episodes: 20, concurrency: 8 });
  * run.events.on('episode_finished', (e) => console.log(e.episode, e.reward));
  * const summary = await run.execute(controller.signal);
  */
 import { setMaxListeners } from 'node:events';
+import path from 'node:path';
+import type { Redis } from 'ioredis';
 import { AgentEnv } from '../env/agent-env.js';
-import type { AgentInstance } from '../env/agent-instance.js';
+import type { Action, AgentInstance } from '../env/agent-instance.js';
 import type { EnvEvent, ErrorInfo } from '../env/events.js';
 import { generate } from '../schema/generate.js';
-import { RunWriter } from '../replay/run-writer.js';
+import { RunWriter, trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
+import { isLoggedReward, rewardEvent, rewardRecord } from '../replay/reward-log.js';
+import { openTrajectoryStep } from '../replay/run-rewards.js';
+import { readLostSteps } from '../replay/lost-steps.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
+import { linkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
-import type { JsonValue } from '../shared/json.js';
-import { RedisStateStore } from '../state/redis-store.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import { archiveToFolder, readArchive } from '../state/archive.js';
+import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
-import type { EpisodeEndReason, RunConfig, RunEvent } from './run-events.js';
+import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from './run-events.js';
+import { RunJournal, type EpisodeFinishedEvent, type InflightCall, type JournalContents, type JournalRun } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
 import type { RunningCall } from '../tools/router.js';
 import type { RewardBinding } from '../schema/definition.js';
@@ -48,9 +59,17 @@ export interface RunOptions {
   readonly blockThresholdMs?: number;
   /**
    * Where episode states live while they run: a StateStore, `'memory'` (the default) or a Redis
-   * URL (`redis://host:port/db`, keys under `agent:<run-id>:`). Each is dropped when its episode ends.
+   * URL (`redis://host:port/db`, keys under `agent:<run-id>:`). With a Redis URL the run is
+   * durable: it keeps a journal there and can be resumed after its process died.
    */
   readonly store?: StateStore | string;
+  /**
+   * Continue the run of this id (after a crash or an interruption) from its journal in the Redis
+   * `store`: env, episodes, seed and the other settings come from the journal; `env` is ignored.
+   */
+  readonly resume?: string;
+  /** How long a durable run waits for an unreachable Redis before it stops, resumable (default 60 s). */
+  readonly storeWaitMs?: number;
   /** Start the run's local server on 127.0.0.1 (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
   readonly port?: number;
   /** Aborts loading (prepare); `execute` takes its own signal. */
@@ -78,7 +97,9 @@ export interface RunSummary {
   readonly records_lost?: { readonly records: number; readonly reason: string };
   /** Calls whose handler ignored its AbortSignal and was still running when the run closed. */
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
-  /** Set when the run completed but could not have worked: every step failed, no action was ever enabled, … */
+  /** Times the run was resumed after its process stopped (durable runs). */
+  readonly resumes?: number;
+  /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
   readonly problem?: string;
 }
 
@@ -96,6 +117,9 @@ export interface SourceSummary {
 
 /** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
 const YIELD_EVERY_MS = 8;
+const DEFAULT_STORE_WAIT_MS = 60_000;
+/** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
+const STORE_FAILURES = new Set<string>(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE']);
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -108,20 +132,50 @@ function runIdFor(time: number, seed: number): string {
   return `${stamp}-${hashSeed(time, seed, process.pid).toString(16).padStart(8, '0').slice(0, 6)}`;
 }
 
+/** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
+interface Durable {
+  readonly url: string;
+  readonly redis: Redis;
+  readonly store: RedisStateStore;
+  readonly journal: RunJournal;
+  /** What the journal held when this process resumed the run. */
+  readonly resumed?: JournalContents;
+}
+
+interface RunSetup {
+  readonly runId: string;
+  readonly env: AgentEnv;
+  readonly ownedStore: StateStore | undefined;
+  readonly durable: Durable | undefined;
+  readonly policy: Policy;
+  readonly config: RunConfig;
+  readonly out: string;
+  readonly clock: Clock;
+  readonly initialStates: readonly JsonValue[];
+  readonly port: number | undefined;
+  readonly storeWaitMs: number;
+  readonly journalRun: JournalRun;
+}
+
+/** Where an episode picks up after a resume. */
+interface Continued {
+  readonly reward: number;
+  readonly lastObservation?: JsonValue;
+  readonly done: boolean;
+  /** The call in flight at the crash, re-run because its tool is idempotent. */
+  readonly redo?: InflightCall;
+}
+
 export class Run implements AsyncDisposable {
   /** Names the run folder (`<out>/<run-id>/`) and, with a Redis store, the run's keys. */
   readonly runId: string;
   readonly events: Emitter<RunEvent>;
-  /** A store the run opened itself (from a URL), closed with it. */
-  readonly #ownedStore: StateStore | undefined;
   readonly config: RunConfig;
+  readonly #setup: RunSetup;
   readonly #env: AgentEnv;
-  readonly #policy: Policy;
-  readonly #out: string;
   readonly #clock: Clock;
   readonly #stats: RunStats;
-  readonly #initialStates: readonly JsonValue[];
-  readonly #port: number | undefined;
+  readonly #durable: Durable | undefined;
   #dir: string | undefined;
   #writer: RunWriter | undefined;
   #server: RunServer | undefined;
@@ -132,68 +186,88 @@ export class Run implements AsyncDisposable {
   readonly #counted = new Set<number>();
   /** The actions offered to the policy for each trace in flight, for its trajectory record. */
   readonly #offered = new Map<string, readonly string[]>();
+  /** A resumed run's committed steps, per episode, until the episode continues. */
+  readonly #priorSteps = new Map<number, SettledStepEvent[]>();
+  /** Stops the run from inside: a store failure. */
+  readonly #internal = new AbortController();
+  #failure: AgentError | undefined;
 
-  private constructor(runId: string, env: AgentEnv, ownedStore: StateStore | undefined, policy: Policy, config: RunConfig, out: string, clock: Clock, initialStates: readonly JsonValue[], port: number | undefined) {
-    this.runId = runId;
-    this.#port = port;
-    this.#env = env;
-    this.#ownedStore = ownedStore;
-    this.#policy = policy;
-    this.config = config;
-    this.#out = out;
-    this.#clock = clock;
-    this.#initialStates = initialStates;
-    this.#stats = new RunStats(() => clock.now());
+  private constructor(setup: RunSetup) {
+    this.#setup = setup;
+    this.runId = setup.runId;
+    this.#env = setup.env;
+    this.#durable = setup.durable;
+    this.config = setup.config;
+    this.#clock = setup.clock;
+    this.#stats = new RunStats(() => setup.clock.now());
     this.events = new Emitter<RunEvent>();
     this.events.onAny((e) => this.#stats.apply(e));
+    if (setup.durable) setup.durable.journal.onFailure = (err) => this.#fail(err);
   }
 
-  /** Validate options, load the env and the policy. Nothing is written yet; errors here are the user's (exit 2). */
+  /** Validate options, load the env and the policy (or the journal of a run to resume). Nothing is written yet; errors here are the user's (exit 2). */
   static async prepare(options: RunOptions): Promise<Run> {
-    const episodes = positiveInt('episodes', options.episodes, 20);
-    const concurrency = positiveInt('concurrency', options.concurrency, 8);
-    const maxSteps = positiveInt('max-steps', options.maxSteps, 10);
-    const seed = options.seed ?? 0;
-    if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
-    const policy = typeof options.policy === 'function' ? options.policy : await loadPolicy(options.policy ?? 'random');
     const clock = options.clock ?? systemClock;
-    const runId = runIdFor(clock.now(), seed);
-    const owned = await storeFor(options.store, runId, options.signal);
-    const store = owned ?? (typeof options.store === 'object' ? options.store : undefined);
-    let env: AgentEnv;
+    const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
+    if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
+    const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
+    const saved = durable?.resumed?.run;
     try {
-      env = await AgentEnv.open(options.env, {
+      const episodes = positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
+      const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
+      const maxSteps = positiveInt('max-steps', saved?.config.maxSteps ?? options.maxSteps, 10);
+      const seed = saved?.config.seed ?? options.seed ?? 0;
+      if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
+      const policyName = saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random'));
+      if (saved && typeof options.policy !== 'function' && policyName === 'custom') {
+        throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
+      }
+      const policy = typeof options.policy === 'function' ? options.policy : await loadPolicy(policyName);
+      const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
+      const out = saved?.out ?? path.resolve(options.out ?? 'runs');
+      const toolOptions = saved ? saved.tool_options : options.toolOptions;
+      const rewardSources = saved ? saved.reward_sources : options.rewardSources;
+      const owned = durable ? undefined : await memoryOrGiven(options.store);
+      const store = durable?.store ?? (typeof options.store === 'object' ? options.store : undefined);
+      const env = await AgentEnv.open(saved?.env_dir ?? options.env, {
         seed,
         clock,
         ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
-        ...(options.rewardSources ? { rewardSources: options.rewardSources } : {}),
+        ...(toolOptions ? { toolOptions } : {}),
+        ...(rewardSources ? { rewardSources } : {}),
         ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
         // A run keeps one instance per episode; trim each history so long runs stay bounded.
         ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
       });
+      let initialStates = env.definition.initialStates;
+      if (initialStates.length === 0) {
+        const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
+        if (generated.value === undefined) {
+          await env[Symbol.asyncDispose]();
+          throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
+        }
+        initialStates = [generated.value];
+      }
+      if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535)) {
+        await env[Symbol.asyncDispose]();
+        throw new UsageError(`port must be a whole number from 0 to 65535 (got ${options.port})`, 'Pass --port 0 for any free port.');
+      }
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName };
+      const journalRun: JournalRun = saved ?? {
+        run_id: runId,
+        started_at: clock.now(),
+        env_dir: env.definition.dir,
+        out,
+        config,
+        ...(toolOptions ? { tool_options: toolOptions } : {}),
+        ...(rewardSources ? { reward_sources: rewardSources } : {}),
+      };
+      return new Run({ runId, env, ownedStore: owned, durable, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun });
     } catch (err) {
-      await owned?.[Symbol.asyncDispose]();
+      await closeDurable(durable);
       throw err;
     }
-    let initialStates = env.definition.initialStates;
-    if (initialStates.length === 0) {
-      const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
-      if (generated.value === undefined) {
-        await env[Symbol.asyncDispose]();
-        await owned?.[Symbol.asyncDispose]();
-        throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
-      }
-      initialStates = [generated.value];
-    }
-    const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-    if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535)) {
-      await env[Symbol.asyncDispose]();
-      await owned?.[Symbol.asyncDispose]();
-      throw new UsageError(`port must be a whole number from 0 to 65535 (got ${options.port})`, 'Pass --port 0 for any free port.');
-    }
-    return new Run(runId, env, owned, policy, { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName }, options.out ?? 'runs', clock, initialStates, options.port);
   }
 
   /** The local server's port, once `execute` has started it (with the `port` option). */
@@ -220,23 +294,45 @@ export class Run implements AsyncDisposable {
   }
 
   /** Run every episode. Aborting `signal` stops gracefully: calls in flight are cancelled and the folder is flushed, marked interrupted. */
-  async execute(signal: AbortSignal = new AbortController().signal): Promise<RunSummary> {
+  async execute(outer: AbortSignal = new AbortController().signal): Promise<RunSummary> {
+    setMaxListeners(0, outer);
+    using linked = linkedController(outer, this.#internal.signal);
+    const signal = linked.signal;
     setMaxListeners(0, signal);
-    const started = this.#clock.now();
+    const durable = this.#durable;
+    const resumed = durable?.resumed;
+    const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
-    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards });
+    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
-    await using writer = await RunWriter.create(this.#out, runId, this.#manifest(started));
+    const dir = path.join(this.#setup.out, runId);
+    // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.
+    const lost = resumed ? await readLostSteps(dir, resumed.steps) : 0;
+    await using writer = resumed ? await RunWriter.reopen(this.#setup.out, runId, this.#manifest(started, resumed)) : await RunWriter.create(this.#setup.out, runId, this.#manifest(started, undefined));
     this.#dir = writer.dir;
     this.#writer = writer;
-    const unsubscribe = [this.events.onAny((e) => writer.write(e)), this.#env.events.onAny((e) => this.#forward(e))];
+    if (durable && !resumed) {
+      await durable.journal.create(this.#setup.journalRun, signal);
+      await durable.journal.acquire(signal);
+    }
+    // With a journal, the folder shows a record only once Redis has acknowledged it: a crash never leaves the folder ahead of what a resume continues from.
+    const toWriter = durable ? (e: RunEvent) => durable.journal.after(() => writer.write(e)) : (e: RunEvent) => writer.write(e);
+    const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
+    const unwatch = durable ? this.#watchStore(durable) : undefined;
     try {
-      this.events.emit({ type: 'run_started', time: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port } : {}) });
+      this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port } : {}) });
+      if (resumed) {
+        this.#replay(writer, resumed);
+        // Episodes that finished just before the crash may still have their history in Redis.
+        for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
+        this.events.emit({ type: 'run_resumed', time: this.#clock.now(), runId, steps: resumed.steps.length, episodesFinished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lostSteps: lost });
+      }
+      const todo = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
       let next = 0;
       const worker = async (): Promise<void> => {
-        while (!signal.aborted && next < this.config.episodes) await this.#episode(next++, signal);
+        while (!signal.aborted && next < todo.length) await this.#episode(todo[next++] as number, signal);
       };
-      await Promise.all(Array.from({ length: Math.min(this.config.concurrency, this.config.episodes) }, worker));
+      await Promise.all(Array.from({ length: Math.min(this.config.concurrency, todo.length) }, worker));
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
@@ -246,29 +342,149 @@ export class Run implements AsyncDisposable {
       const abandoned = this.#env.runningCalls();
       if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
+      await durable?.journal.flushed().catch(() => undefined);
       const summary = withLoss(this.#summary(runId, status, started, abandoned), writer.loss);
       await writer.finish(summary);
+      if (durable) await this.#closeJournal(durable, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
       return withLoss(summary, writer.loss);
     } finally {
+      unwatch?.();
       for (const off of unsubscribe) off();
       this.#writer = undefined;
       await this[Symbol.asyncDispose]();
     }
   }
 
-  /** Env events into the run's stream; a settled step gets the actions its policy chose among. */
-  #forward(e: EnvEvent): void {
-    if (e.type !== 'trace_settled') return this.events.emit(e);
+  get #port(): number | undefined {
+    return this.#setup.port;
+  }
+
+  /** Stop the run on a store failure (once): episodes end as interrupted, the folder is marked, the run can be resumed. */
+  #fail(err: AgentError): void {
+    if (this.#failure) return;
+    this.#failure = err;
+    this.#internal.abort(err);
+    // Commands waiting for a Redis that is gone would wait forever: fail them now.
+    if (err.code === 'STORE_UNAVAILABLE') this.#durable?.redis.disconnect();
+  }
+
+  /**
+   * Redis going away pauses the run (commands wait while the client reconnects with backoff);
+   * the live view says so. Past the store wait, the run stops cleanly and can be resumed.
+   */
+  #watchStore(durable: Durable): () => void {
+    const store = redactUrl(durable.url);
+    let since: number | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const onClose = (): void => {
+      if (since !== undefined || this.#failure || this.#internal.signal.aborted) return;
+      since = this.#clock.now();
+      this.events.emit({ type: 'store_unavailable', time: since, store, since });
+      timer = setTimeout(() => {
+        this.#fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${Math.round(this.#setup.storeWaitMs / 1000)} s`, { hint: `Check Redis, then continue with: agent run --resume ${this.runId} --store ${store}` }));
+      }, this.#setup.storeWaitMs);
+    };
+    const onReady = (): void => {
+      if (since === undefined) return;
+      clearTimeout(timer);
+      this.events.emit({ type: 'store_recovered', time: this.#clock.now(), store, downMs: this.#clock.now() - since });
+      since = undefined;
+    };
+    durable.redis.on('close', onClose);
+    durable.redis.on('ready', onReady);
+    return () => {
+      clearTimeout(timer);
+      durable.redis.off('close', onClose);
+      durable.redis.off('ready', onReady);
+    };
+  }
+
+  /** A completed run is retired (its episodes' keys and journal removed: the folder has it all); an interrupted one stays, resumable. */
+  async #closeJournal(durable: Durable, status: RunSummary['status']): Promise<void> {
+    try {
+      if (status === 'completed' && !this.#failure) {
+        await Promise.all(Array.from({ length: this.config.episodes }, (_, i) => durable.store.drop(`ep-${i}`)));
+        await durable.journal.retire();
+      } else if (!this.#failure) await durable.journal.setStatus('interrupted');
+    } catch {
+      // Redis went away as the run ended: the journal still says running, which a resume handles the same.
+    }
+    await durable.journal.release();
+  }
+
+  /**
+   * A resumed run's past, from its journal: the folder's logs rewritten as committed, the
+   * statistics and the reward ledger rebuilt (deadlines that passed meanwhile apply now).
+   */
+  #replay(writer: RunWriter, resumed: JournalContents): void {
+    const sources = new Map([...this.#env.definition.rewards.values()].map((r) => [r.name, { binding: r.binding.kind, weight: r.weight }]));
+    const ledger = this.#env.rewards.ledger;
+    for (const step of resumed.steps) {
+      writer.writeStep(step);
+      this.#stats.apply({ type: 'tool_finished', time: step.time, instanceId: step.instanceId, traceId: step.traceId, tool: step.action, ok: step.status === 'resolved', durationMs: step.durationMs, attempts: 1 });
+      this.#stats.apply(step);
+      for (const [source, entry] of Object.entries(step.rewards)) {
+        if (sources.get(source)?.binding !== 'tool' || typeof entry.value !== 'number') continue;
+        this.#stats.apply({ type: 'reward_arrived', time: step.time, instanceId: step.instanceId, traceId: step.traceId, episode: step.episode, step: step.step, source, value: entry.value, key: 'tool', delayMs: 0, reward: step.reward });
+      }
+      let list = this.#priorSteps.get(step.episode);
+      if (!list) this.#priorSteps.set(step.episode, (list = []));
+      list.push(step);
+      if (ledger.hasDelayed) openTrajectoryStep(ledger, trajectoryRecord(this.runId, step), sources);
+    }
+    for (const record of resumed.rewards) {
+      writer.writeRewardRecord(record);
+      const event = rewardEvent(record);
+      ledger.replay(event);
+      this.#stats.apply({ ...event, instanceId: record.instance_id } as RunEvent);
+    }
+    for (const [episode, entry] of resumed.episodes) {
+      if (entry.status !== 'finished') continue;
+      if (entry.record) {
+        const stateId = entry.record.initial_state_id;
+        writer.writeState(stateId, this.#initialStates[Number(stateId.slice('initial-'.length))] ?? null);
+        writer.writeEpisode(entry.record);
+      }
+      this.#stats.apply(entry.event);
+      if (entry.event.reason !== 'interrupted') this.#counted.add(episode);
+      this.#priorSteps.delete(episode);
+    }
+    this.#env.rewards.expireDue();
+  }
+
+  get #historyDir(): string {
+    return path.join(this.#setup.out, this.runId, 'history');
+  }
+
+  get #initialStates(): readonly JsonValue[] {
+    return this.#setup.initialStates;
+  }
+
+  /** Env events into the run's stream (and a durable run's journal); a settled step gets the actions its policy chose among. */
+  #forward(e: EnvEvent | SettledStepEvent): void {
+    const journal = this.#durable?.journal;
+    if (e.type !== 'trace_settled') {
+      if (journal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
+      return this.events.emit(e);
+    }
+    // The run is stopping on a store failure: a step settling now was not committed.
+    if (this.#failure) return;
+    if (e.error && STORE_FAILURES.has(e.error.code)) {
+      this.#fail(new AgentError(e.error.code as 'STORE_WRITES_LOST', e.error.message, e.error.hint ? { hint: e.error.hint } : {}));
+      return;
+    }
     const counts = this.#steps.get(e.instanceId);
     if (counts) counts.steps++;
     const offered = this.#offered.get(e.traceId);
     this.#offered.delete(e.traceId);
-    this.events.emit(offered ? { ...e, availableActions: offered } : e);
+    const step: SettledStepEvent = offered ? { ...e, availableActions: offered } : e;
+    journal?.step(step).catch(() => undefined);
+    this.events.emit(step);
   }
 
   /** run.json: what `agent reward` and `agent export` need to work on the folder once this process is gone. */
-  #manifest(started: number): object {
+  #manifest(started: number, resumed: JournalContents | undefined): object {
     const def = this.#env.definition;
     return {
       schema_version: 1,
@@ -278,6 +494,8 @@ export class Run implements AsyncDisposable {
       started_at: new Date(started).toISOString(),
       pid: process.pid,
       ...(this.#server ? { port: this.#server.port } : {}),
+      ...(this.#durable ? { store: redactUrl(this.#durable.url) } : {}),
+      ...(resumed ? { resumed_at: new Date(this.#clock.now()).toISOString() } : {}),
       config: this.config,
       reward_sources: Object.fromEntries(
         [...def.rewards.values()].map((r) => [
@@ -315,8 +533,9 @@ export class Run implements AsyncDisposable {
     const counts = { steps: 0 };
     this.#steps.set(agent.id, counts);
     const stateIndex = index % this.#initialStates.length;
-    this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId: `initial-${stateIndex}` });
-    const rng = new Rng(hashSeed(this.config.seed, 'policy', index));
+    const initialStateId = `initial-${stateIndex}`;
+    const journal = this.#durable?.journal;
+    this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId });
     let reward = 0;
     let reason: EpisodeEndReason = 'max_steps';
     let error: ErrorInfo | undefined;
@@ -325,29 +544,45 @@ export class Run implements AsyncDisposable {
     /** The initial state as the instance holds it (a frozen copy): the final state is diffed against it. */
     let start: JsonValue | undefined;
     try {
-      await agent.reset(initial, { signal, episode: index });
-      start = agent.state;
-      this.#writer?.writeState(`initial-${stateIndex}`, start);
-      let lastObservation: JsonValue | undefined;
-      for (let step = 0; step < this.config.maxSteps; step++) {
-        await this.#breathe();
-        if (signal.aborted) throw signal.reason;
-        const actions = agent.availableActions();
-        if (actions.length === 0) {
-          reason = 'no_actions';
-          break;
-        }
-        const choice = await this.#choose(agent, { state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}) }, rng, signal);
-        if (choice === null) {
-          reason = 'policy_stop';
-          break;
-        }
-        const result = await agent.resolve(choice, { signal });
-        reward += result.reward;
-        lastObservation = result.observation;
-        if (result.done) {
-          reason = 'done';
-          break;
+      const continued = await this.#continue(agent, index, initial, counts, signal);
+      if (continued) {
+        start = initial;
+        reward = continued.reward;
+      } else {
+        await journal?.episodeStarted(index, { status: 'running', instance_id: agent.id, initial_state_id: initialStateId, started_at: startedAt }, signal);
+        await agent.reset(initial, { signal, episode: index });
+        start = agent.state;
+      }
+      this.#writer?.writeState(initialStateId, start);
+      let lastObservation = continued?.lastObservation;
+      let redo = continued?.redo;
+      if (continued?.done) reason = 'done';
+      else {
+        for (let step = counts.steps; step < this.config.maxSteps; step++) {
+          await this.#breathe();
+          if (signal.aborted) throw signal.reason;
+          const actions = agent.availableActions();
+          if (actions.length === 0 && !redo) {
+            reason = 'no_actions';
+            break;
+          }
+          // One generator per step, not per episode: a resumed episode draws what it would have drawn.
+          const rng = new Rng(hashSeed(this.config.seed, 'policy', index, step));
+          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : (await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}) }, rng, signal));
+          if (choice === null) {
+            reason = 'policy_stop';
+            break;
+          }
+          const offered = redo ? redo.available_actions : actions.map((a) => a.name);
+          redo = undefined;
+          const traceId = await this.#dispatch(agent, index, choice, offered, signal);
+          const result = await agent.resolve(traceId, { signal });
+          reward += result.reward;
+          lastObservation = result.observation;
+          if (result.done) {
+            reason = 'done';
+            break;
+          }
         }
       }
     } catch (err) {
@@ -359,30 +594,27 @@ export class Run implements AsyncDisposable {
       }
     } finally {
       if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
-      if (start !== undefined) {
-        const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
-        this.#writer?.writeEpisode({
-          episode: index,
-          instance_id: agent.id,
-          initial_state_id: `initial-${stateIndex}`,
-          final_patch: diffStates(start, agent.state),
-          final_seq: agent.seq,
-          steps: counts.steps,
-          reason,
-          terminated: !truncated,
-          truncated,
-          started_at: startedAt,
-          finished_at: this.#clock.now(),
-        });
-      }
       this.#env.release(agent.id);
-      // The episode lives on in the run folder; its in-memory history would grow the process by
-      // one state log per episode (tens of MB/s on a fast env).
-      await this.#env.store.drop(agent.id);
       this.#steps.delete(agent.id);
     }
-    if (reason !== 'interrupted') this.#counted.add(index);
-    this.events.emit({
+    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
+    const record: EpisodeRecord | undefined =
+      start === undefined
+        ? undefined
+        : {
+            episode: index,
+            instance_id: agent.id,
+            initial_state_id: initialStateId,
+            final_patch: diffStates(start, agent.state),
+            final_seq: agent.seq,
+            steps: counts.steps,
+            reason,
+            terminated: !truncated,
+            truncated,
+            started_at: startedAt,
+            finished_at: this.#clock.now(),
+          };
+    const finished: EpisodeFinishedEvent = {
       type: 'episode_finished',
       time: this.#clock.now(),
       instanceId: agent.id,
@@ -392,28 +624,123 @@ export class Run implements AsyncDisposable {
       reason,
       durationMs: this.#clock.monotonic() - started,
       ...(error ? { error } : {}),
-    });
+    };
+    await this.#close(agent.id, record, finished);
+    if (reason !== 'interrupted') this.#counted.add(index);
+    this.events.emit(finished);
   }
 
-  /** Ask the policy and dispatch its choice; returns the trace id, or null when the policy stops. */
-  async #choose(agent: AgentInstance, observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<string | null> {
-    let action;
+  /**
+   * An episode's end in the folder and the store. In memory, its history is dropped (it lives on in
+   * the run folder; kept, it would grow the process by one state log per episode). A durable run
+   * journals the end first, then archives the history into the folder and removes its Redis keys;
+   * an interrupted episode keeps them, to continue on resume.
+   */
+  async #close(instanceId: string, record: EpisodeRecord | undefined, finished: EpisodeFinishedEvent): Promise<void> {
+    const durable = this.#durable;
+    if (!durable) {
+      if (record) this.#writer?.writeEpisode(record);
+      await this.#env.store.drop(instanceId);
+      return;
+    }
+    if (finished.reason === 'interrupted' || this.#failure) {
+      if (record) durable.journal.after(() => this.#writer?.writeEpisode(record));
+      return;
+    }
     try {
-      action = await this.#policy(observation, { rng, signal });
+      await durable.journal.episodeFinished(finished.episode, record, finished);
+      if (record) this.#writer?.writeEpisode(record);
+      await archiveAndDrop(durable.store, instanceId, this.#historyDir);
+    } catch {
+      // The journal's failure stops the run (see #fail); the episode continues on resume.
+    }
+  }
+
+  /**
+   * A resumed run's episode that was running: back to its last committed step. The store's history
+   * is rewound to it (deltas of a step whose commit never reached the journal are dropped); the call
+   * in flight is re-run if its tool is idempotent, and otherwise settles as TOOL_LOST.
+   */
+  async #continue(agent: AgentInstance, index: number, initial: JsonValue, counts: { steps: number }, signal: AbortSignal): Promise<Continued | undefined> {
+    const durable = this.#durable;
+    const resumed = durable?.resumed;
+    if (!durable || resumed?.episodes.get(index)?.status !== 'running') return undefined;
+    if (!(await durable.store.bounds(agent.id, signal))) return undefined;
+    const steps = this.#priorSteps.get(index) ?? [];
+    this.#priorSteps.delete(index);
+    const last = steps[steps.length - 1];
+    const seq = last?.seq ?? 0;
+    await durable.store.rewind(agent.id, seq, signal);
+    let traces = Math.max(0, ...steps.map((s) => traceNumber(s.traceId)));
+    let taken = last?.step ?? 0;
+    const call = last?.done ? undefined : resumed.inflight.get(index);
+    let lost: SettledStepEvent | undefined;
+    let redo: InflightCall | undefined;
+    if (call) {
+      traces = Math.max(traces, traceNumber(call.trace_id));
+      if (this.#env.definition.actions.get(call.action)?.policy.idempotent) redo = call;
+      else {
+        taken++;
+        lost = {
+          type: 'trace_settled',
+          time: this.#clock.now(),
+          instanceId: agent.id,
+          traceId: call.trace_id,
+          episode: index,
+          step: taken,
+          action: call.action,
+          params: call.params as JsonObject,
+          seqBefore: seq,
+          status: 'failed',
+          reward: 0,
+          rewards: {},
+          done: false,
+          seq,
+          durationMs: 0,
+          availableActions: call.available_actions,
+          error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: 'Declare "idempotent": true on the tool if calling it twice is safe.' },
+        };
+      }
+    }
+    const trajectory = steps.filter((s) => s.status === 'resolved').map((s) => ({ action: s.action, params: s.params, ...(s.observation !== undefined ? { observation: s.observation } : {}) }));
+    await agent.restore({ episode: index, seq, steps: taken, traces, initial, trajectory }, { signal });
+    counts.steps = last?.step ?? 0;
+    if (lost) this.#forward(lost);
+    return {
+      reward: steps.reduce((sum, s) => sum + s.reward, 0),
+      ...(last?.observation !== undefined ? { lastObservation: last.observation } : {}),
+      done: last?.done === true,
+      ...(redo ? { redo } : {}),
+    };
+  }
+
+  /** Ask the policy for an action; null when it stops. */
+  async #choose(observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<Action | null> {
+    try {
+      return await this.#setup.policy(observation, { rng, signal });
     } catch (err) {
       if (isAgentError(err)) throw err;
       throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
     }
-    if (action === null) return null;
+  }
+
+  /** Dispatch the chosen action; a durable run notes the call in flight first, so a crash during it is known on resume. */
+  async #dispatch(agent: AgentInstance, index: number, action: Action, offered: readonly string[], signal: AbortSignal): Promise<string> {
+    const journal = this.#durable?.journal;
+    if (journal) {
+      const next = `${agent.id}:${agent.traces + 1}`;
+      await journal.dispatching(index, { trace_id: next, action: action.name, params: action.params ?? {}, available_actions: offered }, signal);
+    }
     const traceId = agent.dispatch(action);
-    this.#offered.set(traceId, observation.actions.map((a) => a.name));
+    this.#offered.set(traceId, offered);
     return traceId;
   }
 
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
-    await this.#ownedStore?.[Symbol.asyncDispose]();
+    await this.#setup.ownedStore?.[Symbol.asyncDispose]();
+    await closeDurable(this.#durable);
   }
 
   /**
@@ -483,11 +810,79 @@ export class Run implements AsyncDisposable {
   }
 }
 
-/** The store a URL names, opened for this run (undefined for a StateStore given, or memory). */
-async function storeFor(spec: RunOptions['store'], runId: string, signal: AbortSignal | undefined): Promise<StateStore | undefined> {
+function isRedisUrl(spec: unknown): spec is string {
+  return typeof spec === 'string' && /^rediss?:\/\//.test(spec);
+}
+
+/** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
+async function memoryOrGiven(spec: RunOptions['store']): Promise<undefined> {
   if (spec === undefined || typeof spec === 'object' || spec === 'memory') return undefined;
-  if (!/^rediss?:\/\//.test(spec)) throw new UsageError(`unknown store '${spec}'`, "Pass --store memory (the default) or a Redis URL such as redis://127.0.0.1:6379/0.");
-  return RedisStateStore.connect(spec, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, ...(signal ? { signal } : {}) });
+  throw new UsageError(`unknown store '${spec}'`, 'Pass --store memory (the default) or a Redis URL such as redis://127.0.0.1:6379/0.');
+}
+
+function durableOn(url: string, redis: Redis, runId: string, out: string, resumed?: JournalContents): Durable {
+  // Keys of the run's episodes under agent:<run-id>:; history trimmed from Redis goes to the run folder.
+  const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, archive: archiveToFolder(path.join(out, runId, 'history')) }, true);
+  return { url, redis, store, journal: new RunJournal(redis, runId), ...(resumed ? { resumed } : {}) };
+}
+
+/** A new durable run's Redis side, when the store is a Redis URL (its journal is written when the run starts). */
+async function newJournal(spec: RunOptions['store'], clock: Clock, seed: number, out: string, signal: AbortSignal | undefined): Promise<Durable | undefined> {
+  if (!isRedisUrl(spec)) return undefined;
+  const redis = await openRedis(spec, signal);
+  // A durable run waits out a Redis outage (see Run#watchStore) instead of failing its commands.
+  redis.options.maxRetriesPerRequest = null;
+  const runId = runIdFor(clock.now(), seed);
+  return durableOn(spec, redis, runId, out);
+}
+
+/** The Redis side of a run to resume: its journal read back, and the run taken (refused while another process holds it). */
+async function resumeJournal(runId: string, spec: RunOptions['store'], signal: AbortSignal | undefined): Promise<Durable> {
+  if (!isRedisUrl(spec)) throw new UsageError('resuming a run needs the Redis store it ran on', 'Pass --store redis://host:port/db (or set AGENT_STORE) as when the run started.');
+  if (!/^[\w.-]+$/.test(runId)) throw new UsageError(`'${runId}' is not a run id`, 'Pass the name of the run folder (runs/<run-id>).');
+  const redis = await openRedis(spec, signal);
+  redis.options.maxRetriesPerRequest = null;
+  try {
+    const journal = new RunJournal(redis, runId);
+    const resumed = await journal.read(signal);
+    if (!resumed) throw new UsageError(`Redis at ${redactUrl(spec)} has no run '${runId}'`, 'Check the run id (the name of its folder under runs/) and that --store names the Redis the run used. A run that completed is gone from Redis: its folder has summary.json.');
+    await journal.acquire(signal);
+    return { ...durableOn(spec, redis, runId, resumed.run.out, resumed), journal };
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}
+
+async function closeDurable(durable: Durable | undefined): Promise<void> {
+  if (!durable) return;
+  durable.journal[Symbol.dispose]();
+  await durable.store[Symbol.asyncDispose]();
+}
+
+/**
+ * Copy an instance's history into the run folder (what trimming or an earlier try, cut short by a
+ * crash, has not archived already), then remove its keys from Redis.
+ */
+async function archiveAndDrop(store: RedisStateStore, instanceId: string, dir: string): Promise<void> {
+  const bounds = await store.bounds(instanceId);
+  if (!bounds) return;
+  const archived = await readArchive(dir, instanceId).then(
+    (deltas) => deltas[deltas.length - 1]?.seq ?? 0,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return 0;
+      throw err;
+    },
+  );
+  const from = Math.max(bounds.oldestSeq, archived) + 1;
+  if (from <= bounds.headSeq) await archiveToFolder(dir)(instanceId, await store.read(instanceId, from, bounds.headSeq));
+  await store.drop(instanceId);
+}
+
+/** The number at the end of a trace id (`ep-3:7` → 7). */
+function traceNumber(traceId: string): number {
+  const n = Number(traceId.slice(traceId.lastIndexOf(':') + 1));
+  return Number.isInteger(n) ? n : 0;
 }
 
 function withLoss(summary: RunSummary, loss: RunWriter['loss']): RunSummary {

@@ -21,6 +21,8 @@ export interface ToolPolicy {
   readonly fallback?: { readonly observation: JsonValue } | { readonly action: string };
   /** `worker` runs an in-process handler in a worker thread, so CPU-bound work cannot stall other agents. */
   readonly isolate?: 'none' | 'worker';
+  /** Calling twice with the same params does what calling once does: a call lost in a crash may be re-run on resume. */
+  readonly idempotent?: boolean;
 }
 
 export type ToolBinding =

@@ -272,6 +272,7 @@ function policyOf(cfg: Record<string, unknown>): ToolPolicy {
   if (typeof cfg['queue'] === 'number') p.queue = cfg['queue'];
   if (isPlainObject(cfg['fallback'])) p.fallback = cfg['fallback'] as ToolPolicy['fallback'];
   if (cfg['isolate'] === 'worker' || cfg['isolate'] === 'none') p.isolate = cfg['isolate'];
+  if (cfg['idempotent'] === true) p.idempotent = true;
   return p;
 }
 

@@ -20,6 +20,8 @@ export interface RunServerOptions {
   readonly port: number;
   readonly runId: string;
   readonly rewards: EnvRewards;
+  /** A durable run: resolves once what landed is in Redis, so a 200 means it survives a crash. */
+  readonly durable?: () => Promise<void>;
   readonly signal?: AbortSignal;
 }
 
@@ -83,6 +85,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
       return { index, ok: false, pointer: issue?.pointer ?? '', error: issue?.message ?? err.message };
     }
   });
+  if (options.durable && results.some((r) => r.ok)) {
+    try {
+      await options.durable();
+    } catch (err) {
+      return send(res, 503, { error: `the rewards landed but could not be journaled: ${isAgentError(err) ? err.message : String(err)}`, results });
+    }
+  }
   send(res, results.every((r) => r.ok) ? 200 : 400, { results });
 }
 

@@ -48,11 +48,38 @@ end
 local time = ARGV[2]
 local headTime = redis.call('HGET', KEYS[1], 'head_time')
 if tonumber(headTime) > tonumber(time) then time = headTime end
-redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
+-- The stream entry first: if it fails, nothing else has changed.
 redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[3], 'r', ARGV[4], 'a', ARGV[6])
+redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
 redis.call('ZADD', KEYS[4], time, string.format('%015d', seq))
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[5]) end
 return seq`;
+
+// KEYS: meta, deltas, snaps, times. ARGV: seq. Drops every delta after seq (and their snapshots and
+// time index entries) and makes seq the head: the deltas of a step that was never committed.
+export const REWIND_SCRIPT = `
+local head = tonumber(redis.call('HGET', KEYS[1], 'head_seq'))
+if not head then return redis.error_reply('NOHISTORY') end
+local seq = tonumber(ARGV[1])
+if seq >= head then return head end
+if seq < tonumber(redis.call('HGET', KEYS[1], 'oldest_seq')) then return redis.error_reply('TRIMMED') end
+local time = redis.call('HGET', KEYS[1], 'base_time')
+local entry = redis.call('XRANGE', KEYS[2], seq .. '-1', seq .. '-1')
+if entry[1] then
+  local fields = entry[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 't' then time = fields[i + 1] end
+  end
+end
+for s = seq + 1, head do
+  redis.call('XDEL', KEYS[2], s .. '-1')
+  redis.call('ZREM', KEYS[4], string.format('%015d', s))
+end
+-- A stream remembers the highest id it ever held: set it back, so that seq + 1 can be appended again.
+redis.call('XSETID', KEYS[2], seq .. '-1')
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '(' .. seq, '+inf')
+redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
+return head - seq`;
 
 interface Keys {
   readonly meta: string;
@@ -85,6 +112,12 @@ export class RedisStateStore implements StateStore {
     this.#retainDeltas = options.retainDeltas;
     this.#archive = options.archive;
     redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND_SCRIPT });
+    redis.defineCommand('agentRewind', { numberOfKeys: 4, lua: REWIND_SCRIPT });
+  }
+
+  /** The connection (shared with the run's journal, so that their commands reach Redis in one order). */
+  get redis(): Client {
+    return this.#redis;
   }
 
   /**
@@ -147,8 +180,16 @@ export class RedisStateStore implements StateStore {
           throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`, { hint: 'Call init (reset on the instance) first.' });
         }
         // Another writer appended first: take its head and try again (each conflict means someone
-        // progressed, so this converges; past many, something is wrong and it says so).
+        // progressed, so this converges; past many, something is wrong and it says so). A head
+        // *behind* the one this process wrote means Redis lost acknowledged writes (a restart
+        // without fsync): writing on would silently fork the history.
         if (message.includes('CONFLICT') && attempt < 100) {
+          const now = Number(message.slice(message.indexOf('CONFLICT') + 9));
+          if (now < head) {
+            throw new AgentError('STORE_WRITES_LOST', `Redis lost acknowledged writes of '${instanceId}': its head is seq ${now}, this process wrote up to seq ${head}`, {
+              hint: 'Redis restarted without having the last writes on disk (appendfsync everysec, or no AOF). Stop the run and resume it: it continues from what Redis kept and reports what was lost.',
+            });
+          }
           this.#heads.delete(instanceId);
           continue;
         }
@@ -237,6 +278,25 @@ export class RedisStateStore implements StateStore {
     if (sameTime.length > 0) tx.zrem(k.times, ...sameTime);
     await raceAbort(tx.exec(), signal);
     return { removedDeltas: removed.length, oldestSeq: cut.seq };
+  }
+
+  /**
+   * Make `seq` the head again, removing the deltas after it: on resume, the deltas of steps whose
+   * commit never reached the run's journal. Returns how many were removed.
+   */
+  async rewind(instanceId: string, seq: number, signal?: AbortSignal): Promise<number> {
+    const k = this.#keys(instanceId);
+    const run = (this.#redis as unknown as { agentRewind: (...args: (string | number)[]) => Promise<number> }).agentRewind;
+    try {
+      const removed = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq), signal);
+      this.#heads.set(instanceId, seq);
+      return removed;
+    } catch (err) {
+      const message = describeError(err);
+      if (message.includes('NOHISTORY')) throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`);
+      if (message.includes('TRIMMED')) throw new AgentError('STATE_SEQ_TRIMMED', `instance '${instanceId}': cannot rewind to seq ${seq}, it was trimmed`);
+      throw err;
+    }
   }
 
   async drop(instanceId: string, signal?: AbortSignal): Promise<void> {

@@ -35,6 +35,10 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
         out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
         if (e.port !== undefined) out.write(`rewards: POST http://127.0.0.1:${e.port}/rewards\n`);
         break;
+      case 'run_resumed':
+        out.write(`resumed: ${e.episodesFinished} episodes finished before, ${e.steps} steps committed, ${e.inflight} call(s) were in flight\n`);
+        if (e.lostSteps > 0) err.write(`warning: ${warningOf(e) ?? ''}\n`);
+        break;
       case 'episode_finished': {
         const done = run.progress().episodesDone;
         out.write(
@@ -69,6 +73,12 @@ export function warningOf(e: RunEvent): string | undefined {
       return `tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"`;
     case 'loop_lag':
       return lagText(e.lagMs, e.inFlight);
+    case 'store_unavailable':
+      return `the state store ${e.store} is unreachable: the run is paused and retries with backoff`;
+    case 'store_recovered':
+      return `the state store ${e.store} is back after ${formatDuration(e.downMs)}: the run goes on`;
+    case 'run_resumed':
+      return e.lostSteps > 0 ? `${e.lostSteps} step(s) in the run folder were no longer in Redis (lost by a Redis restart); they are kept in trajectories.lost.jsonl and their episodes continue from what Redis kept` : undefined;
     case 'calls_abandoned':
       return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} did not stop when ${e.calls.length === 1 ? 'its' : 'their'} AbortSignal fired and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.traceId})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
     default:

@@ -76,6 +76,11 @@ export function RunPanel({ config, progress, warnings }: { readonly config: RunC
         <Text color="cyan">{bar(progress.episodesDone, progress.episodesTotal)}</Text> {progress.episodesDone}/{progress.episodesTotal} episodes · {progress.steps} steps ·{' '}
         {formatNumber(progress.stepsPerSecond)} steps/s
       </Text>
+      {progress.storeDown ? (
+        <Text color="red" bold>
+          ⏸ paused: state store {progress.storeDown.store} unreachable for {formatDuration(progress.now - progress.storeDown.since)}, retrying
+        </Text>
+      ) : null}
       <PendingTable progress={progress} />
       <Text bold>Errors by tool</Text>
       {failures.length === 0 ? <Text dimColor>  none</Text> : null}

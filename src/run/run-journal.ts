@@ -1,0 +1,288 @@
+/**
+ * A run's journal in Redis: everything `agent run --resume` needs to continue a run after its
+ * process died (kill -9, OOM, a lost node). Beside the episodes' state histories (RedisStateStore):
+ * - `meta`: the run's options (env, config, seed, policy, out), its status, and write counters;
+ * - `episodes`: per episode, running (with its instance and initial state) or finished (with its
+ *   episodes.jsonl record and episode_finished event);
+ * - `inflight`: per episode, the call dispatched and not yet committed (a run steps each episode
+ *   one call at a time), so a resume knows which calls a crash cut off;
+ * - `steps` and `rewards`: streams of the settled steps (trace_settled events) and reward log
+ *   records, the run folder's trajectories.jsonl and rewards.jsonl as committed;
+ * - `lease`: which process owns the run (pid, host), renewed while it lives.
+ *
+ * Writes go through Lua scripts that number them: stream entry n is written only after n-1, and a
+ * write resent after a lost reply is recognised, never doubled. A gap means Redis lost
+ * acknowledged writes (restarted without them on disk): `STORE_WRITES_LOST`, never silence.
+ * Keys are `agent:<run-id>:{<run-id>}:<name>`: under the run's prefix, with one hash tag (one Redis
+ * Cluster slot, so the scripts may touch them all).
+ */
+import { hostname } from 'node:os';
+import type { Cluster, Redis } from 'ioredis';
+import { raceAbort } from '../shared/abort.js';
+import { processAlive } from '../shared/process.js';
+import { AgentError, describeError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import type { EpisodeRecord } from '../replay/run-writer.js';
+import type { RewardLogRecord } from '../replay/reward-log.js';
+import type { RunConfig, RunEvent, SettledStepEvent } from './run-events.js';
+
+type Client = Redis | Cluster;
+
+/** What a resume needs to run the same run again: the options `Run.prepare` took. */
+export interface JournalRun {
+  readonly run_id: string;
+  readonly started_at: number;
+  readonly env_dir: string;
+  readonly out: string;
+  readonly config: RunConfig;
+  readonly tool_options?: Readonly<Record<string, JsonValue>>;
+  readonly reward_sources?: Readonly<Record<string, unknown>>;
+}
+
+export type EpisodeFinishedEvent = Extract<RunEvent, { type: 'episode_finished' }>;
+
+export type JournalEpisode =
+  | { readonly status: 'running'; readonly instance_id: string; readonly initial_state_id: string; readonly started_at: number }
+  /** `record` is missing when the episode never started (its reset failed). */
+  | { readonly status: 'finished'; readonly record?: EpisodeRecord; readonly event: EpisodeFinishedEvent };
+
+/** The call an episode had in flight: `trace_id` is the id its dispatch was about to get. */
+export interface InflightCall {
+  readonly trace_id: string;
+  readonly action: string;
+  readonly params: Readonly<Record<string, JsonValue>>;
+  readonly available_actions: readonly string[];
+}
+
+export interface JournalContents {
+  readonly run: JournalRun;
+  readonly status: 'running' | 'interrupted';
+  readonly episodes: ReadonlyMap<number, JournalEpisode>;
+  readonly inflight: ReadonlyMap<number, InflightCall>;
+  /** Every committed step, in commit order. */
+  readonly steps: readonly SettledStepEvent[];
+  readonly rewards: readonly RewardLogRecord[];
+}
+
+export interface LeaseOwner {
+  readonly pid: number;
+  readonly host: string;
+}
+
+/** KEYS: meta, stream, (inflight). ARGV: counter field, n, data, (episode). Appends entry n to the stream. */
+const COMMIT_SCRIPT = `
+local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local n = tonumber(ARGV[2])
+if last >= n then
+  if redis.call('XRANGE', KEYS[2], n .. '-0', n .. '-0')[1] then return 0 end
+  return redis.error_reply('GAP ' .. last)
+end
+if last ~= n - 1 then return redis.error_reply('GAP ' .. last) end
+redis.call('XADD', KEYS[2], n .. '-0', 'd', ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], n)
+if KEYS[3] then redis.call('HDEL', KEYS[3], ARGV[4]) end
+return n`;
+
+/** KEYS: lease. ARGV: owner JSON, ms. Renews the lease only while this process holds it. */
+const RENEW_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+/** How long a lease outlives its owner's last renewal: a resume on another host waits this long. */
+export const LEASE_MS = 15_000;
+const READ_CHUNK = 5_000;
+
+export class RunJournal implements Disposable {
+  readonly runId: string;
+  readonly #redis: Client;
+  readonly #keys: { meta: string; episodes: string; inflight: string; steps: string; rewards: string; lease: string };
+  /** Entries issued per stream: the number the next one takes. */
+  #issued = { steps: 0, rewards: 0 };
+  /** The newest write issued: Redis answers in order, so once it settles every earlier one has. */
+  #tail: Promise<unknown> = Promise.resolve();
+  #failure: AgentError | undefined;
+  /** Told of the first write that fails (the run stops on it). */
+  onFailure: (err: AgentError) => void = () => undefined;
+  #owner: string | undefined;
+  #renewal: NodeJS.Timeout | undefined;
+
+  /** Keys under `prefix` (the run's own, `agent:<run-id>:` by default). */
+  constructor(redis: Client, runId: string, prefix = `agent:${runId}:`) {
+    this.#redis = redis;
+    this.runId = runId;
+    const base = `${prefix}{${runId}}:`;
+    this.#keys = { meta: `${base}meta`, episodes: `${base}episodes`, inflight: `${base}inflight`, steps: `${base}steps`, rewards: `${base}rewards`, lease: `${base}lease` };
+    redis.defineCommand('agentJournalCommit', { lua: COMMIT_SCRIPT, numberOfKeys: 3 });
+    redis.defineCommand('agentJournalCommitNoInflight', { lua: COMMIT_SCRIPT, numberOfKeys: 2 });
+    redis.defineCommand('agentLeaseRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
+  }
+
+  /** The first write that failed, if any: the run stops on it. */
+  get failure(): AgentError | undefined {
+    return this.#failure;
+  }
+
+  /** Start a new run's journal; refuses to overwrite one. */
+  async create(run: JournalRun, signal?: AbortSignal): Promise<void> {
+    const ok = await raceAbort(this.#redis.hsetnx(this.#keys.meta, 'run', JSON.stringify(run)), signal);
+    if (ok !== 1) throw new AgentError('BAD_USAGE', `run ${run.run_id} already has a journal in Redis`, { hint: 'Resume it with --resume, or start a new run.' });
+    await raceAbort(this.#redis.hset(this.#keys.meta, 'status', 'running', 'steps', 0, 'rewards', 0), signal);
+  }
+
+  /**
+   * Take the run: refused while another live process holds it. A lease left by a process that is
+   * gone (same host, pid not running) is taken at once; one from another host after it lapses.
+   */
+  async acquire(signal?: AbortSignal): Promise<void> {
+    const me: LeaseOwner = { pid: process.pid, host: hostname() };
+    const owner = JSON.stringify({ ...me, token: Math.random().toString(36).slice(2) });
+    const set = await raceAbort(this.#redis.set(this.#keys.lease, owner, 'PX', LEASE_MS, 'NX'), signal);
+    if (set !== 'OK') {
+      const [held, ttl] = await raceAbort(Promise.all([this.#redis.get(this.#keys.lease), this.#redis.pttl(this.#keys.lease)]), signal);
+      const holder = parseJson(held ?? 'null', this.#keys.lease) as LeaseOwner | null;
+      if (holder && !(holder.host === me.host && !processAlive(holder.pid))) {
+        throw new AgentError('BAD_USAGE', `run ${this.runId} is running in pid ${holder.pid} on ${holder.host}`, {
+          hint: holder.host === me.host ? 'Stop that process first (Ctrl-C), then resume.' : `If that process is gone, its lease lapses in ${Math.ceil(Math.max(0, ttl) / 1000)} s; resume then.`,
+        });
+      }
+      await raceAbort(this.#redis.set(this.#keys.lease, owner, 'PX', LEASE_MS), signal);
+    }
+    this.#owner = owner;
+    this.#renewal = setInterval(() => {
+      (this.#redis as unknown as { agentLeaseRenew: (...a: (string | number)[]) => Promise<number> }).agentLeaseRenew(this.#keys.lease, owner, LEASE_MS).catch(() => undefined);
+    }, LEASE_MS / 3);
+    this.#renewal.unref();
+  }
+
+  /** Everything in the journal, or undefined when Redis has no run of that id. */
+  async read(signal?: AbortSignal): Promise<JournalContents | undefined> {
+    const meta = await raceAbort(this.#redis.hgetall(this.#keys.meta), signal);
+    if (meta['run'] === undefined) return undefined;
+    const run = parseJson(meta['run'], this.#keys.meta) as JournalRun;
+    const [episodesRaw, inflightRaw] = await raceAbort(Promise.all([this.#redis.hgetall(this.#keys.episodes), this.#redis.hgetall(this.#keys.inflight)]), signal);
+    const episodes = new Map<number, JournalEpisode>();
+    for (const [k, v] of Object.entries(episodesRaw)) episodes.set(Number(k), parseJson(v, this.#keys.episodes) as JournalEpisode);
+    const inflight = new Map<number, InflightCall>();
+    for (const [k, v] of Object.entries(inflightRaw)) inflight.set(Number(k), parseJson(v, this.#keys.inflight) as InflightCall);
+    const steps = (await this.#readStream(this.#keys.steps, signal)) as SettledStepEvent[];
+    const rewards = (await this.#readStream(this.#keys.rewards, signal)) as RewardLogRecord[];
+    this.#issued = { steps: Number(meta['steps'] ?? 0), rewards: Number(meta['rewards'] ?? 0) };
+    if (steps.length !== this.#issued.steps || rewards.length !== this.#issued.rewards) {
+      throw new AgentError('STATE_CORRUPT', `Redis key '${this.#keys.steps}' holds ${steps.length} steps and ${rewards.length} reward records; the journal counted ${this.#issued.steps} and ${this.#issued.rewards}`, {
+        hint: 'Something other than the toolkit changed the run\'s keys. Restore them from a backup.',
+      });
+    }
+    return { run, status: (meta['status'] ?? 'running') as JournalContents['status'], episodes, inflight, steps, rewards };
+  }
+
+  async #readStream(key: string, signal?: AbortSignal): Promise<unknown[]> {
+    const out: unknown[] = [];
+    let from = '-';
+    for (;;) {
+      const chunk = await raceAbort(this.#redis.xrange(key, from, '+', 'COUNT', READ_CHUNK), signal);
+      for (const [id, fields] of chunk) {
+        const at = fields.indexOf('d');
+        if (at < 0 || fields[at + 1] === undefined) throw corrupt(key, id, 'an entry needs a d field');
+        out.push(parseJson(fields[at + 1] as string, key, id));
+      }
+      if (chunk.length < READ_CHUNK) return out;
+      from = `(${(chunk[chunk.length - 1] as [string, string[]])[0]}`;
+    }
+  }
+
+  async episodeStarted(episode: number, entry: Extract<JournalEpisode, { status: 'running' }>, signal?: AbortSignal): Promise<void> {
+    await this.#track(raceAbort(this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry)), signal));
+  }
+
+  /** Before the call starts: if the process dies before it commits, a resume finds it here. */
+  async dispatching(episode: number, call: InflightCall, signal?: AbortSignal): Promise<void> {
+    await this.#track(raceAbort(this.#redis.hset(this.#keys.inflight, String(episode), JSON.stringify(call)), signal));
+  }
+
+  /** A settled step: appended to `steps`, and the episode's call is no longer in flight. */
+  step(event: SettledStepEvent): Promise<void> {
+    const n = ++this.#issued.steps;
+    const commit = (this.#redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommit'] as (...a: (string | number)[]) => Promise<number>;
+    return this.#track(commit.call(this.#redis, this.#keys.meta, this.#keys.steps, this.#keys.inflight, 'steps', n, JSON.stringify(event), String(event.episode)), 'steps', n);
+  }
+
+  reward(record: RewardLogRecord): Promise<void> {
+    const n = ++this.#issued.rewards;
+    const commit = (this.#redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommitNoInflight'] as (...a: (string | number)[]) => Promise<number>;
+    return this.#track(commit.call(this.#redis, this.#keys.meta, this.#keys.rewards, 'rewards', n, JSON.stringify(record)), 'rewards', n);
+  }
+
+  async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
+    const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
+    await this.#track(raceAbort(this.#redis.multi().hset(this.#keys.episodes, String(episode), JSON.stringify(entry)).hdel(this.#keys.inflight, String(episode)).exec(), signal));
+  }
+
+  /** Resolves once every write issued so far has been answered (POST /rewards replies after this). */
+  async flushed(): Promise<void> {
+    await this.#tail.catch(() => undefined);
+    if (this.#failure) throw this.#failure;
+  }
+
+  /** Runs `fn` once every write issued so far has been answered: what the run folder shows is in Redis first. */
+  after(fn: () => void): void {
+    void this.#tail.then(fn, fn);
+  }
+
+  async setStatus(status: JournalContents['status'], signal?: AbortSignal): Promise<void> {
+    await raceAbort(this.#redis.hset(this.#keys.meta, 'status', status), signal);
+  }
+
+  /** A completed run: its folder holds everything, so its keys go. */
+  async retire(signal?: AbortSignal): Promise<void> {
+    const k = this.#keys;
+    await raceAbort(this.#redis.del(k.meta, k.episodes, k.inflight, k.steps, k.rewards, k.lease), signal);
+  }
+
+  #track<T>(write: Promise<T>, stream?: 'steps' | 'rewards', n?: number): Promise<void> {
+    const done = write.then(
+      () => undefined,
+      (err: unknown) => {
+        const message = describeError(err);
+        const gap = /GAP (\d+)/.exec(message);
+        const failure = gap
+          ? new AgentError('STORE_WRITES_LOST', `Redis lost acknowledged writes of run ${this.runId}: its ${stream} journal ends at entry ${gap[1]}, this process had written up to ${(n ?? 1) - 1}`, {
+              hint: 'Redis restarted without its last writes on disk (appendfsync everysec, or no AOF). Resume the run: it continues from what Redis kept and reports what was lost.',
+            })
+          : new AgentError('STORE_UNAVAILABLE', `writing the journal of run ${this.runId} to Redis failed: ${message}`, { cause: err, hint: 'Check Redis, then resume the run with --resume.' });
+        if (!this.#failure) {
+          this.#failure = failure;
+          this.onFailure(failure);
+        }
+        throw failure;
+      },
+    );
+    this.#tail = done.catch(() => undefined);
+    return done;
+  }
+
+  [Symbol.dispose](): void {
+    clearInterval(this.#renewal);
+    this.#renewal = undefined;
+  }
+
+  /** Give the run up (an interrupted run, on exit): another process may resume it at once. */
+  async release(): Promise<void> {
+    this[Symbol.dispose]();
+    if (this.#owner === undefined) return;
+    const owner = this.#owner;
+    this.#owner = undefined;
+    await this.#redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.#keys.lease, owner).catch(() => undefined);
+  }
+}
+
+function corrupt(key: string, where: string, what: string): AgentError {
+  return new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: ${what}`, { hint: 'Something other than the toolkit wrote there. Restore it from a backup.' });
+}
+
+function parseJson(text: string, key: string, where = 'its value'): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw corrupt(key, where, `not JSON (${describeError(err)})`);
+  }
+}
