@@ -97,8 +97,6 @@ export interface RunSummary {
   readonly records_lost?: { readonly records: number; readonly reason: string };
   /** Calls whose handler ignored its AbortSignal and was still running when the run closed. */
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
-  /** Times the run was resumed after its process stopped (durable runs). */
-  readonly resumes?: number;
   /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
   readonly problem?: string;
 }
@@ -316,7 +314,11 @@ export class Run implements AsyncDisposable {
       await durable.journal.acquire(signal);
     }
     // With a journal, the folder shows a record only once Redis has acknowledged it: a crash never leaves the folder ahead of what a resume continues from.
-    const toWriter = durable ? (e: RunEvent) => durable.journal.after(() => writer.write(e)) : (e: RunEvent) => writer.write(e);
+    // (A step goes to the folder once its own journal write succeeded: see #forward.)
+    const toWriter = (e: RunEvent): void => {
+      if (!durable) writer.write(e);
+      else if (e.type !== 'trace_settled') durable.journal.after(() => writer.write(e));
+    };
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
     const unwatch = durable ? this.#watchStore(durable) : undefined;
     try {
@@ -365,8 +367,10 @@ export class Run implements AsyncDisposable {
     if (this.#failure) return;
     this.#failure = err;
     this.#internal.abort(err);
-    // Commands waiting for a Redis that is gone would wait forever: fail them now.
-    if (err.code === 'STORE_UNAVAILABLE') this.#durable?.redis.disconnect();
+    // Commands wait in ioredis's queue while it reconnects: with no retry left, its next attempt
+    // ends the connection and fails them (disconnect() while reconnecting would leave them waiting).
+    const redis = this.#durable?.redis;
+    if (err.code === 'STORE_UNAVAILABLE' && redis) redis.options.retryStrategy = () => null;
   }
 
   /**
@@ -382,7 +386,8 @@ export class Run implements AsyncDisposable {
       since = this.#clock.now();
       this.events.emit({ type: 'store_unavailable', time: since, store, since });
       timer = setTimeout(() => {
-        this.#fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${Math.round(this.#setup.storeWaitMs / 1000)} s`, { hint: `Check Redis, then continue with: agent run --resume ${this.runId} --store ${store}` }));
+        const wait = this.#setup.storeWaitMs;
+        this.#fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${wait < 1000 ? `${wait} ms` : `${Math.round(wait / 1000)} s`}`, { hint: `Check Redis, then continue with: agent run --resume ${this.runId} --store ${store}` }));
       }, this.#setup.storeWaitMs);
     };
     const onReady = (): void => {
@@ -479,7 +484,10 @@ export class Run implements AsyncDisposable {
     const offered = this.#offered.get(e.traceId);
     this.#offered.delete(e.traceId);
     const step: SettledStepEvent = offered ? { ...e, availableActions: offered } : e;
-    journal?.step(step).catch(() => undefined);
+    journal?.step(step).then(
+      () => this.#writer?.write(step),
+      () => undefined,
+    );
     this.events.emit(step);
   }
 
@@ -784,7 +792,8 @@ export class Run implements AsyncDisposable {
     const p = this.#stats.snapshot();
     const finished = this.#clock.now();
     const r = p.episodeRewards;
-    const problem = status === 'completed' ? problemOf(p) : undefined;
+    const failure = this.#failure;
+    const problem = failure ? `${failure.message}; the run stopped and can be resumed: agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` : status === 'completed' ? problemOf(p) : undefined;
     return {
       schema_version: 1,
       run_id: runId,

@@ -177,6 +177,12 @@ export class RedisStateStore implements StateStore {
       } catch (err) {
         const message = describeError(err);
         if (message.includes('NOHISTORY')) {
+          // This process wrote the instance's history, and Redis no longer has it: it lost writes.
+          if (this.#heads.has(instanceId)) {
+            throw new AgentError('STORE_WRITES_LOST', `Redis lost the history of '${instanceId}': this process had written up to seq ${head}`, {
+              hint: 'Redis restarted without its data (no AOF, or not on disk yet). Resume the run: it continues from what Redis kept and reports what was lost.',
+            });
+          }
           throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`, { hint: 'Call init (reset on the instance) first.' });
         }
         // Another writer appended first: take its head and try again (each conflict means someone

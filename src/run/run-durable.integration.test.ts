@@ -1,0 +1,93 @@
+/**
+ * Durable runs against a Redis of the test's own (started on a free port with an append-only
+ * file): Redis killed and restarted mid-run, per fsync policy; Redis gone for longer than the
+ * run's store wait; Redis restarted with nothing on disk. What was acknowledged is never lost
+ * silently: the run goes on, or stops saying why and resumes.
+ */
+import { execa } from 'execa';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { verify } from '../../scripts/crash-harness.js';
+import { canStartRedis, startOwnRedis, type OwnRedis } from '../state/redis-testing.js';
+import { Run } from './run.js';
+import type { RunEvent } from './run-events.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+
+const startable = await canStartRedis();
+if (!startable && process.env['CI']) throw new Error('redis-server is required in CI (these tests start their own)');
+if (!startable) console.warn('skipping the Redis restart tests: no redis-server on PATH (apt install redis-server)');
+
+const dirs: string[] = [];
+const servers: OwnRedis[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function setup(appendfsync: 'always' | 'everysec', appendonly = true): Promise<{ redis: OwnRedis; out: string }> {
+  const redis = await startOwnRedis({ appendfsync, appendonly });
+  servers.push(redis);
+  const out = await mkdtemp(path.join(os.tmpdir(), 'durable-'));
+  dirs.push(out);
+  return { redis, out };
+}
+
+/** Run the weather env on `url`; after `afterSteps` settled steps, `onSteps` runs (kill Redis, …). */
+async function durableRun(url: string, out: string, afterSteps: number, onSteps: () => Promise<void>, storeWaitMs = 30_000) {
+  const run = await Run.prepare({ env: 'fixtures/weather', episodes: 8, concurrency: 2, store: url, out, storeWaitMs, toolOptions: { latency_scale: 0.05 } });
+  const seen: RunEvent['type'][] = [];
+  let steps = 0;
+  run.events.onAny((e) => {
+    seen.push(e.type);
+    if (e.type === 'trace_settled' && ++steps === afterSteps) void onSteps();
+  });
+  const summary = await run.execute();
+  return { summary, seen, dir: run.dir as string };
+}
+
+describe.runIf(startable)('durable runs when Redis restarts', () => {
+  it.each(['always', 'everysec'] as const)('appendfsync %s: Redis killed and restarted mid-run, the run pauses, goes on, and loses nothing', async (mode) => {
+    const { redis, out } = await setup(mode);
+    const { summary, seen, dir } = await durableRun(redis.url, out, 12, async () => {
+      await redis.kill();
+      await redis.start();
+    });
+    expect(summary).toMatchObject({ status: 'completed', episodes: { finished: 8 } });
+    expect(summary.problem).toBeUndefined();
+    expect(seen).toContain('store_unavailable');
+    expect(seen).toContain('store_recovered');
+    const check = await verify(dir, summary.run_id, redis.url);
+    expect(check.problems).toEqual([]);
+    expect(check).toMatchObject({ episodes: 8, steps: 80, keysLeft: 0 });
+  });
+
+  it('stops cleanly when Redis stays away past the store wait (exit 1, folder marked), and resumes once it is back', async () => {
+    const { redis, out } = await setup('always');
+    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '8', '--concurrency', '2', '--tool-option', 'latency_scale=0.1', '--store', redis.url, '--store-wait', '300ms', '--out', out], { reject: false });
+    await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
+    await redis.kill();
+    const first = await child;
+    expect(first.exitCode).toBe(1);
+    expect(String(first.stderr)).toMatch(/error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0 was unreachable for 300 ms; the run stopped and can be resumed: agent run --resume \S+ --store redis:\/\/127\.0\.0\.1:\d+\/0$/m);
+    const runId = /^run (\S+):/m.exec(String(first.stdout))?.[1] as string;
+    await redis.start();
+    const resumed = await Run.prepare({ env: '', resume: runId, store: redis.url });
+    const summary = await resumed.execute();
+    expect(summary).toMatchObject({ status: 'completed', episodes: { finished: 8 } });
+    const check = await verify(path.join(out, runId), runId, redis.url);
+    expect(check.problems).toEqual([]);
+    expect(check.keysLeft).toBe(0);
+  });
+
+  it('never goes on silently when Redis comes back empty (no AOF): the run stops with STORE_WRITES_LOST', async () => {
+    const { redis, out } = await setup('always', false);
+    const { summary, dir } = await durableRun(redis.url, out, 12, async () => {
+      await redis.kill();
+      await redis.start();
+    });
+    expect(summary.status).toBe('interrupted');
+    expect(summary.problem).toMatch(/Redis lost/);
+    expect(dir).toBeTruthy();
+  });
+});

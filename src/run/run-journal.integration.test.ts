@@ -1,0 +1,94 @@
+/** The run journal on the shared Redis: numbered writes (resends recognised, gaps detected), the lease, malformed keys. */
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js';
+import { RunJournal, type JournalRun } from './run-journal.js';
+import type { SettledStepEvent } from './run-events.js';
+
+const available = await sharedRedisAvailable('the run journal tests');
+const PREFIX = `agent-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
+
+function step(episode: number, n: number): SettledStepEvent {
+  return { type: 'trace_settled', time: n, instanceId: `ep-${episode}`, traceId: `ep-${episode}:${n}`, episode, step: n, action: 'a', params: {}, seqBefore: n - 1, status: 'resolved', reward: 1, rewards: {}, done: false, seq: n, durationMs: 1 };
+}
+
+const run = (id: string): JournalRun => ({ run_id: id, started_at: 0, env_dir: '/env', out: '/out', config: { env: 'e', episodes: 2, concurrency: 1, maxSteps: 3, seed: 0, policy: 'random' } });
+
+describe.runIf(available)('RunJournal', () => {
+  const redis = new Redis(TEST_REDIS_URL, { enableAutoPipelining: true });
+  let n = 0;
+  const journal = (): RunJournal => new RunJournal(redis, `run${++n}`, `${PREFIX}run${n}:`);
+
+  afterAll(async () => {
+    const keys = await redis.keys(`${PREFIX}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    expect(await redis.keys(`${PREFIX}*`)).toEqual([]);
+    await redis.quit();
+  });
+
+  it('reads back what was written: the run, episodes, the call in flight, steps and rewards in order', async () => {
+    const j = journal();
+    await j.create(run(j.runId));
+    await j.episodeStarted(0, { status: 'running', instance_id: 'ep-0', initial_state_id: 'initial-0', started_at: 5 });
+    await j.dispatching(0, { trace_id: 'ep-0:1', action: 'a', params: {}, available_actions: ['a'] });
+    const before = await j.read();
+    expect(before?.inflight.get(0)?.trace_id).toBe('ep-0:1');
+    await Promise.all([j.step(step(0, 1)), j.step(step(0, 2)), j.reward({ type: 'reward_arrived', time: 3, trace_id: 'ep-0:1', instance_id: 'ep-0', episode: 0, step: 1, source: 's', value: 1 })]);
+    const after = await j.read();
+    expect(after?.steps.map((s) => s.step)).toEqual([1, 2]);
+    expect(after?.rewards).toHaveLength(1);
+    // A committed step clears its episode's call in flight.
+    expect(after?.inflight.size).toBe(0);
+    expect(after?.episodes.get(0)?.status).toBe('running');
+    await expect(j.create(run(j.runId))).rejects.toMatchObject({ code: 'BAD_USAGE' });
+  });
+
+  it('answers a resent write (same number) without writing it twice', async () => {
+    const j = journal();
+    await j.create(run(j.runId));
+    await j.step(step(0, 1));
+    // A second process that believes entry 1 is next (its reply was lost) sends it again.
+    const commit = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommit'] as (...a: (string | number)[]) => Promise<number>;
+    expect(await commit.call(redis, `${PREFIX}run${n}:{${j.runId}}:meta`, `${PREFIX}run${n}:{${j.runId}}:steps`, `${PREFIX}run${n}:{${j.runId}}:inflight`, 'steps', 1, JSON.stringify(step(0, 1)), '0')).toBe(0);
+    expect((await j.read())?.steps).toHaveLength(1);
+  });
+
+  it('detects writes Redis lost (a restart without them on disk): STORE_WRITES_LOST, and the run is told', async () => {
+    const j = journal();
+    const failures: string[] = [];
+    j.onFailure = (err) => failures.push(err.code);
+    await j.create(run(j.runId));
+    await j.step(step(0, 1));
+    await j.step(step(0, 2));
+    // What an AOF replay that lost the last second would leave: entry 2 and its count gone.
+    await redis.xdel(`${PREFIX}run${n}:{${j.runId}}:steps`, '2-0');
+    await redis.hset(`${PREFIX}run${n}:{${j.runId}}:meta`, 'steps', 1);
+    await expect(j.step(step(0, 3))).rejects.toMatchObject({ code: 'STORE_WRITES_LOST', message: expect.stringContaining('ends at entry 1') });
+    expect(failures).toEqual(['STORE_WRITES_LOST']);
+    await expect(j.flushed()).rejects.toMatchObject({ code: 'STORE_WRITES_LOST' });
+  });
+
+  it('refuses hand-edited entries with STATE_CORRUPT naming the key', async () => {
+    const j = journal();
+    await j.create(run(j.runId));
+    await j.step(step(0, 1));
+    await redis.hset(`${PREFIX}run${n}:{${j.runId}}:episodes`, '0', '{not json');
+    await expect(j.read()).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringContaining(`{${j.runId}}:episodes`) });
+  });
+
+  it('holds the run for one live process: a second is refused; a dead owner on this host is taken over at once', async () => {
+    const j = journal();
+    await j.create(run(j.runId));
+    await j.acquire();
+    const other = new RunJournal(redis, j.runId, `${PREFIX}run${n}:`);
+    await expect(other.acquire()).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining(`pid ${process.pid}`) });
+    await j.release();
+    await other.acquire();
+    other[Symbol.dispose]();
+    // A lease left by a process that no longer runs (pid 2^22 + 1 is beyond Linux's pid range).
+    await redis.set(`${PREFIX}run${n}:{${j.runId}}:lease`, JSON.stringify({ pid: 4_194_305, host: (await import('node:os')).hostname() }), 'PX', 60_000);
+    const third = new RunJournal(redis, j.runId, `${PREFIX}run${n}:`);
+    await third.acquire();
+    await third.release();
+  });
+});
