@@ -33,6 +33,9 @@ export const RUN_FILES = {
   summary: 'summary.json',
 } as const;
 
+/** Lines are batched up to this many characters per write. */
+const BATCH_CHARS = 64 * 1024;
+
 /** The logs, in the order they are opened. */
 const LOGS = ['events', 'trajectories', 'rewards', 'states', 'episodes'] as const;
 type LogName = (typeof LOGS)[number];
@@ -121,6 +124,11 @@ export class RunWriter implements AsyncDisposable {
   readonly #statesWritten = new Set<string>();
   #seq = 0;
   #closed = false;
+  /** Lines not yet handed to their stream, flushed at the next turn of the event loop or past BATCH_CHARS. */
+  #pending: Record<LogName, string[]> = { events: [], trajectories: [], rewards: [], states: [], episodes: [] };
+  #pendingChars = 0;
+  #flushTimer: NodeJS.Immediate | undefined;
+  #draining: Promise<void> | undefined;
   #lost = 0;
   #lossReason = '';
 
@@ -187,13 +195,40 @@ export class RunWriter implements AsyncDisposable {
     return this.#lost === 0 ? undefined : { records: this.#lost, reason: this.#lossReason };
   }
 
-  /** Resolves once every log has flushed below its buffer limit: the run waits here instead of piling up records. */
+  /**
+   * Resolves once every log has flushed below its buffer limit: the run waits here instead of
+   * piling up records. Every waiter shares one wait (a run has hundreds of episodes calling this).
+   */
   async drained(): Promise<void> {
-    for (const s of Object.values(this.#logs)) if (s.writableNeedDrain && !s.destroyed) await once(s, 'drain');
+    this.#flush();
+    if (!this.needsDrain) return;
+    this.#draining ??= Promise.all(Object.values(this.#logs).map((s) => (s.writableNeedDrain && !s.destroyed ? once(s, 'drain') : undefined))).then(
+      () => {
+        this.#draining = undefined;
+      },
+      () => {
+        this.#draining = undefined;
+      },
+    );
+    await this.#draining;
   }
 
   get needsDrain(): boolean {
-    return Object.values(this.#logs).some((s) => s.writableNeedDrain);
+    return this.#pendingChars > BATCH_CHARS || Object.values(this.#logs).some((s) => s.writableNeedDrain);
+  }
+
+  /** Hand the batched lines to the streams: one write per log instead of one per record. */
+  #flush(): void {
+    clearImmediate(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#pendingChars === 0) return;
+    for (const name of LOGS) {
+      const lines = this.#pending[name];
+      if (lines.length === 0) continue;
+      this.#logs[name].write(`${lines.join('\n')}\n`);
+      this.#pending[name] = [];
+    }
+    this.#pendingChars = 0;
   }
 
   write(event: RunEvent): void {
@@ -232,7 +267,10 @@ export class RunWriter implements AsyncDisposable {
       this.#lose(1, `${what} is not JSON: ${describeError(err)}`);
       return;
     }
-    this.#logs[log].write(`${text}\n`);
+    this.#pending[log].push(text);
+    this.#pendingChars += text.length;
+    if (this.#pendingChars > BATCH_CHARS) this.#flush();
+    else this.#flushTimer ??= setImmediate(() => this.#flush());
   }
 
   /** Flush the logs and write summary.json atomically (write then rename). */
@@ -245,6 +283,7 @@ export class RunWriter implements AsyncDisposable {
   }
 
   async #close(): Promise<void> {
+    this.#flush();
     this.#closed = true;
     await Promise.all(
       Object.values(this.#logs).map(async (s) => {

@@ -141,6 +141,46 @@ describe.runIf(available)('RedisStateStore', () => {
     await expect(store.snapshotAt('edited', 0)).rejects.toMatchObject({ code: 'STATE_CORRUPT' });
   });
 
+  it('rewinds to a seq: later deltas, their snapshots and time index go, and appends continue from there', async () => {
+    const store = new RedisStateStore(client(), { prefix: PREFIX, snapshotEvery: 2 });
+    await store.init('rewound', { n: 0 }, 0);
+    for (let i = 1; i <= 5; i++) await store.append('rewound', { patch: [{ op: 'replace', path: '/n', value: i }], time: i * 10 }, { n: i });
+    expect(await store.rewind('rewound', 3)).toBe(2);
+    expect(await store.bounds('rewound')).toEqual({ oldestSeq: 0, headSeq: 3, headTime: 30 });
+    expect(await store.seqAtTime('rewound', 1_000)).toBe(3);
+    // A second writer (a resumed run) appends seq 4 again: the stream accepts the id it once held.
+    const again = new RedisStateStore(client(), { prefix: PREFIX, snapshotEvery: 2 });
+    expect(await again.append('rewound', { patch: [{ op: 'replace', path: '/n', value: 40 }], time: 45 }, { n: 40 })).toBe(4);
+    expect((await again.read('rewound', 1, 10)).map((d) => d.seq)).toEqual([1, 2, 3, 4]);
+    expect((await again.stateAt('rewound', { seq: 4 })).state).toEqual({ n: 40 });
+    expect((await again.snapshotAt('rewound', 10))?.seq).toBe(4);
+    expect(await again.rewind('rewound', 9)).toBe(0);
+  });
+
+  it('keeps memory bounded over a long history: trimmed to about retainDeltas, never below a snapshot, every kept seq reconstructs', async () => {
+    // 15,000 deltas kept to ~1,500: the ratio of the 1M/100k case, which bench/redis-store.bench.ts runs in full.
+    const archived: number[] = [];
+    const redis = client();
+    const store = new RedisStateStore(redis, { prefix: PREFIX, snapshotEvery: 50, retainDeltas: 1_500, archive: (_id, deltas) => void archived.push(...deltas.map((d) => d.seq)) });
+    await store.init('long', { n: 0, pad: 'x'.repeat(100) }, 0);
+    let longest = 0;
+    for (let i = 1; i <= 15_000; i++) {
+      await store.append('long', { patch: [{ op: 'replace', path: '/n', value: i }], time: i }, { n: i, pad: 'x'.repeat(100) });
+      if (i % 1_000 === 0) longest = Math.max(longest, await redis.xlen(`${PREFIX}{long}:deltas`));
+    }
+    const bounds = await store.bounds('long');
+    expect(bounds?.headSeq).toBe(15_000);
+    expect(longest).toBeLessThanOrEqual(1_500 + 2 * 50);
+    expect(await redis.zcard(`${PREFIX}{long}:snaps`)).toBeLessThanOrEqual((1_500 + 2 * 50) / 50 + 1);
+    const oldest = bounds?.oldestSeq ?? 0;
+    expect(oldest % 50).toBe(0);
+    // Everything trimmed was archived first, in order, once.
+    expect(archived).toEqual(Array.from({ length: oldest }, (_, i) => i + 1));
+    for (let seq = oldest; seq <= 15_000; seq += 7) expect((await store.stateAt('long', { seq })).state).toMatchObject({ n: seq });
+    await expect(store.stateAt('long', { seq: oldest - 1 })).rejects.toMatchObject({ code: 'STATE_SEQ_TRIMMED' });
+    await expect(store.stateAt('long', { time: oldest - 1 })).rejects.toMatchObject({ code: 'STATE_SEQ_TRIMMED' });
+  }, 60_000);
+
   it('says what to check when Redis cannot be reached, without the password', async () => {
     const err = await RedisStateStore.connect('redis://:s3cret@127.0.0.1:1/0').catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'BAD_USAGE', message: expect.stringMatching(/^cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0: .*ECONNREFUSED/) });

@@ -61,7 +61,7 @@ export const REWIND_SCRIPT = `
 local head = tonumber(redis.call('HGET', KEYS[1], 'head_seq'))
 if not head then return redis.error_reply('NOHISTORY') end
 local seq = tonumber(ARGV[1])
-if seq >= head then return head end
+if seq >= head then return 0 end
 if seq < tonumber(redis.call('HGET', KEYS[1], 'oldest_seq')) then return redis.error_reply('TRIMMED') end
 local time = redis.call('HGET', KEYS[1], 'base_time')
 local entry = redis.call('XRANGE', KEYS[2], seq .. '-1', seq .. '-1')
@@ -295,7 +295,7 @@ export class RedisStateStore implements StateStore {
     const run = (this.#redis as unknown as { agentRewind: (...args: (string | number)[]) => Promise<number> }).agentRewind;
     try {
       const removed = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq), signal);
-      this.#heads.set(instanceId, seq);
+      this.#heads.delete(instanceId);
       return removed;
     } catch (err) {
       const message = describeError(err);
