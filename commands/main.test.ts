@@ -18,7 +18,7 @@ describe('agent', () => {
   it('--help lists the commands that exist, and only those', async () => {
     const { code, stdout } = await agent(['--help']);
     expect(code).toBe(0);
-    expect(stdout).toContain('run [options] <env-dir>');
+    expect(stdout).toContain('run [options] [env-dir]');
     const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
     expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export']);
   });

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliverToRunFolder, exportRun, Run, validate } from '../src/index.js';
+import { deliverToRunFolder, exportRun, randomPolicy, Run, validate, type Policy } from '../src/index.js';
 import { metaSchema } from '../src/schema/meta-schemas.js';
 import { runAgent, scratch } from './testing.js';
 
@@ -145,9 +145,11 @@ describe('rewards delivered after the run', () => {
 
   it('takes rewards over POST /rewards while the run is live, and refuses agent reward on a live run', async () => {
     const out = await tmp.dir('agent-reward-live-');
-    const run = await Run.prepare({ env, episodes: 2, maxSteps: 3, concurrency: 1, seed: 3, out, port: 0 });
+    let refused: Promise<unknown> | undefined;
+    // The run waits for the check below before its next step: the folder is checked while the run is live.
+    const policy: Policy = async (observation, ctx) => (await refused, randomPolicy(observation, ctx));
+    const run = await Run.prepare({ env, episodes: 2, maxSteps: 3, concurrency: 1, seed: 3, out, port: 0, policy });
     const posts: Promise<Response>[] = [];
-    let refused: unknown;
     run.events.on('trace_settled', (e) => {
       if (posts.length > 0 || e.status !== 'resolved') return;
       const url = `http://127.0.0.1:${run.port}/rewards`;

@@ -43,7 +43,7 @@ export function registerRun(program: Command, io: Io): void {
     .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
       if ((envDir === undefined) === (flags.resume === undefined)) {
-        io.stderr.write(`error: ${flags.resume === undefined ? "missing argument 'env-dir'" : 'pass an env folder or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
+        io.stderr.write(`error: ${flags.resume === undefined ? "missing required argument 'env-dir'" : 'pass an env folder or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
         io.exitCode = 2;
         return;
       }

@@ -191,12 +191,12 @@ export class RunJournal implements Disposable {
   }
 
   async episodeStarted(episode: number, entry: Extract<JournalEpisode, { status: 'running' }>, signal?: AbortSignal): Promise<void> {
-    await this.#track(raceAbort(this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry)), signal));
+    await raceAbort(this.#track(this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry))), signal);
   }
 
   /** Before the call starts: if the process dies before it commits, a resume finds it here. */
   async dispatching(episode: number, call: InflightCall, signal?: AbortSignal): Promise<void> {
-    await this.#track(raceAbort(this.#redis.hset(this.#keys.inflight, String(episode), JSON.stringify(call)), signal));
+    await raceAbort(this.#track(this.#redis.hset(this.#keys.inflight, String(episode), JSON.stringify(call))), signal);
   }
 
   /** A settled step: appended to `steps`, and the episode's call is no longer in flight. */
@@ -214,7 +214,7 @@ export class RunJournal implements Disposable {
 
   async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
     const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
-    await this.#track(raceAbort(this.#redis.multi().hset(this.#keys.episodes, String(episode), JSON.stringify(entry)).hdel(this.#keys.inflight, String(episode)).exec(), signal));
+    await raceAbort(this.#track(this.#redis.multi().hset(this.#keys.episodes, String(episode), JSON.stringify(entry)).hdel(this.#keys.inflight, String(episode)).exec()), signal);
   }
 
   /** Resolves once every write issued so far has been answered (POST /rewards replies after this). */
@@ -238,6 +238,7 @@ export class RunJournal implements Disposable {
     await raceAbort(this.#redis.del(k.meta, k.episodes, k.inflight, k.steps, k.rewards, k.lease), signal);
   }
 
+  /** Every write goes through here (never a caller's abort: a write that was sent completes, or fails the run). */
   #track<T>(write: Promise<T>, stream?: 'steps' | 'rewards', n?: number): Promise<void> {
     const done = write.then(
       () => undefined,

@@ -189,6 +189,8 @@ export class Run implements AsyncDisposable {
   /** Stops the run from inside: a store failure. */
   readonly #internal = new AbortController();
   #failure: AgentError | undefined;
+  /** `execute`'s signal (the caller's and the internal one). */
+  #signal: AbortSignal | undefined;
 
   private constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -296,6 +298,7 @@ export class Run implements AsyncDisposable {
     setMaxListeners(0, outer);
     using linked = linkedController(outer, this.#internal.signal);
     const signal = linked.signal;
+    this.#signal = signal;
     setMaxListeners(0, signal);
     const durable = this.#durable;
     const resumed = durable?.resumed;
@@ -473,8 +476,11 @@ export class Run implements AsyncDisposable {
       if (journal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
       return this.events.emit(e);
     }
-    // The run is stopping on a store failure: a step settling now was not committed.
+    // The run is stopping on a store failure: a step settling now was not committed. A durable run
+    // that is being interrupted does not commit the calls it cancels either: they stay in flight,
+    // for the resume to run again (idempotent tools) or settle as TOOL_LOST.
     if (this.#failure) return;
+    if (journal && this.#signal?.aborted && e.error?.code === 'TOOL_CANCELLED') return;
     if (e.error && STORE_FAILURES.has(e.error.code)) {
       this.#fail(new AgentError(e.error.code as 'STORE_WRITES_LOST', e.error.message, e.error.hint ? { hint: e.error.hint } : {}));
       return;
