@@ -13,8 +13,11 @@ export default defineConfig({
     include: ['{src,commands,bin,scripts,fixtures}/**/*.test.{ts,tsx}'],
     // Open handles after a run are failures: vitest reports hanging processes on teardown.
     teardownTimeout: 5_000,
-    testTimeout: 20_000,
+    testTimeout: 60_000,
     pool: 'forks',
+    // Many files wait on child processes, servers and Redis rather than the CPU: more files than
+    // cores at once keeps both cores busy.
+    maxWorkers: 3,
     setupFiles: ['./vitest.setup.ts'],
   },
 });
