@@ -32,15 +32,17 @@ export async function counterEnv(tools: string, extra: Record<string, unknown> =
 const INSTANT = `export const bump = (_p, ctx) => ({ observation: ctx.state.n + 1, patch: [{ op: 'replace', path: '/n', value: ctx.state.n + 1 }], rewards: { r: 1 } });`;
 
 describe('a run of tools that answer at once', () => {
-  it('yields to timers and I/O: a timer set at the start interrupts it long before the last episode', async () => {
+  it('yields to timers and I/O: a timer set while it runs interrupts it long before the last episode', async () => {
     const env = await counterEnv(INSTANT);
     const store = new MemoryStateStore();
     const run = await Run.prepare({ env, episodes: 200_000, concurrency: 8, maxSteps: 5, out: await tmp('agent-runs-'), store });
     const controller = new AbortController();
     let written = -1;
-    setTimeout(() => {
-      controller.abort(new Error('interrupted'));
-    }, 50);
+    // Armed once the first episode is in (a loaded machine may take longer than 50 ms to get there).
+    const off = run.events.on('episode_finished', () => {
+      off();
+      setTimeout(() => controller.abort(new Error('interrupted')), 50);
+    });
     const summary = await run.execute(controller.signal);
     written = (await readFile(path.join(run.dir as string, 'events.jsonl'), 'utf8')).split('\n').length;
     expect(summary.status).toBe('interrupted');

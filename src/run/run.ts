@@ -639,7 +639,7 @@ export class Run implements AsyncDisposable {
       durationMs: this.#clock.monotonic() - started,
       ...(error ? { error } : {}),
     };
-    await this.#close(agent.id, record, finished);
+    if (await this.#close(agent.id, record, finished)) agent.archive();
     if (reason !== 'interrupted') this.#counted.add(index);
     this.events.emit(finished);
   }
@@ -648,25 +648,28 @@ export class Run implements AsyncDisposable {
    * An episode's end in the folder and the store. In memory, its history is dropped (it lives on in
    * the run folder; kept, it would grow the process by one state log per episode). A durable run
    * journals the end first, then archives the history into the folder and removes its Redis keys;
-   * an interrupted episode keeps them, to continue on resume.
+   * an interrupted episode keeps them, to continue on resume. True when the instance is archived
+   * (its lifecycle's last state).
    */
-  async #close(instanceId: string, record: EpisodeRecord | undefined, finished: EpisodeFinishedEvent): Promise<void> {
+  async #close(instanceId: string, record: EpisodeRecord | undefined, finished: EpisodeFinishedEvent): Promise<boolean> {
     const durable = this.#durable;
     if (!durable) {
       if (record) this.#writer?.writeEpisode(record);
       await this.#env.store.drop(instanceId);
-      return;
+      return true;
     }
     if (finished.reason === 'interrupted' || this.#failure) {
       if (record) durable.journal.after(() => this.#writer?.writeEpisode(record));
-      return;
+      return false;
     }
     try {
       await durable.journal.episodeFinished(finished.episode, record, finished);
       if (record) this.#writer?.writeEpisode(record);
       await archiveAndDrop(durable.store, instanceId, this.#historyDir);
+      return true;
     } catch {
       // The journal's failure stops the run (see #fail); the episode continues on resume.
+      return false;
     }
   }
 
