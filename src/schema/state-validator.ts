@@ -17,7 +17,7 @@
  * `$ref`s inside them resolve against the root as usual.
  */
 import type { Issue } from '../shared/errors.js';
-import { escapePointerToken, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
+import { escapePointerToken, isJsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 import type { ValidateFunction } from 'ajv';
 import { compileSubschema, validate, validateWith, type JsonSchema } from './ajv.js';
@@ -70,6 +70,8 @@ type Step =
 
 export class StateValidator {
   readonly #root: JsonSchema;
+  /** States known valid (deeply frozen ones only; see validate). */
+  readonly #valid = new WeakSet<object>();
   /** False when the schema cannot be addressed by pointer (nested `$id`s): always validate in full. */
   readonly #incremental: boolean;
   readonly #plans = new Map<string, readonly Check[] | 'full'>();
@@ -81,7 +83,11 @@ export class StateValidator {
 
   /** Validate a whole state. */
   validate(state: JsonValue): Issue[] {
-    return validate(this.#root, state);
+    // A deeply frozen state that passed once passes again: an initial state is validated once, not at every reset.
+    if (this.#valid.has(state as object)) return [];
+    const issues = validate(this.#root, state);
+    if (issues.length === 0 && isJsonCopy(state)) this.#valid.add(state as object);
+    return issues;
   }
 
   /** Validate `next`, the state after `patch` was applied to a state that was valid. */

@@ -60,8 +60,11 @@ function kindOf(value: object): string {
  * Keys are data: `"__proto__"` becomes an own property, never the copy's prototype.
  */
 export function jsonCopy(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonValue {
+  if (typeof value === 'object' && value !== null && copies.has(value)) return value as JsonValue;
   try {
-    return copyJson(value, maxDepth, maxDepth);
+    const copy = copyJson(value, maxDepth, maxDepth);
+    if (typeof copy === 'object' && copy !== null) copies.add(copy);
+    return copy;
   } catch (err) {
     if (err instanceof Unwinding) {
       const pointer = err.tokens.map((t) => `/${escapePointerToken(t)}`).join('');
@@ -70,6 +73,17 @@ export function jsonCopy(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonValue {
     // A getter or a Proxy trap threw before any frame could say where: the root.
     throw new NotJsonError('', `reading it threw: ${describeError(err)}`);
   }
+}
+
+/**
+ * Values jsonCopy made: deeply frozen plain JSON, so copying one again would give an equal value.
+ * A 5 MB initial state is copied once, not at every reset.
+ */
+const copies = new WeakSet<object>();
+
+/** True for a value jsonCopy returned (deeply frozen plain JSON: safe to share, and to remember facts about). */
+export function isJsonCopy(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && copies.has(value);
 }
 
 /**
