@@ -14,6 +14,7 @@ import { registerFuzz } from './fuzz.js';
 import { registerDoctor } from './doctor.js';
 import { registerReward } from './reward.js';
 import { registerExport } from './export.js';
+import { registerBenchmark } from './benchmark.js';
 
 export type { Io } from './io.js';
 
@@ -57,6 +58,7 @@ export function createProgram(io: Io): Command {
   registerDoctor(program, io);
   registerReward(program, io);
   registerExport(program, io);
+  registerBenchmark(program, io);
   return program;
 }
 

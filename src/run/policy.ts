@@ -19,10 +19,19 @@ export interface Observation {
   readonly lastObservation?: JsonValue;
   readonly episode: number;
   readonly step: number;
+  /** Under `agent benchmark`: the episode's task (its instruction is what the user wants). */
+  readonly task?: PolicyTask;
+}
+
+/** A benchmark task as a policy sees it. */
+export interface PolicyTask {
+  readonly id: string;
+  readonly instruction: string;
+  readonly user_id?: string;
 }
 
 export interface PolicyContext {
-  /** Seeded per episode. */
+  /** Seeded per (episode, step). */
   readonly rng: Rng;
   readonly signal: AbortSignal;
 }

@@ -55,6 +55,11 @@ export interface RunOptions {
   readonly toolOptions?: Readonly<Record<string, JsonValue>>;
   /** Replace reward source bindings of the env (see `LoadEnvOptions.rewardSources`). */
   readonly rewardSources?: Readonly<Record<string, unknown>>;
+  /**
+   * Episode i starts from `initialStates[i % length]` (default: the env's initial states). The
+   * same object given twice is one state in the run folder (a benchmark's tasks sharing a database).
+   */
+  readonly initialStates?: readonly JsonValue[];
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
   /**
@@ -240,7 +245,7 @@ export class Run implements AsyncDisposable {
         ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
       });
-      let initialStates = env.definition.initialStates;
+      let initialStates = options.initialStates ?? env.definition.initialStates;
       if (initialStates.length === 0) {
         const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
         if (generated.value === undefined) {
@@ -546,7 +551,9 @@ export class Run implements AsyncDisposable {
     const agent = this.#env.createInstance({ id: `ep-${index}` });
     const counts = { steps: 0 };
     this.#steps.set(agent.id, counts);
-    const stateIndex = index % this.#initialStates.length;
+    const states = this.#initialStates;
+    // An object given for many episodes is written once, under its first index.
+    const stateIndex = states.indexOf(states[index % states.length] as JsonValue);
     const initialStateId = `initial-${stateIndex}`;
     const journal = this.#durable?.journal;
     this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId });

@@ -18,7 +18,8 @@ export type MetaSchemaName =
   | 'episode-record'
   | 'run-manifest'
   | 'export-record'
-  | 'run-summary';
+  | 'run-summary'
+  | 'benchmark-report';
 
 export function metaSchema(name: MetaSchemaName): JsonSchema {
   let schema = cache.get(name);

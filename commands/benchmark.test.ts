@@ -1,0 +1,105 @@
+/** `agent benchmark` on the tau-bench port: gold scores every task, random almost none, and a planted regression fails the gate. */
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { validate } from '../src/index.js';
+import { metaSchema } from '../src/schema/meta-schemas.js';
+import { runAgent, scratch } from './testing.js';
+
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
+const RETAIL = 'fixtures/tau-bench/retail';
+
+interface Report {
+  run_dir: string;
+  metrics: { success_rate: { value: number; ci_low: number; ci_high: number }; pass_hat_k: Record<string, number>; tool_success_rate: number };
+  tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean } }[] }[];
+}
+
+async function bench(args: string[]): Promise<{ code: number; report: Report; stdout: string; stderr: string }> {
+  const out = await tmp.dir('bench-');
+  const r = await runAgent(['benchmark', ...args, '--out', out, '--format', 'json']);
+  return { ...r, report: JSON.parse(r.stdout) as Report };
+}
+
+describe('agent benchmark', () => {
+  it.each([
+    ['fixtures/tau-bench/airline', 50],
+    [RETAIL, 115],
+  ])('--policy gold scores every task of %s (%i)', async (suite, n) => {
+    const { code, report } = await bench([suite, '--policy', 'gold']);
+    expect(code).toBe(0);
+    expect(report.tasks).toHaveLength(n);
+    expect(report.tasks.filter((t) => !t.trials[0]?.success).map((t) => t.id)).toEqual([]);
+    expect(report.metrics.success_rate).toEqual({ value: 1, ci_low: 1, ci_high: 1 });
+    // benchmark.json beside the run, valid against its schema.
+    const saved = JSON.parse(await readFile(path.join(report.run_dir, 'benchmark.json'), 'utf8')) as unknown;
+    expect(validate(metaSchema('benchmark-report'), saved)).toEqual([]);
+  });
+
+  it('--policy random scores almost nothing, with pass^k for each k', async () => {
+    const { report } = await bench([RETAIL, '--policy', 'random', '--trials', '2', '--seed', '1']);
+    expect(report.metrics.success_rate.value).toBeLessThan(0.15);
+    expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
+    expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);
+    expect(report.metrics.tool_success_rate).toBeLessThan(0.5);
+  });
+
+  it('fails the gate on a planted regression, names the tasks that flipped, and passes within the allowed drop', async () => {
+    const tasks = ['retail-test-0', 'retail-test-1', 'retail-test-2', 'retail-test-3', 'retail-test-4', 'retail-test-5', 'retail-test-6', 'retail-test-7'];
+    const base = await bench([RETAIL, '--policy', 'gold', '--tasks', tasks.join(',')]);
+    const baseline = path.join(await tmp.dir('baseline-'), 'benchmark.json');
+    await writeFile(baseline, JSON.stringify(base.report));
+    // Gold, except that it stops before the last gold action of every other task.
+    const policy = path.join(await tmp.dir('policy-'), 'sabotaged.mjs');
+    const file = path.resolve(RETAIL, 'tasks', 'test.jsonl');
+    await writeFile(
+      policy,
+      `import { readFileSync } from 'node:fs';
+const gold = new Map(readFileSync(${JSON.stringify(file)}, 'utf8').trim().split('\\n').map((l) => JSON.parse(l)).map((t) => [t.id, t]));
+export default function sabotaged(obs) {
+  const t = gold.get(obs.task.id);
+  const n = Number(t.id.split('-').pop()) % 2 === 0 ? t.actions.length - 1 : t.actions.length;
+  const a = obs.step < n ? t.actions[obs.step] : null;
+  if (a) return { name: a.name, params: a.params };
+  return obs.step === n && t.outputs.length > 0 ? { name: 'respond', params: { content: t.outputs.join(' ') } } : null;
+}
+`,
+    );
+    const out = await tmp.dir('bench-');
+    const failed = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out]);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/success_rate +0\.500 vs 1\.000: -0\.500 .*REGRESSION \(allowed 0\)/);
+    expect(failed.stdout).toMatch(/flipped: retail-test-0#0 pass→fail, retail-test-2#0 pass→fail, retail-test-4#0 pass→fail, retail-test-6#0 pass→fail/);
+    expect(failed.stdout).toMatch(/^gate: FAILED$/m);
+    const md = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out, '--format', 'markdown']);
+    expect(md.stdout).toContain('Tasks that now fail: `retail-test-0`, `retail-test-2`, `retail-test-4`, `retail-test-6`');
+    const gh = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out, '--format', 'github']);
+    expect(gh.stdout).toMatch(/^::error title=task now fails::retail-test-0 \(trial 0\)$/m);
+    const junit = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--out', out, '--format', 'junit']);
+    expect(junit.stdout).toMatch(/<testsuite name="tau-bench retail test \([^)]*\)" tests="8" failures="4"/);
+    const allowed = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--max-regression', 'success_rate=0.9', '--out', out]);
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toMatch(/^gate: passed$/m);
+  });
+
+  it('refuses a bad task file naming the line and field, and an unknown split or task', async () => {
+    const suite = await tmp.dir('suite-');
+    await writeFile(path.join(suite, 'env.json'), JSON.stringify({ state: { type: 'object' }, actions: [{ name: 'noop', parameters: { type: 'object' } }], module: 'tools.mjs', initial_states: [{}] }));
+    await writeFile(path.join(suite, 'tools.mjs'), 'export const noop = () => ({ observation: null });\n');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.join(suite, 'tasks'));
+    await writeFile(path.join(suite, 'tasks', 'test.jsonl'), `${JSON.stringify({ id: 'a', instruction: 'x', actions: [{ name: 'noop', params: {} }] })}\n${JSON.stringify({ id: 'a', instruction: 3, actions: [{ params: {} }] })}\n`);
+    const bad = await runAgent(['benchmark', suite]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/test\.jsonl:2.*\/instruction: must be a string/s);
+    expect(bad.stderr).toMatch(/\/actions\/0: must be \{name: string, params: object\}/);
+    expect(bad.stderr).toMatch(/\/id: duplicate task id 'a'/);
+    const split = await runAgent(['benchmark', RETAIL, '--split', 'dev']);
+    expect(split.code).toBe(2);
+    expect(split.stderr).toMatch(/has no split 'dev'/);
+    const task = await runAgent(['benchmark', RETAIL, '--tasks', 'nope']);
+    expect(task.code).toBe(2);
+    expect(task.stderr).toMatch(/no task 'nope' in split 'test'/);
+  });
+});

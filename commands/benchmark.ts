@@ -1,0 +1,190 @@
+/** `agent benchmark <suite-dir>`: run a suite's tasks with a policy, score them, and gate on a baseline. */
+import { InvalidArgumentError, type Command } from 'commander';
+import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/index.js';
+import { abortOnSignals } from './interrupt.js';
+import type { Io } from './io.js';
+import { core } from './lib.js';
+import { integer, positiveInt, toolOption } from './options.js';
+
+const FORMATS = ['text', 'json', 'markdown', 'junit', 'github'] as const;
+type Format = (typeof FORMATS)[number];
+
+interface Flags {
+  split: string;
+  tasks?: string[];
+  policy: string;
+  trials: number;
+  concurrency: number;
+  maxSteps?: number;
+  seed: number;
+  out: string;
+  baseline?: string;
+  maxRegression: Record<string, number>;
+  format: Format;
+  toolOption: Record<string, JsonValue>;
+}
+
+function regression(value: string, previous: Record<string, number>): Record<string, number> {
+  const m = /^([a-z_]+)=(\d+(?:\.\d+)?)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected metric=delta, e.g. success_rate=0.05.');
+  return { ...previous, [m[1] as string]: Number(m[2]) };
+}
+
+export function registerBenchmark(program: Command, io: Io): void {
+  program
+    .command('benchmark')
+    .description("Run a suite's tasks with a policy, score them (success with confidence intervals, pass^k, tools), and gate on a baseline.")
+    .argument('<suite-dir>', 'an env folder with tasks/<split>.jsonl (e.g. fixtures/tau-bench/airline)')
+    .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', 'test')
+    .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', or a policy module", 'random')
+    .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, 1)
+    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
+    .option('--max-steps <m>', 'steps per episode at most (default: 30, or the longest gold sequence + 2)', positiveInt)
+    .option('--seed <s>', 'seed for the policy, the tools and the bootstrap', integer, 0)
+    .option('--out <dir>', 'parent folder of run folders (the report goes into the run folder as benchmark.json)', 'runs')
+    .option('--baseline <file>', 'an earlier benchmark.json: compare paired by task and trial; exit 1 on a significant regression')
+    .option('--max-regression <metric=delta>', 'allowed drop before the gate fails (repeatable; default success_rate=0)', regression, {})
+    .option('--format <format>', `output: ${FORMATS.join(', ')}`, (v: string) => {
+      if (!(FORMATS as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
+      return v as Format;
+    }, 'text')
+    .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
+    .action(async (suite: string, flags: Flags) => {
+      io.exitCode = await benchmarkCommand(suite, flags, io);
+    });
+}
+
+async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<number> {
+  const { runBenchmark, compareWithBaseline, attachPlainReporter } = await core();
+  const controller = new AbortController();
+  const stopListening = abortOnSignals(controller, io, 'interrupted: stopping the benchmark');
+  let reporter: { close(): void } | undefined;
+  let report: BenchmarkReport;
+  try {
+    report = await runBenchmark({
+      suite,
+      split: flags.split,
+      ...(flags.tasks ? { tasks: flags.tasks } : {}),
+      policy: flags.policy,
+      trials: flags.trials,
+      concurrency: flags.concurrency,
+      ...(flags.maxSteps !== undefined ? { maxSteps: flags.maxSteps } : {}),
+      seed: flags.seed,
+      out: flags.out,
+      toolOptions: flags.toolOption,
+      signal: controller.signal,
+      // Progress goes to stderr: stdout is the report.
+      onRun: (run) => {
+        reporter = attachPlainReporter(run, { out: io.stderr, err: io.stderr });
+      },
+    });
+  } finally {
+    reporter?.close();
+    stopListening();
+  }
+  const comparison = flags.baseline ? await compareWithBaseline(report, flags.baseline, flags.maxRegression) : undefined;
+  io.stdout.write(render(report, comparison, flags.format));
+  return comparison?.regressed ? 1 : 0;
+}
+
+const pct = (n: number): string => `${(n * 100).toFixed(1)}%`;
+const signed = (n: number): string => `${n >= 0 ? '+' : ''}${n.toFixed(3)}`;
+
+function successCount(r: BenchmarkReport): string {
+  const all = r.tasks.flatMap((t) => t.trials);
+  return `${all.filter((x) => x.success).length}/${all.length}`;
+}
+
+function render(r: BenchmarkReport, c: BaselineComparison | undefined, format: Format): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(c ? { ...r, baseline: c } : r, null, 2)}\n`;
+    case 'markdown':
+      return markdown(r, c);
+    case 'junit':
+      return junit(r);
+    case 'github':
+      return github(r, c);
+    default:
+      return text(r, c);
+  }
+}
+
+function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
+  const m = r.metrics;
+  const lines = [
+    `benchmark ${r.suite} (${r.split}), policy ${r.policy}: ${r.tasks.length} tasks × ${r.trials} trial${r.trials === 1 ? '' : 's'} in ${(r.duration_ms / 1000).toFixed(1)} s`,
+    `  success        ${successCount(r)} = ${pct(m.success_rate.value)}  (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)})`,
+    `  pass^k         ${Object.entries(m.pass_hat_k).map(([k, v]) => `k=${k}: ${v.toFixed(3)}`).join('  ')}`,
+    `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
+    `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,
+    `  tool calls     ${pct(m.tool_success_rate)} succeeded; invalid actions ${pct(m.invalid_action_rate)}`,
+  ];
+  for (const [name, t] of Object.entries(m.tools)) lines.push(`    ${name.padEnd(32)} ${String(t.calls).padStart(5)} calls, ${pct(t.success_rate).padStart(6)} ok, p50 ${t.latency_ms.p50} ms, p95 ${t.latency_ms.p95} ms, p99 ${t.latency_ms.p99} ms`);
+  const failed = r.tasks.filter((t) => t.trials.some((x) => !x.success));
+  if (failed.length > 0) {
+    lines.push(`  failed tasks (${failed.length}):`);
+    for (const t of failed.slice(0, 10)) {
+      const x = t.trials.find((y) => !y.success);
+      const why = x?.checks ? [x.checks.state_match ? '' : 'final state differs', x.checks.outputs_missing.length > 0 ? `never said ${x.checks.outputs_missing.map((o) => `"${o}"`).join(', ')}` : ''].filter(Boolean).join('; ') : (x?.error ?? x?.reason ?? '');
+      lines.push(`    ${t.id}: ${why}`);
+    }
+    if (failed.length > 10) lines.push(`    … and ${failed.length - 10} more (benchmark.json has them all)`);
+  }
+  if (c) {
+    lines.push(`against ${c.baseline}:`);
+    for (const x of c.metrics) lines.push(`  ${x.metric.padEnd(18)} ${x.current.toFixed(3)} vs ${x.baseline.toFixed(3)}: ${signed(x.difference.value)} (95% CI ${signed(x.difference.ci_low)} … ${signed(x.difference.ci_high)}, ${x.difference.pairs} pairs)${x.regression ? `  REGRESSION (allowed ${x.allowed})` : ''}`);
+    if (c.flipped.length > 0) lines.push(`  flipped: ${c.flipped.map((f) => `${f.id}#${f.trial} ${f.before ? 'pass→fail' : 'fail→pass'}`).join(', ')}`);
+    lines.push(c.regressed ? 'gate: FAILED' : 'gate: passed');
+  }
+  lines.push(`run folder: ${r.run_dir} (benchmark.json)`);
+  return `${lines.join('\n')}\n`;
+}
+
+function markdown(r: BenchmarkReport, c: BaselineComparison | undefined): string {
+  const m = r.metrics;
+  const out = [
+    `### Benchmark: ${r.suite} (${r.split}), policy \`${r.policy}\``,
+    '',
+    '| metric | value | 95% CI |',
+    '|---|---|---|',
+    `| success | ${successCount(r)} = ${pct(m.success_rate.value)} | ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)} |`,
+    ...Object.entries(m.pass_hat_k).map(([k, v]) => `| pass^${k} | ${v.toFixed(3)} | |`),
+    `| reward per episode | ${m.reward.value.toFixed(3)} | ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)} |`,
+    `| steps per episode | ${m.steps_per_episode.value.toFixed(2)} | ${m.steps_per_episode.ci_low.toFixed(2)} – ${m.steps_per_episode.ci_high.toFixed(2)} |`,
+    `| tool calls succeeded | ${pct(m.tool_success_rate)} | |`,
+    `| invalid actions | ${pct(m.invalid_action_rate)} | |`,
+  ];
+  if (c) {
+    out.push('', `**Against the baseline:** ${c.regressed ? '❌ regression' : '✅ no significant regression'}`, '', '| metric | now | baseline | difference (95% CI) |', '|---|---|---|---|');
+    for (const x of c.metrics) out.push(`| ${x.metric} | ${x.current.toFixed(3)} | ${x.baseline.toFixed(3)} | ${signed(x.difference.value)} (${signed(x.difference.ci_low)} … ${signed(x.difference.ci_high)})${x.regression ? ' ❌' : ''} |`);
+    const lost = c.flipped.filter((f) => f.before && !f.now);
+    const won = c.flipped.filter((f) => !f.before && f.now);
+    if (lost.length > 0) out.push('', `Tasks that now fail: ${lost.map((f) => `\`${f.id}\``).join(', ')}`);
+    if (won.length > 0) out.push('', `Tasks that now pass: ${won.map((f) => `\`${f.id}\``).join(', ')}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+const xml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+function junit(r: BenchmarkReport): string {
+  const failures = r.tasks.filter((t) => t.trials.some((x) => !x.success)).length;
+  const cases = r.tasks.map((t) => {
+    const bad = t.trials.filter((x) => !x.success);
+    const body = bad.length === 0 ? '' : `<failure message="${xml(`${bad.length} of ${t.trials.length} trials failed`)}">${xml(bad.map((x) => `trial ${x.trial}: ${x.checks ? `state_match=${x.checks.state_match}, outputs missing: ${x.checks.outputs_missing.join(', ') || 'none'}` : (x.error ?? x.reason)}`).join('\n'))}</failure>`;
+    return `  <testcase classname="${xml(`${r.suite}.${r.split}`)}" name="${xml(t.id)}">${body}</testcase>`;
+  });
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="${xml(`${r.suite} ${r.split} (${r.policy})`)}" tests="${r.tasks.length}" failures="${failures}" time="${(r.duration_ms / 1000).toFixed(3)}">\n${cases.join('\n')}\n</testsuite>\n`;
+}
+
+function github(r: BenchmarkReport, c: BaselineComparison | undefined): string {
+  const lines = [`::notice title=benchmark ${r.suite}::success ${successCount(r)} = ${pct(r.metrics.success_rate.value)} (95% CI ${pct(r.metrics.success_rate.ci_low)} – ${pct(r.metrics.success_rate.ci_high)})`];
+  if (c) {
+    for (const f of c.flipped) lines.push(`::${f.before ? 'error' : 'notice'} title=${f.before ? 'task now fails' : 'task now passes'}::${f.id} (trial ${f.trial})`);
+    for (const x of c.metrics.filter((m) => m.regression)) lines.push(`::error title=regression in ${x.metric}::${x.current.toFixed(3)} vs ${x.baseline.toFixed(3)} (${signed(x.difference.value)}, 95% CI ${signed(x.difference.ci_low)} … ${signed(x.difference.ci_high)}; allowed ${x.allowed})`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,378 @@
+/**
+ * `agent benchmark` as a library: run a suite's tasks with a policy (one episode per task and
+ * trial, in one run folder of the usual format), score each episode against its task, and compute
+ * the metrics with confidence intervals; compare with a baseline report when one is given.
+ *
+ * Policies: `gold` (replays the task's gold actions, then says its expected outputs: the check
+ * that a port is faithful), `random`, or a module `(observation, ctx) => action | null` whose
+ * observation carries the task (`observation.task.instruction`).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AgentEnv } from '../../env/agent-env.js';
+import { loadPolicy, randomPolicy, type Policy } from '../../run/policy.js';
+import { Run, type RunOptions } from '../../run/run.js';
+import type { RunEvent, SettledStepEvent } from '../../run/run-events.js';
+import { forEachLine } from '../../replay/run-rewards.js';
+import { RUN_FILES, type EpisodeRecord } from '../../replay/run-writer.js';
+import { AgentError, describeError } from '../../shared/errors.js';
+import { importModule } from '../../shared/import-module.js';
+import type { JsonValue } from '../../shared/json.js';
+import { applyPatch } from '../../state/patch.js';
+import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Estimate } from './stats.js';
+import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
+
+export interface BenchmarkOptions {
+  readonly suite: string;
+  readonly split?: string;
+  readonly tasks?: readonly string[];
+  /** `gold`, `random` (default), or a policy module path, or a function. */
+  readonly policy?: string | Policy;
+  readonly trials?: number;
+  readonly concurrency?: number;
+  readonly maxSteps?: number;
+  readonly seed?: number;
+  readonly out?: string;
+  readonly toolOptions?: RunOptions['toolOptions'];
+  readonly signal?: AbortSignal;
+  /** Sees the run as it goes (progress for a live view). */
+  readonly onRun?: (run: Run) => void;
+}
+
+/** One episode: a task's trial, scored. */
+export interface TrialResult {
+  readonly trial: number;
+  readonly episode: number;
+  readonly success: boolean;
+  readonly reward: number;
+  readonly steps: number;
+  readonly reason: string;
+  /** state_match: whether the final state matched, and which outputs the agent never said. */
+  readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
+  readonly error?: string;
+}
+
+export interface ToolMetrics {
+  readonly calls: number;
+  readonly success_rate: number;
+  readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number };
+}
+
+export interface BenchmarkReport {
+  readonly schema_version: 1;
+  readonly suite: string;
+  readonly split: string;
+  readonly policy: string;
+  readonly trials: number;
+  readonly seed: number;
+  readonly run_dir: string;
+  readonly started_at: string;
+  readonly duration_ms: number;
+  readonly metrics: {
+    readonly success_rate: Estimate;
+    /** pass^k for k = 1 … trials. */
+    readonly pass_hat_k: Readonly<Record<string, number>>;
+    readonly reward: Estimate;
+    readonly reward_by_source: Readonly<Record<string, number>>;
+    readonly steps_per_episode: Estimate;
+    readonly tool_success_rate: number;
+    readonly invalid_action_rate: number;
+    readonly tools: Readonly<Record<string, ToolMetrics>>;
+  };
+  readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
+}
+
+/** What a custom success check is given. */
+export interface EpisodeOutcome {
+  readonly task: BenchmarkTask;
+  readonly trial: number;
+  readonly finalState: JsonValue;
+  readonly steps: readonly SettledStepEvent[];
+  readonly reward: number;
+  readonly reason: string;
+}
+
+const INVALID = new Set(['ACTION_UNKNOWN', 'ACTION_DISABLED', 'PARAMS_INVALID', 'ACTION_UNSATISFIABLE']);
+
+export async function runBenchmark(options: BenchmarkOptions): Promise<BenchmarkReport> {
+  const trials = options.trials ?? 1;
+  if (!Number.isInteger(trials) || trials < 1) throw new AgentError('BAD_USAGE', `trials must be a whole number ≥ 1 (got ${trials})`);
+  const seed = options.seed ?? 0;
+  const started = Date.now();
+  // The env once in-process: its base state, and each task's gold final state.
+  await using env = await AgentEnv.open(options.suite, options.toolOptions ? { toolOptions: options.toolOptions } : {});
+  const base = env.definition.initialStates[0] ?? null;
+  const suite = await loadSuite(options.suite, options.split ?? 'test', base, options.tasks ? { only: options.tasks } : {});
+  const gold = await goldStates(env, suite, options.signal);
+  const tasks = suite.tasks;
+  const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
+  const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
+  const inner: Policy = policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
+  const policy: Policy = (obs, ctx) => {
+    const task = taskOf(obs.episode);
+    return inner({ ...obs, task: { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}) } }, ctx);
+  };
+  const maxSteps = options.maxSteps ?? Math.max(30, ...tasks.map((t) => t.actions.length + 2));
+  const run = await Run.prepare({
+    env: suite.envDir,
+    episodes: tasks.length * trials,
+    concurrency: options.concurrency ?? 8,
+    maxSteps,
+    policy,
+    seed,
+    ...(options.out ? { out: options.out } : {}),
+    ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
+    initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  const steps = new Map<number, SettledStepEvent[]>();
+  const finished = new Map<number, Extract<RunEvent, { type: 'episode_finished' }>>();
+  run.events.on('trace_settled', (e) => {
+    const list = steps.get(e.episode) ?? [];
+    list.push(e);
+    steps.set(e.episode, list);
+  });
+  run.events.on('episode_finished', (e) => finished.set(e.episode, e));
+  options.onRun?.(run);
+  const summary = await run.execute(options.signal);
+  const dir = run.dir as string;
+  if (summary.status !== 'completed') throw new AgentError('INTERRUPTED', `the benchmark was interrupted; its run folder is ${dir}`);
+  const finals = await finalStates(dir, tasks, trials);
+  const checks = await successChecks(tasks);
+  const results = new Map<string, TrialResult[]>(tasks.map((t) => [t.id, []]));
+  for (let episode = 0; episode < tasks.length * trials; episode++) {
+    const task = taskOf(episode);
+    const end = finished.get(episode);
+    const episodeSteps = steps.get(episode) ?? [];
+    const reward = end?.reward ?? 0;
+    const finalState = finals.get(episode) ?? task.initialState;
+    const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
+    const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
+    (results.get(task.id) as TrialResult[]).push({
+      trial: episode % trials,
+      episode,
+      reward: round(reward),
+      steps: end?.steps ?? episodeSteps.length,
+      reason: outcome.reason,
+      ...scored,
+      ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
+    });
+  }
+  const report: BenchmarkReport = {
+    schema_version: 1,
+    suite: suite.name,
+    split: suite.split,
+    policy: policyName,
+    trials,
+    seed,
+    run_dir: dir,
+    started_at: new Date(started).toISOString(),
+    duration_ms: Date.now() - started,
+    metrics: metricsOf(tasks, results, steps, finished, trials, seed, suite),
+    tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
+  };
+  await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
+  return report;
+}
+
+/** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */
+function goldPolicy(taskOf: (episode: number) => BenchmarkTask): Policy {
+  return (obs) => {
+    const task = taskOf(obs.episode);
+    const action = task.actions[obs.step];
+    if (action) return { name: action.name, params: action.params };
+    if (obs.step === task.actions.length && task.outputs.length > 0 && obs.actions.some((a) => a.name === 'respond')) return { name: 'respond', params: { content: task.outputs.join(' ') } };
+    return null;
+  };
+}
+
+/** Each state_match task's gold final state: its gold actions replayed on a fresh copy of its initial state. */
+async function goldStates(env: AgentEnv, suite: Suite, signal: AbortSignal | undefined): Promise<Map<string, JsonValue>> {
+  const out = new Map<string, JsonValue>();
+  for (const task of suite.tasks) {
+    if (task.success.kind !== 'state_match') continue;
+    const agent = env.createInstance({ id: `gold-${task.id}` });
+    await agent.reset(task.initialState, signal ? { signal } : {});
+    for (const [i, action] of task.actions.entries()) {
+      const step = await agent.step({ name: action.name, params: action.params }, signal ? { signal } : {});
+      if (step.info.status !== 'resolved') {
+        throw new AgentError('DEFINITION_INVALID', `task '${task.id}': gold action ${i} (${action.name}) fails: ${step.info.error?.message ?? step.info.status}`, { hint: 'Fix the task\'s gold actions: they must replay on the env.' });
+      }
+      if (step.done) break;
+    }
+    out.set(task.id, agent.state);
+    await agent.terminate();
+    env.release(agent.id);
+    await env.store.drop(agent.id);
+  }
+  return out;
+}
+
+/** Each episode's final state, from the run folder: its initial state with episodes.jsonl's final patch. */
+async function finalStates(dir: string, tasks: readonly BenchmarkTask[], trials: number): Promise<Map<number, JsonValue>> {
+  const out = new Map<number, JsonValue>();
+  await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => {
+    const e = r as unknown as EpisodeRecord;
+    const task = tasks[Math.floor(e.episode / trials)] as BenchmarkTask;
+    out.set(e.episode, applyPatch(task.initialState, e.final_patch));
+  });
+  return out;
+}
+
+type Check = (outcome: EpisodeOutcome) => boolean | Promise<boolean>;
+
+async function successChecks(tasks: readonly BenchmarkTask[]): Promise<Map<string, Check>> {
+  const out = new Map<string, Check>();
+  for (const t of tasks) {
+    if (t.success.kind !== 'module') continue;
+    const key = `${t.success.module}#${t.success.exportName}`;
+    if (out.has(key)) continue;
+    const mod = (await importModule(t.success.module)) as Record<string, unknown>;
+    const fn = mod[t.success.exportName];
+    if (typeof fn !== 'function') throw new AgentError('DEFINITION_INVALID', `${t.success.module} has no function export '${t.success.exportName}'`, { hint: 'Export a function (outcome) => boolean.' });
+    out.set(key, fn as Check);
+  }
+  return out;
+}
+
+/** What the agent said: the content of its `respond` calls, as tau-bench reads it (lower case, commas dropped). */
+function said(steps: readonly SettledStepEvent[]): string[] {
+  return steps.filter((s) => s.action === 'respond' && typeof s.params['content'] === 'string').map((s) => (s.params['content'] as string).toLowerCase().replace(/,/g, ''));
+}
+
+async function score(task: BenchmarkTask, outcome: EpisodeOutcome, gold: JsonValue, checks: Map<string, Check>): Promise<Pick<TrialResult, 'success' | 'checks'>> {
+  const c = task.success;
+  if (c.kind === 'reward_at_least') return { success: outcome.reward >= c.value };
+  if (c.kind === 'module') {
+    const check = checks.get(`${c.module}#${c.exportName}`) as Check;
+    try {
+      return { success: (await check(outcome)) === true };
+    } catch (err) {
+      throw new AgentError('DEFINITION_INVALID', `the success check of task '${task.id}' threw: ${describeError(err)}`, { cause: err });
+    }
+  }
+  const stateMatch = equalJson(outcome.finalState, gold);
+  const words = said(outcome.steps);
+  const missing = task.outputs.filter((o) => !words.some((w) => w.includes(o.toLowerCase())));
+  return { success: stateMatch && missing.length === 0, checks: { state_match: stateMatch, outputs_missing: missing } };
+}
+
+/** Deep equality of two JSON values, key order aside (shared subtrees compare at once). */
+export function equalJson(a: JsonValue, b: JsonValue): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as JsonValue[]).length && a.every((x, i) => equalJson(x, (b as JsonValue[])[i] as JsonValue));
+  const ka = Object.keys(a);
+  const ob = b as Record<string, JsonValue>;
+  return ka.length === Object.keys(ob).length && ka.every((k) => Object.prototype.hasOwnProperty.call(ob, k) && equalJson(a[k] as JsonValue, ob[k] as JsonValue));
+}
+
+function metricsOf(
+  tasks: readonly BenchmarkTask[],
+  results: ReadonlyMap<string, readonly TrialResult[]>,
+  steps: ReadonlyMap<number, readonly SettledStepEvent[]>,
+  finished: ReadonlyMap<number, Extract<RunEvent, { type: 'episode_finished' }>>,
+  trials: number,
+  seed: number,
+  suite: Suite,
+): BenchmarkReport['metrics'] {
+  const per = tasks.map((t) => results.get(t.id) ?? []);
+  const passHat: Record<string, number> = {};
+  for (let k = 1; k <= trials; k++) passHat[String(k)] = passHatK(per.map((r) => r.map((x) => x.success)), k);
+  const tools = new Map<string, { calls: number; ok: number; ms: number[] }>();
+  const bySource = new Map<string, number>();
+  let calls = 0;
+  let ok = 0;
+  for (const list of steps.values()) {
+    for (const s of list) {
+      const failed = s.status === 'failed' || (suite.errorObservation !== undefined && typeof s.observation === 'string' && suite.errorObservation.test(s.observation));
+      const t = tools.get(s.action) ?? { calls: 0, ok: 0, ms: [] };
+      t.calls++;
+      if (!failed) t.ok++;
+      t.ms.push(s.durationMs);
+      tools.set(s.action, t);
+      calls++;
+      if (!failed) ok++;
+      for (const [source, entry] of Object.entries(s.rewards)) if (typeof entry.value === 'number') bySource.set(source, (bySource.get(source) ?? 0) + entry.value);
+    }
+  }
+  // An action the env refused at dispatch (unknown, disabled, bad params) ends its episode as a policy error.
+  const invalid = [...finished.values()].filter((e) => e.reason === 'policy_error' && e.error && INVALID.has(e.error.code)).length;
+  const episodes = tasks.length * trials;
+  return {
+    success_rate: bootstrapMean(per.map((r) => r.map((x) => (x.success ? 1 : 0))), seed),
+    pass_hat_k: passHat,
+    reward: bootstrapMean(per.map((r) => r.map((x) => x.reward)), seed + 1),
+    reward_by_source: Object.fromEntries([...bySource].map(([k, v]) => [k, round(v / episodes)])),
+    steps_per_episode: bootstrapMean(per.map((r) => r.map((x) => x.steps)), seed + 2),
+    tool_success_rate: calls === 0 ? 0 : round(ok / calls),
+    invalid_action_rate: calls + invalid === 0 ? 0 : round(invalid / (calls + invalid)),
+    tools: Object.fromEntries(
+      [...tools].map(([name, t]) => {
+        const ms = t.ms.sort((a, b) => a - b);
+        return [name, { calls: t.calls, success_rate: round(t.ok / t.calls), latency_ms: { p50: round(percentile(ms, 50), 3), p95: round(percentile(ms, 95), 3), p99: round(percentile(ms, 99), 3) } }];
+      }),
+    ),
+  };
+}
+
+/** Higher is better for these; lower for steps. The gate compares what a baseline report has too. */
+const DIRECTION: Readonly<Record<string, 1 | -1>> = { success_rate: 1, reward: 1, steps_per_episode: -1 };
+
+export interface MetricComparison {
+  readonly metric: string;
+  readonly current: number;
+  readonly baseline: number;
+  /** current − baseline over paired (task, trial) episodes, with its 95% interval. */
+  readonly difference: Estimate & { readonly pairs: number };
+  readonly allowed: number;
+  /** The whole interval lies beyond the allowed change in the bad direction. */
+  readonly regression: boolean;
+}
+
+export interface BaselineComparison {
+  readonly baseline: string;
+  readonly metrics: readonly MetricComparison[];
+  /** Tasks whose success changed in some paired trial. */
+  readonly flipped: readonly { readonly id: string; readonly trial: number; readonly now: boolean; readonly before: boolean }[];
+  readonly regressed: boolean;
+}
+
+/** Compare with a baseline report, paired by task and trial; `maxRegression` per metric (default 0). */
+export async function compareWithBaseline(report: BenchmarkReport, baselineFile: string, maxRegression: Readonly<Record<string, number>> = {}): Promise<BaselineComparison> {
+  let baseline: BenchmarkReport;
+  try {
+    baseline = JSON.parse(await readFile(baselineFile, 'utf8')) as BenchmarkReport;
+  } catch (err) {
+    throw new AgentError('BAD_USAGE', `cannot read the baseline '${baselineFile}': ${describeError(err)}`, { hint: 'Pass --baseline the benchmark.json of an earlier run.' });
+  }
+  if (!Array.isArray(baseline.tasks)) throw new AgentError('BAD_USAGE', `'${baselineFile}' is not a benchmark report (no tasks)`, { hint: 'Pass --baseline the benchmark.json of an earlier run.' });
+  for (const m of Object.keys(maxRegression)) if (!(m in DIRECTION)) throw new AgentError('BAD_USAGE', `--max-regression: unknown metric '${m}'`, { hint: `Use one of ${Object.keys(DIRECTION).join(', ')}.` });
+  const before = new Map(baseline.tasks.map((t) => [t.id, new Map<number, TrialResult>(t.trials.map((x: TrialResult) => [x.trial, x]))]));
+  const flipped: BaselineComparison['flipped'][number][] = [];
+  const pairsOf = (pick: (t: TrialResult) => number): [number, number][][] =>
+    report.tasks.map((t) =>
+      t.trials.flatMap((x) => {
+        const b = before.get(t.id)?.get(x.trial);
+        return b ? [[pick(x), pick(b)] as [number, number]] : [];
+      }),
+    );
+  for (const t of report.tasks) {
+    for (const x of t.trials) {
+      const b = before.get(t.id)?.get(x.trial);
+      if (b && b.success !== x.success) flipped.push({ id: t.id, trial: x.trial, now: x.success, before: b.success });
+    }
+  }
+  const pick: Record<string, (t: TrialResult) => number> = { success_rate: (t) => (t.success ? 1 : 0), reward: (t) => t.reward, steps_per_episode: (t) => t.steps };
+  const metrics = Object.entries(DIRECTION).map(([metric, dir]): MetricComparison => {
+    const difference = pairedDifference(pairsOf(pick[metric] as (t: TrialResult) => number), report.seed);
+    const allowed = maxRegression[metric] ?? (metric === 'success_rate' ? 0 : Infinity);
+    // Worse by more than allowed, with the whole interval on the bad side.
+    const regression = difference.pairs > 0 && (dir === 1 ? difference.ci_high < -allowed : difference.ci_low > allowed);
+    const current = (report.metrics as unknown as Record<string, Estimate>)[metric]?.value ?? 0;
+    const base = (baseline.metrics as unknown as Record<string, Estimate>)[metric]?.value ?? 0;
+    return { metric, current, baseline: base, difference, allowed, regression };
+  });
+  return { baseline: baselineFile, metrics, flipped, regressed: metrics.some((m) => m.regression) };
+}

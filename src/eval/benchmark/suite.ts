@@ -1,0 +1,149 @@
+/**
+ * A benchmark suite: an env folder with task files `tasks/<split>.jsonl`, and optionally
+ * `suite.json` ({name, env, error_observation}). Each task line:
+ *   {id, instruction, user_id?, initial_state? | initial_patch?, actions: [{name, params}], outputs?, success?}
+ * `success` is `"state_match"` (the default: the final state equals the gold actions' replayed on a
+ * fresh copy, and each output appears in what the agent said), `{"reward_at_least": r}`, or
+ * `{"module": "checks.ts", "export": "name"}` (a function of the episode's outcome → boolean).
+ * Bad lines are a typed error naming the file, line and JSON pointer; nothing runs.
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AgentError, ValidationError, type Issue } from '../../shared/errors.js';
+import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
+import { applyPatch, type Patch } from '../../state/patch.js';
+
+export type SuccessCriterion = { readonly kind: 'state_match' } | { readonly kind: 'reward_at_least'; readonly value: number } | { readonly kind: 'module'; readonly module: string; readonly exportName: string };
+
+export interface BenchmarkTask {
+  readonly id: string;
+  readonly instruction: string;
+  readonly userId?: string;
+  /** The state the episode starts from: the env's base state, the task's own, or the base with the task's patch. */
+  readonly initialState: JsonValue;
+  readonly actions: readonly { readonly name: string; readonly params: JsonObject }[];
+  readonly outputs: readonly string[];
+  readonly success: SuccessCriterion;
+}
+
+export interface Suite {
+  readonly name: string;
+  readonly dir: string;
+  /** The env folder (the suite folder unless suite.json says otherwise). */
+  readonly envDir: string;
+  readonly split: string;
+  readonly tasks: readonly BenchmarkTask[];
+  /** Observations that mean the call failed, for envs whose tools answer errors as text (tau-bench's `Error: …`). */
+  readonly errorObservation?: RegExp;
+}
+
+interface SuiteManifest {
+  readonly name?: string;
+  readonly env?: string;
+  readonly error_observation?: string;
+}
+
+/** Load a suite's split, with every task checked (ids unique, actions and params shaped right). `base` is the env's initial state. */
+export async function loadSuite(dir: string, split: string, base: JsonValue, options: { readonly only?: readonly string[] } = {}): Promise<Suite> {
+  const root = path.resolve(dir);
+  const manifestFile = path.join(root, 'suite.json');
+  const manifest: SuiteManifest = existsSync(manifestFile) ? (JSON.parse(await readFile(manifestFile, 'utf8')) as SuiteManifest) : {};
+  const file = path.join(root, 'tasks', `${split}.jsonl`);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new AgentError('BAD_USAGE', `suite '${dir}' has no split '${split}' (no ${path.relative(process.cwd(), file)})`, { hint: 'A suite holds its tasks in tasks/<split>.jsonl; pass --split with one that exists.' });
+  }
+  const issues: Issue[] = [];
+  const tasks: BenchmarkTask[] = [];
+  const seen = new Set<string>();
+  const rel = path.relative(process.cwd(), file);
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    const at = `${rel}:${i + 1}`;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line);
+    } catch (err) {
+      issues.push({ file: at, pointer: '', message: `not JSON: ${(err as Error).message}` });
+      return;
+    }
+    const id = isPlainObject(raw) ? raw['id'] : undefined;
+    if (typeof id === 'string') {
+      if (seen.has(id)) issues.push({ file: at, pointer: '/id', message: `duplicate task id '${id}'` });
+      seen.add(id);
+    }
+    const task = parseTask(raw, base, root, (pointer, message) => issues.push({ file: at, pointer, message }));
+    if (task) tasks.push(task);
+  });
+  if (issues.length > 0) throw new ValidationError('DEFINITION_INVALID', `suite '${dir}' split '${split}' has invalid tasks`, issues, 'Fix each listed task; nothing was run.');
+  let chosen = tasks;
+  if (options.only && options.only.length > 0) {
+    const unknown = options.only.filter((id) => !seen.has(id));
+    if (unknown.length > 0) throw new AgentError('BAD_USAGE', `no task ${unknown.map((u) => `'${u}'`).join(', ')} in split '${split}'`, { hint: `Task ids look like '${tasks[0]?.id ?? '…'}'.` });
+    const wanted = new Set(options.only);
+    chosen = tasks.filter((t) => wanted.has(t.id));
+  }
+  if (chosen.length === 0) throw new AgentError('BAD_USAGE', `split '${split}' of suite '${dir}' has no tasks`, { hint: 'Add task lines to the split file.' });
+  return {
+    name: manifest.name ?? path.basename(root),
+    dir: root,
+    envDir: path.resolve(root, manifest.env ?? '.'),
+    split,
+    tasks: chosen,
+    ...(manifest.error_observation ? { errorObservation: new RegExp(manifest.error_observation) } : {}),
+  };
+}
+
+function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: string, message: string) => void): BenchmarkTask | undefined {
+  if (!isPlainObject(raw)) return void bad('', 'a task must be an object {id, instruction, actions, …}');
+  let ok = true;
+  const fail = (pointer: string, message: string): void => {
+    ok = false;
+    bad(pointer, message);
+  };
+  if (typeof raw['id'] !== 'string' || raw['id'] === '') fail('/id', 'must be a non-empty string');
+  if (typeof raw['instruction'] !== 'string') fail('/instruction', 'must be a string (what the user wants)');
+  if (raw['user_id'] !== undefined && typeof raw['user_id'] !== 'string') fail('/user_id', 'must be a string');
+  const actions = raw['actions'] ?? [];
+  if (!Array.isArray(actions)) fail('/actions', 'must be an array of {name, params}');
+  else {
+    actions.forEach((a, i) => {
+      if (!isPlainObject(a) || typeof a['name'] !== 'string') fail(`/actions/${i}`, 'must be {name: string, params: object}');
+      else if (a['params'] !== undefined && !isPlainObject(a['params'])) fail(`/actions/${i}/params`, 'must be an object');
+    });
+  }
+  const outputs = raw['outputs'] ?? [];
+  if (!Array.isArray(outputs) || outputs.some((o) => typeof o !== 'string')) fail('/outputs', 'must be an array of strings');
+  let initialState = base;
+  if (raw['initial_state'] !== undefined) initialState = raw['initial_state'] as JsonValue;
+  else if (raw['initial_patch'] !== undefined) {
+    try {
+      initialState = applyPatch(base, raw['initial_patch'] as Patch);
+    } catch (err) {
+      fail('/initial_patch', `does not apply to the env's initial state: ${(err as Error).message}`);
+    }
+  }
+  const success = criterion(raw['success'], root, fail);
+  if (!ok || !success) return undefined;
+  return {
+    id: raw['id'] as string,
+    instruction: raw['instruction'] as string,
+    ...(typeof raw['user_id'] === 'string' ? { userId: raw['user_id'] } : {}),
+    // Tasks that share the base state share one frozen copy (one state in the run folder, validated once).
+    initialState: initialState === base ? base : jsonCopy(initialState),
+    actions: (actions as JsonObject[]).map((a) => ({ name: a['name'] as string, params: (a['params'] ?? {}) as JsonObject })),
+    outputs: outputs as string[],
+    success,
+  };
+}
+
+function criterion(raw: unknown, root: string, fail: (pointer: string, message: string) => void): SuccessCriterion | undefined {
+  if (raw === undefined || raw === 'state_match') return { kind: 'state_match' };
+  if (isPlainObject(raw) && typeof raw['reward_at_least'] === 'number') return { kind: 'reward_at_least', value: raw['reward_at_least'] };
+  if (isPlainObject(raw) && typeof raw['module'] === 'string') return { kind: 'module', module: path.resolve(root, raw['module']), exportName: typeof raw['export'] === 'string' ? raw['export'] : 'default' };
+  fail('/success', 'must be "state_match", {"reward_at_least": number} or {"module": "checks.ts", "export": "name"}');
+  return undefined;
+}
