@@ -22,6 +22,9 @@ interface Flags {
   maxRegression: Record<string, number>;
   format: Format;
   toolOption: Record<string, JsonValue>;
+  user?: string;
+  llmBaseUrl?: string;
+  llmProvider?: 'anthropic' | 'openai';
 }
 
 function regression(value: string, previous: Record<string, number>): Record<string, number> {
@@ -37,7 +40,13 @@ export function registerBenchmark(program: Command, io: Io): void {
     .argument('<suite-dir>', 'an env folder with tasks/<split>.jsonl (e.g. fixtures/tau-bench/airline)')
     .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', 'test')
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
-    .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', or a policy module", 'random')
+    .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), or a policy module", 'random')
+    .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
+    .option('--llm-base-url <url>', 'serve llm: models from here (an OpenAI-compatible server such as vLLM or Ollama: include /v1)')
+    .option('--llm-provider <provider>', "anthropic or openai (default: anthropic for claude-* models)", (v: string) => {
+      if (v !== 'anthropic' && v !== 'openai') throw new InvalidArgumentError('expected anthropic or openai.');
+      return v;
+    })
     .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, 1)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
     .option('--max-steps <m>', 'steps per episode at most (default: 30, or the longest gold sequence + 2)', positiveInt)
@@ -50,7 +59,7 @@ export function registerBenchmark(program: Command, io: Io): void {
       return v as Format;
     }, 'text')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
-    .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
+    .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string, flags: Flags) => {
       io.exitCode = await benchmarkCommand(suite, flags, io);
     });
@@ -74,6 +83,8 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       seed: flags.seed,
       out: flags.out,
       toolOptions: flags.toolOption,
+      ...(flags.user !== undefined ? { user: flags.user } : {}),
+      llm: { ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}), ...(flags.llmProvider ? { provider: flags.llmProvider } : {}) },
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
       onRun: (run) => {
@@ -121,6 +132,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,
     `  tool calls     ${pct(m.tool_success_rate)} succeeded; invalid actions ${pct(m.invalid_action_rate)}`,
+    ...(m.cost ? [`  cost           ${m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`} and ${Math.round(m.cost.tokens_per_episode)} tokens per episode`] : []),
   ];
   for (const [name, t] of Object.entries(m.tools)) lines.push(`    ${name.padEnd(32)} ${String(t.calls).padStart(5)} calls, ${pct(t.success_rate).padStart(6)} ok, p50 ${t.latency_ms.p50} ms, p95 ${t.latency_ms.p95} ms, p99 ${t.latency_ms.p99} ms`);
   const failed = r.tasks.filter((t) => t.trials.some((x) => !x.success));

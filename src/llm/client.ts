@@ -5,16 +5,33 @@
  * errors (honouring `retry-after`) are the SDKs' own; every call takes an AbortSignal.
  */
 import { AgentError } from '../shared/errors.js';
+import type { JsonObject } from '../shared/json.js';
+import type { JsonSchema } from '../schema/ajv.js';
 import type { LlmProvider } from '../reward/judge-config.js';
 
-export interface ChatMessage {
-  readonly role: 'user' | 'assistant';
-  readonly content: string;
+/** A conversation turn. An assistant turn may call tools; each call is answered by a `tool` turn with its id. */
+export type ChatMessage =
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string; readonly toolCalls?: readonly ToolCall[] }
+  | { readonly role: 'tool'; readonly toolCallId: string; readonly content: string };
+
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: JsonObject;
+}
+
+/** A tool the model may call: its name, what it does, and a JSON Schema of its arguments. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description?: string;
+  readonly parameters: JsonSchema;
 }
 
 export interface ChatRequest {
   readonly system?: string;
   readonly messages: readonly ChatMessage[];
+  readonly tools?: readonly ToolSpec[];
   readonly maxTokens: number;
   readonly temperature?: number;
   readonly signal?: AbortSignal;
@@ -22,6 +39,7 @@ export interface ChatRequest {
 
 export interface ChatResponse {
   readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
   readonly inputTokens: number;
   readonly outputTokens: number;
 }
@@ -62,14 +80,16 @@ export async function createLlmClient(options: LlmClientOptions): Promise<LlmCli
           {
             model: options.model,
             max_tokens: req.maxTokens,
-            messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+            messages: anthropicMessages(req.messages),
             ...(req.system !== undefined ? { system: req.system } : {}),
             ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+            ...(req.tools && req.tools.length > 0 ? { tools: req.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters as { type: 'object' } })) } : {}),
           },
           req.signal ? { signal: req.signal } : {},
         );
         const text = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-        return { text, inputTokens: res.usage.input_tokens, outputTokens: res.usage.output_tokens };
+        const toolCalls = res.content.flatMap((b) => (b.type === 'tool_use' ? [{ id: b.id, name: b.name, arguments: (b.input ?? {}) as JsonObject }] : []));
+        return { text, toolCalls, inputTokens: res.usage.input_tokens, outputTokens: res.usage.output_tokens };
       },
     };
   }
@@ -83,12 +103,53 @@ export async function createLlmClient(options: LlmClientOptions): Promise<LlmCli
         {
           model: options.model,
           max_tokens: req.maxTokens,
-          messages: [...(req.system !== undefined ? [{ role: 'system' as const, content: req.system }] : []), ...req.messages.map((m) => ({ role: m.role, content: m.content }))],
+          messages: [...(req.system !== undefined ? [{ role: 'system' as const, content: req.system }] : []), ...openaiMessages(req.messages)],
           ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+          ...(req.tools && req.tools.length > 0 ? { tools: req.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as Record<string, unknown> } })) } : {}),
         },
         req.signal ? { signal: req.signal } : {},
       );
-      return { text: res.choices[0]?.message.content ?? '', inputTokens: res.usage?.prompt_tokens ?? 0, outputTokens: res.usage?.completion_tokens ?? 0 };
+      const message = res.choices[0]?.message;
+      const toolCalls = (message?.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: parseArguments(c.function.arguments) }] : []));
+      return { text: message?.content ?? '', toolCalls, inputTokens: res.usage?.prompt_tokens ?? 0, outputTokens: res.usage?.completion_tokens ?? 0 };
     },
   };
+}
+
+/** A model's tool arguments are text: malformed JSON is kept visible to the env (which will refuse it) rather than thrown. */
+function parseArguments(text: string): JsonObject {
+  try {
+    const v = JSON.parse(text || '{}') as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : { _arguments: text };
+  } catch {
+    return { _arguments: text };
+  }
+}
+
+type AnthropicBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: JsonObject } | { type: 'tool_result'; tool_use_id: string; content: string };
+
+/** Anthropic's shape: tool calls are blocks of the assistant turn, and their results blocks of the next user turn. */
+function anthropicMessages(messages: readonly ChatMessage[]): { role: 'user' | 'assistant'; content: string | AnthropicBlock[] }[] {
+  const out: { role: 'user' | 'assistant'; content: string | AnthropicBlock[] }[] = [];
+  for (const m of messages) {
+    if (m.role === 'tool') {
+      const block: AnthropicBlock = { type: 'tool_result', tool_use_id: m.toolCallId, content: m.content };
+      const last = out[out.length - 1];
+      if (last?.role === 'user' && Array.isArray(last.content)) last.content.push(block);
+      else out.push({ role: 'user', content: [block] });
+    } else if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0) {
+      out.push({ role: 'assistant', content: [...(m.content ? [{ type: 'text' as const, text: m.content }] : []), ...m.toolCalls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.name, input: c.arguments }))] });
+    } else out.push({ role: m.role, content: m.content });
+  }
+  return out;
+}
+
+function openaiMessages(messages: readonly ChatMessage[]): ({ role: 'user'; content: string } | { role: 'assistant'; content: string; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] } | { role: 'tool'; tool_call_id: string; content: string })[] {
+  return messages.map((m) => {
+    if (m.role === 'tool') return { role: 'tool' as const, tool_call_id: m.toolCallId, content: m.content };
+    if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0) {
+      return { role: 'assistant' as const, content: m.content, tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) };
+    }
+    return { role: m.role, content: m.content } as { role: 'user'; content: string };
+  });
 }

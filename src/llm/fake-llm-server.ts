@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 
 export interface FakeRequest {
   readonly provider: 'anthropic' | 'openai';
-  readonly body: { readonly model: string; readonly messages: readonly { readonly role: string; readonly content: unknown }[]; readonly system?: unknown; readonly max_tokens?: number };
+  readonly body: { readonly model: string; readonly messages: readonly { readonly role: string; readonly content: unknown }[]; readonly system?: unknown; readonly max_tokens?: number; readonly tools?: readonly unknown[] };
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
 }
 
@@ -16,6 +16,8 @@ export interface FakeReply {
   readonly status?: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly text?: string;
+  /** Tool calls the fake model makes (Anthropic tool_use blocks, or OpenAI tool_calls). */
+  readonly toolCalls?: readonly { readonly name: string; readonly arguments: Record<string, unknown> }[];
   readonly inputTokens?: number;
   readonly outputTokens?: number;
 }
@@ -48,10 +50,27 @@ export async function startFakeLlmServer(reply: (req: FakeRequest, n: number) =>
       const text = r.text ?? '';
       const input = r.inputTokens ?? 100;
       const output = r.outputTokens ?? 10;
+      const calls = (r.toolCalls ?? []).map((c, i) => ({ ...c, id: `call_${requests.length}_${i}` }));
       const body =
         provider === 'anthropic'
-          ? { id: `msg_${requests.length}`, type: 'message', role: 'assistant', model: request.body.model, content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: input, output_tokens: output } }
-          : { id: `chatcmpl-${requests.length}`, object: 'chat.completion', created: 0, model: request.body.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } };
+          ? {
+              id: `msg_${requests.length}`,
+              type: 'message',
+              role: 'assistant',
+              model: request.body.model,
+              content: [...(text ? [{ type: 'text', text }] : []), ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.arguments }))],
+              stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn',
+              stop_sequence: null,
+              usage: { input_tokens: input, output_tokens: output },
+            }
+          : {
+              id: `chatcmpl-${requests.length}`,
+              object: 'chat.completion',
+              created: 0,
+              model: request.body.model,
+              choices: [{ index: 0, message: { role: 'assistant', content: text, ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) } : {}) }, finish_reason: calls.length > 0 ? 'tool_calls' : 'stop' }],
+              usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output },
+            };
       res.writeHead(200, headers).end(JSON.stringify(body));
     });
   });

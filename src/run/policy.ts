@@ -11,12 +11,15 @@ import { AgentError, describeError } from '../shared/errors.js';
 import { importModule, ModuleImportError } from '../shared/import-module.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
+import type { ErrorInfo } from '../env/events.js';
 
 export interface Observation {
   readonly state: JsonValue;
   readonly actions: readonly AvailableAction[];
   /** The last step's observation, if any. */
   readonly lastObservation?: JsonValue;
+  /** Why the last step failed, when it did (it then has no observation). */
+  readonly lastError?: ErrorInfo;
   readonly episode: number;
   readonly step: number;
   /** Under `agent benchmark`: the episode's task (its instruction is what the user wants). */

@@ -576,6 +576,7 @@ export class Run implements AsyncDisposable {
       }
       this.#writer?.writeState(initialStateId, start);
       let lastObservation = continued?.lastObservation;
+      let lastError: ErrorInfo | undefined;
       let redo = continued?.redo;
       if (continued?.done) reason = 'done';
       else {
@@ -589,7 +590,7 @@ export class Run implements AsyncDisposable {
           }
           // One generator per step, not per episode: a resumed episode draws what it would have drawn.
           const rng = new Rng(hashSeed(this.config.seed, 'policy', index, step));
-          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : (await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}) }, rng, signal));
+          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : (await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, rng, signal));
           if (choice === null) {
             reason = 'policy_stop';
             break;
@@ -600,6 +601,7 @@ export class Run implements AsyncDisposable {
           const result = await agent.resolve(traceId, { signal });
           reward += result.reward;
           lastObservation = result.observation;
+          lastError = result.info.error;
           if (result.done) {
             reason = 'done';
             break;

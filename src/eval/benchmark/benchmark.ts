@@ -7,6 +7,7 @@
  * that a port is faithful), `random`, or a module `(observation, ctx) => action | null` whose
  * observation carries the task (`observation.task.instruction`).
  */
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../../env/agent-env.js';
@@ -21,6 +22,7 @@ import type { JsonValue } from '../../shared/json.js';
 import { applyPatch } from '../../state/patch.js';
 import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
+import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
 
 export interface BenchmarkOptions {
   readonly suite: string;
@@ -34,6 +36,10 @@ export interface BenchmarkOptions {
   readonly seed?: number;
   readonly out?: string;
   readonly toolOptions?: RunOptions['toolOptions'];
+  /** `llm:<model>`: a simulated user (tau-bench's) for an llm: policy; without one the instruction is the user's only message. */
+  readonly user?: string;
+  /** Where `llm:` models are served, and how (default: the provider's API, by model name). */
+  readonly llm?: Pick<LlmSpec, 'baseURL' | 'provider' | 'apiKeyEnv' | 'temperature'>;
   readonly signal?: AbortSignal;
   /** Sees the run as it goes (progress for a live view). */
   readonly onRun?: (run: Run) => void;
@@ -49,6 +55,8 @@ export interface TrialResult {
   readonly reason: string;
   /** state_match: whether the final state matched, and which outputs the agent never said. */
   readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
+  /** LLM tokens and money the episode cost (agent and simulated user); usd null when a price is unknown. */
+  readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null };
   readonly error?: string;
 }
 
@@ -77,6 +85,8 @@ export interface BenchmarkReport {
     readonly steps_per_episode: Estimate;
     readonly tool_success_rate: number;
     readonly invalid_action_rate: number;
+    /** Per episode, over episodes whose model calls have a known price (llm: policies). */
+    readonly cost?: { readonly usd_per_episode: number | null; readonly tokens_per_episode: number };
     readonly tools: Readonly<Record<string, ToolMetrics>>;
   };
   readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
@@ -103,11 +113,13 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   await using env = await AgentEnv.open(options.suite, options.toolOptions ? { toolOptions: options.toolOptions } : {});
   const base = env.definition.initialStates[0] ?? null;
   const suite = await loadSuite(options.suite, options.split ?? 'test', base, options.tasks ? { only: options.tasks } : {});
-  const gold = await goldStates(env, suite, options.signal);
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-  const inner: Policy = policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
+  const agent = await llmAgentFor(policyName, options, suite);
+  if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
+  const gold = await goldStates(env, suite, options.signal);
+  const inner: Policy = agent ? agent.policy : policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
   const policy: Policy = (obs, ctx) => {
     const task = taskOf(obs.episode);
     return inner({ ...obs, task: { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}) } }, ctx);
@@ -148,6 +160,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const finalState = finals.get(episode) ?? task.initialState;
     const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
     const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
+    const usage = agent?.usage(episode);
     (results.get(task.id) as TrialResult[]).push({
       trial: episode % trials,
       episode,
@@ -155,6 +168,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       steps: end?.steps ?? episodeSteps.length,
       reason: outcome.reason,
       ...scored,
+      ...(usage ? { cost: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, usd: usage.usd === null ? null : round(usage.usd) } } : {}),
       ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
     });
   }
@@ -172,7 +186,27 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (agent) await writeFile(path.join(dir, 'conversations.jsonl'), agent.conversations().map((c) => `${JSON.stringify(c)}\n`).join(''));
   return report;
+}
+
+/** The LLM agent (and simulated user) of an `llm:<model>` policy; undefined for other policies. */
+async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite): Promise<LlmAgent | undefined> {
+  const model = llmModel(policyName);
+  if (model === undefined) return undefined;
+  const userModel = options.user === undefined ? undefined : llmModel(options.user);
+  if (options.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${options.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
+  const agentSpec: LlmSpec = { model, ...options.llm };
+  const policyDoc = path.join(suite.dir, 'policy.md');
+  const rules = existsSync(policyDoc) ? await readFile(policyDoc, 'utf8') : '';
+  const system = [rules.trim(), 'Act through the tools; what you write as plain text is said to the user. One tool call per turn is best; wait for its result.'].filter(Boolean).join('\n\n');
+  const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...options.llm };
+  return llmAgent({
+    agent: await llmClient(agentSpec),
+    agentSpec,
+    ...(userSpec ? { user: { client: await llmClient(userSpec), spec: userSpec } } : {}),
+    system,
+  });
 }
 
 /** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */
@@ -306,6 +340,7 @@ function metricsOf(
     reward: bootstrapMean(per.map((r) => r.map((x) => x.reward)), seed + 1),
     reward_by_source: Object.fromEntries([...bySource].map(([k, v]) => [k, round(v / episodes)])),
     steps_per_episode: bootstrapMean(per.map((r) => r.map((x) => x.steps)), seed + 2),
+    ...costOf(per),
     tool_success_rate: calls === 0 ? 0 : round(ok / calls),
     invalid_action_rate: calls + invalid === 0 ? 0 : round(invalid / (calls + invalid)),
     tools: Object.fromEntries(
@@ -315,6 +350,13 @@ function metricsOf(
       }),
     ),
   };
+}
+
+function costOf(per: readonly (readonly TrialResult[])[]): { cost?: { usd_per_episode: number | null; tokens_per_episode: number } } {
+  const costs = per.flat().flatMap((t) => (t.cost ? [t.cost] : []));
+  if (costs.length === 0) return {};
+  const usd = costs.every((c) => c.usd !== null) ? round(costs.reduce((s, c) => s + (c.usd as number), 0) / costs.length) : null;
+  return { cost: { usd_per_episode: usd, tokens_per_episode: round(costs.reduce((s, c) => s + c.input_tokens + c.output_tokens, 0) / costs.length, 1) } };
 }
 
 /** Higher is better for these; lower for steps. The gate compares what a baseline report has too. */

@@ -1,0 +1,93 @@
+/**
+ * The llm: policy and the simulated user against fake model servers on 127.0.0.1 (no key, no
+ * network): a scripted agent that calls the gold tools and then says the expected output, and a
+ * scripted user that opens, then ends with ###STOP###. Both wire formats: OpenAI-compatible
+ * tool_calls and Anthropic tool_use blocks.
+ */
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeLlmServer, type FakeRequest } from '../../llm/fake-llm-server.js';
+import { runBenchmark } from './benchmark.js';
+
+const SUITE = 'fixtures/tau-bench/retail';
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+interface Gold {
+  id: string;
+  actions: { name: string; params: Record<string, unknown> }[];
+  outputs: string[];
+}
+
+async function gold(id: string): Promise<Gold> {
+  const lines = (await readFile(path.join(SUITE, 'tasks', 'test.jsonl'), 'utf8')).trim().split('\n');
+  return lines.map((l) => JSON.parse(l) as Gold).find((t) => t.id === id) as Gold;
+}
+
+/** Tool results the agent has been given so far, in either wire format. */
+function toolResults(req: FakeRequest): number {
+  return req.body.messages.reduce((n, m) => {
+    if (m.role === 'tool') return n + 1;
+    if (m.role === 'user' && Array.isArray(m.content)) return n + (m.content as { type: string }[]).filter((b) => b.type === 'tool_result').length;
+    return n;
+  }, 0);
+}
+
+describe.each([
+  ['openai', 'fake-agent', 'fake-user', (url: string) => `${url}/v1`],
+  ['anthropic', 'claude-fake-agent', 'claude-fake-user', (url: string) => url],
+] as const)('llm: policy over %s', (provider, agentModel, userModel, base) => {
+  it('talks to the simulated user, calls the tools, says the output, and scores like gold', async () => {
+    const task = await gold('retail-test-2');
+    await using server = await startFakeLlmServer((req) => {
+      if (req.body.model === userModel) {
+        const turns = req.body.messages.filter((m) => m.role === 'user').length;
+        return turns === 1 ? { text: 'Hi, I need help with my orders.', inputTokens: 50, outputTokens: 8 } : { text: '###STOP###', inputTokens: 80, outputTokens: 3 };
+      }
+      const n = toolResults(req);
+      const next = task.actions[n];
+      // Two calls in the first turn: they run one after the other and go back together.
+      if (n === 0 && task.actions.length > 1) return { toolCalls: task.actions.slice(0, 2).map((a) => ({ name: a.name, arguments: a.params })), inputTokens: 900, outputTokens: 40 };
+      if (next) return { toolCalls: [{ name: next.name, arguments: next.params }], inputTokens: 1000, outputTokens: 30 };
+      return { text: `All done: ${task.outputs.join(', ')}.`, inputTokens: 1200, outputTokens: 20 };
+    });
+    const out = await mkdtemp(path.join(os.tmpdir(), 'llm-bench-'));
+    dirs.push(out);
+    const report = await runBenchmark({ suite: SUITE, tasks: [task.id], policy: `llm:${agentModel}`, user: `llm:${userModel}`, trials: 2, out, llm: { baseURL: base(server.url), provider } });
+    expect(report.tasks[0]?.trials.map((t) => t.success)).toEqual([true, true]);
+    expect(report.metrics.pass_hat_k).toEqual({ '1': 1, '2': 1 });
+    const cost = report.tasks[0]?.trials[0]?.cost;
+    expect(cost?.input_tokens).toBeGreaterThan(1000);
+    expect(cost?.usd).toBeNull(); // fake models have no price
+    // The agent got the env's actions as tools (respond is its plain text) and the policy document as system prompt.
+    const first = server.requests.find((r) => r.body.model === agentModel) as FakeRequest;
+    const tools = (first.body.tools ?? []).map((t) => ((t as { name?: string; function?: { name: string } }).name ?? (t as { function: { name: string } }).function.name));
+    expect(tools).toContain('cancel_pending_order');
+    expect(tools).not.toContain('respond');
+    const system = provider === 'anthropic' ? String(first.body.system) : JSON.stringify(first.body.messages[0]);
+    expect(system).toContain('retail');
+    const conversations = (await readFile(path.join(report.run_dir, 'conversations.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { messages: { from: string; text: string }[] });
+    expect(conversations).toHaveLength(2);
+    expect(conversations[0]?.messages[0]).toEqual({ from: 'user', text: 'Hi, I need help with my orders.' });
+    expect(conversations[0]?.messages.at(-1)).toEqual({ from: 'user', text: '###STOP###' });
+    expect(conversations[0]?.messages.filter((m) => m.from === 'tool')).toHaveLength(task.actions.length);
+  });
+});
+
+describe('llm: policy, refused early', () => {
+  it('without a key or a local server, names the variable before anything runs', async () => {
+    const saved = process.env['OPENAI_API_KEY'];
+    delete process.env['OPENAI_API_KEY'];
+    try {
+      await expect(runBenchmark({ suite: SUITE, tasks: ['retail-test-2'], policy: 'llm:gpt-4o' })).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining('$OPENAI_API_KEY') });
+      await expect(runBenchmark({ suite: SUITE, tasks: ['retail-test-2'], policy: 'gold', user: 'llm:gpt-4o' })).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining('--user needs an llm: policy') });
+    } finally {
+      if (saved !== undefined) process.env['OPENAI_API_KEY'] = saved;
+    }
+  });
+});
