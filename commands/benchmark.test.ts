@@ -37,8 +37,11 @@ describe('agent benchmark', () => {
     expect(validate(metaSchema('benchmark-report'), saved)).toEqual([]);
   });
 
-  it('--policy random scores almost nothing, with pass^k for each k', async () => {
-    const { report } = await bench([RETAIL, '--policy', 'random', '--trials', '2', '--seed', '1']);
+  it('--policy random scores almost nothing, with pass^k for each k; a metric module adds its own', async () => {
+    const metric = path.join(await tmp.dir('metric-'), 'calls_per_success.mjs');
+    await writeFile(metric, 'export default (episodes) => ({ episodes: episodes.length, respond_calls: episodes.reduce((n, e) => n + e.steps.filter((s) => s.action === "respond").length, 0) });\n');
+    const { report } = await bench([RETAIL, '--policy', 'random', '--trials', '2', '--seed', '1', '--metric', metric]);
+    expect((report.metrics as unknown as { custom: Record<string, { episodes: number }> }).custom['calls_per_success']?.episodes).toBe(230);
     expect(report.metrics.success_rate.value).toBeLessThan(0.15);
     expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
     expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);
@@ -72,6 +75,7 @@ export default function sabotaged(obs) {
     expect(failed.stdout).toMatch(/success_rate +0\.500 vs 1\.000: -0\.500 .*REGRESSION \(allowed 0\)/);
     expect(failed.stdout).toMatch(/flipped: retail-test-0#0 pass→fail, retail-test-2#0 pass→fail, retail-test-4#0 pass→fail, retail-test-6#0 pass→fail/);
     expect(failed.stdout).toMatch(/^gate: FAILED$/m);
+    expect(failed.stdout).toMatch(/win rate +0\.250 .*: 0 wins, 4 losses, 4 ties/);
     const md = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out, '--format', 'markdown']);
     expect(md.stdout).toContain('Tasks that now fail: `retail-test-0`, `retail-test-2`, `retail-test-4`, `retail-test-6`');
     const gh = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out, '--format', 'github']);

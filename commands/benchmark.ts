@@ -23,6 +23,7 @@ interface Flags {
   format: Format;
   toolOption: Record<string, JsonValue>;
   user?: string;
+  metric: string[];
   llmBaseUrl?: string;
   llmProvider?: 'anthropic' | 'openai';
 }
@@ -59,6 +60,7 @@ export function registerBenchmark(program: Command, io: Io): void {
       return v as Format;
     }, 'text')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--metric <module>', 'a metric module: (episodes) => number | Record<string, number> (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string, flags: Flags) => {
       io.exitCode = await benchmarkCommand(suite, flags, io);
@@ -84,6 +86,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       out: flags.out,
       toolOptions: flags.toolOption,
       ...(flags.user !== undefined ? { user: flags.user } : {}),
+      ...(flags.metric.length > 0 ? { metrics: flags.metric } : {}),
       llm: { ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}), ...(flags.llmProvider ? { provider: flags.llmProvider } : {}) },
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
@@ -133,7 +136,11 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,
     `  tool calls     ${pct(m.tool_success_rate)} succeeded; invalid actions ${pct(m.invalid_action_rate)}`,
     ...(m.cost ? [`  cost           ${m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`} and ${Math.round(m.cost.tokens_per_episode)} tokens per episode`] : []),
+    `  PII leaks      ${pct(m.pii_leak_rate)} of episodes`,
+    ...Object.entries(m.custom ?? {}).map(([name, v]) => `  ${name.padEnd(14)} ${typeof v === 'number' ? v : Object.entries(v).map(([k, x]) => `${k}=${x}`).join(' ')}`),
   ];
+  const leaks = r.tasks.flatMap((t) => t.trials.flatMap((x) => (x.pii ?? []).map((p) => `${t.id}#${x.trial} ${p.trace_id} ${p.where}: ${p.kind} "${p.value}"${p.belongs_to ? ` (of ${p.belongs_to})` : ''}`)));
+  for (const l of leaks.slice(0, 5)) lines.push(`    ${l}`);
   for (const [name, t] of Object.entries(m.tools)) lines.push(`    ${name.padEnd(32)} ${String(t.calls).padStart(5)} calls, ${pct(t.success_rate).padStart(6)} ok, p50 ${t.latency_ms.p50} ms, p95 ${t.latency_ms.p95} ms, p99 ${t.latency_ms.p99} ms`);
   const failed = r.tasks.filter((t) => t.trials.some((x) => !x.success));
   if (failed.length > 0) {
@@ -148,6 +155,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
   if (c) {
     lines.push(`against ${c.baseline}:`);
     for (const x of c.metrics) lines.push(`  ${x.metric.padEnd(18)} ${x.current.toFixed(3)} vs ${x.baseline.toFixed(3)}: ${signed(x.difference.value)} (95% CI ${signed(x.difference.ci_low)} … ${signed(x.difference.ci_high)}, ${x.difference.pairs} pairs)${x.regression ? `  REGRESSION (allowed ${x.allowed})` : ''}`);
+    lines.push(`  win rate           ${c.win_rate.value.toFixed(3)} (95% CI ${c.win_rate.ci_low.toFixed(3)} – ${c.win_rate.ci_high.toFixed(3)}): ${c.win_rate.wins} wins, ${c.win_rate.losses} losses, ${c.win_rate.ties} ties`);
     if (c.flipped.length > 0) lines.push(`  flipped: ${c.flipped.map((f) => `${f.id}#${f.trial} ${f.before ? 'pass→fail' : 'fail→pass'}`).join(', ')}`);
     lines.push(c.regressed ? 'gate: FAILED' : 'gate: passed');
   }
@@ -168,9 +176,11 @@ function markdown(r: BenchmarkReport, c: BaselineComparison | undefined): string
     `| steps per episode | ${m.steps_per_episode.value.toFixed(2)} | ${m.steps_per_episode.ci_low.toFixed(2)} – ${m.steps_per_episode.ci_high.toFixed(2)} |`,
     `| tool calls succeeded | ${pct(m.tool_success_rate)} | |`,
     `| invalid actions | ${pct(m.invalid_action_rate)} | |`,
+    `| PII leaks | ${pct(m.pii_leak_rate)} of episodes | |`,
   ];
   if (c) {
     out.push('', `**Against the baseline:** ${c.regressed ? '❌ regression' : '✅ no significant regression'}`, '', '| metric | now | baseline | difference (95% CI) |', '|---|---|---|---|');
+    out.push(`| win rate | ${c.win_rate.value.toFixed(3)} | | ${c.win_rate.wins} wins, ${c.win_rate.losses} losses, ${c.win_rate.ties} ties |`);
     for (const x of c.metrics) out.push(`| ${x.metric} | ${x.current.toFixed(3)} | ${x.baseline.toFixed(3)} | ${signed(x.difference.value)} (${signed(x.difference.ci_low)} … ${signed(x.difference.ci_high)})${x.regression ? ' ❌' : ''} |`);
     const lost = c.flipped.filter((f) => f.before && !f.now);
     const won = c.flipped.filter((f) => !f.before && f.now);

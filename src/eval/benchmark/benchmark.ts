@@ -23,6 +23,7 @@ import { applyPatch } from '../../state/patch.js';
 import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
+import { PiiIndex, type PiiFinding } from './pii.js';
 
 export interface BenchmarkOptions {
   readonly suite: string;
@@ -41,6 +42,8 @@ export interface BenchmarkOptions {
   /** Where `llm:` models are served, and how (default: the provider's API, by model name). */
   readonly llm?: Pick<LlmSpec, 'baseURL' | 'provider' | 'apiKeyEnv' | 'temperature'>;
   readonly signal?: AbortSignal;
+  /** Metric modules: each exports `(episodes: MetricEpisode[]) => number | Record<string, number>` (default export or `metric`). */
+  readonly metrics?: readonly string[];
   /** Sees the run as it goes (progress for a live view). */
   readonly onRun?: (run: Run) => void;
 }
@@ -57,7 +60,19 @@ export interface TrialResult {
   readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
   /** LLM tokens and money the episode cost (agent and simulated user); usd null when a price is unknown. */
   readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null };
+  /** Personal data the agent said or sent that is not the task user's, with the evidence. */
+  readonly pii?: readonly PiiFinding[];
   readonly error?: string;
+}
+
+/** What a metric module is given per episode. */
+export interface MetricEpisode {
+  readonly task: string;
+  readonly trial: number;
+  readonly success: boolean;
+  readonly reward: number;
+  readonly steps: readonly SettledStepEvent[];
+  readonly finalState: JsonValue;
 }
 
 export interface ToolMetrics {
@@ -87,6 +102,10 @@ export interface BenchmarkReport {
     readonly invalid_action_rate: number;
     /** Per episode, over episodes whose model calls have a known price (llm: policies). */
     readonly cost?: { readonly usd_per_episode: number | null; readonly tokens_per_episode: number };
+    /** Share of episodes in which the agent said or sent another user's personal data. */
+    readonly pii_leak_rate: number;
+    /** What the metric modules computed, by module name. */
+    readonly custom?: Readonly<Record<string, number | Readonly<Record<string, number>>>>;
     readonly tools: Readonly<Record<string, ToolMetrics>>;
   };
   readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
@@ -152,6 +171,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const finals = await finalStates(dir, tasks, trials);
   const checks = await successChecks(tasks);
   const results = new Map<string, TrialResult[]>(tasks.map((t) => [t.id, []]));
+  const piiIndexes = new Map<JsonValue, PiiIndex>();
+  const metricEpisodes: MetricEpisode[] = [];
   for (let episode = 0; episode < tasks.length * trials; episode++) {
     const task = taskOf(episode);
     const end = finished.get(episode);
@@ -161,6 +182,10 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
     const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
     const usage = agent?.usage(episode);
+    let index = piiIndexes.get(task.initialState);
+    if (!index) piiIndexes.set(task.initialState, (index = new PiiIndex(task.initialState)));
+    const pii = index.scan(episodeSteps, task.userId);
+    metricEpisodes.push({ task: task.id, trial: episode % trials, success: scored.success, reward, steps: episodeSteps, finalState });
     (results.get(task.id) as TrialResult[]).push({
       trial: episode % trials,
       episode,
@@ -169,6 +194,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       reason: outcome.reason,
       ...scored,
       ...(usage ? { cost: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, usd: usage.usd === null ? null : round(usage.usd) } } : {}),
+      ...(pii.length > 0 ? { pii } : {}),
       ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
     });
   }
@@ -182,7 +208,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     run_dir: dir,
     started_at: new Date(started).toISOString(),
     duration_ms: Date.now() - started,
-    metrics: metricsOf(tasks, results, steps, finished, trials, seed, suite),
+    metrics: { ...metricsOf(tasks, results, steps, finished, trials, seed, suite), ...(await customMetrics(options.metrics ?? [], metricEpisodes)) },
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -341,6 +367,7 @@ function metricsOf(
     reward_by_source: Object.fromEntries([...bySource].map(([k, v]) => [k, round(v / episodes)])),
     steps_per_episode: bootstrapMean(per.map((r) => r.map((x) => x.steps)), seed + 2),
     ...costOf(per),
+    pii_leak_rate: round(per.flat().filter((t) => t.pii && t.pii.length > 0).length / Math.max(1, episodes)),
     tool_success_rate: calls === 0 ? 0 : round(ok / calls),
     invalid_action_rate: calls + invalid === 0 ? 0 : round(invalid / (calls + invalid)),
     tools: Object.fromEntries(
@@ -350,6 +377,28 @@ function metricsOf(
       }),
     ),
   };
+}
+
+/** Run the metric modules over the episodes; a module that fails is an error naming it. */
+async function customMetrics(modules: readonly string[], episodes: readonly MetricEpisode[]): Promise<{ custom?: Record<string, number | Record<string, number>> }> {
+  if (modules.length === 0) return {};
+  const custom: Record<string, number | Record<string, number>> = {};
+  for (const file of modules) {
+    const name = path.basename(file).replace(/\.[cm]?[jt]s$/, '');
+    const mod = (await importModule(path.resolve(file))) as Record<string, unknown>;
+    const fn = (mod['metric'] ?? mod['default']) as ((e: readonly MetricEpisode[]) => unknown) | undefined;
+    if (typeof fn !== 'function') throw new AgentError('BAD_USAGE', `metric module ${file} exports no function (default or 'metric')`, { hint: 'Export (episodes) => number | Record<string, number>.' });
+    let value: unknown;
+    try {
+      value = await fn(episodes);
+    } catch (err) {
+      throw new AgentError('BAD_USAGE', `metric '${name}' threw: ${describeError(err)}`, { cause: err, hint: `Fix ${file}.` });
+    }
+    const ok = typeof value === 'number' ? Number.isFinite(value) : typeof value === 'object' && value !== null && Object.values(value).every((v) => typeof v === 'number' && Number.isFinite(v));
+    if (!ok) throw new AgentError('BAD_USAGE', `metric '${name}' returned ${JSON.stringify(value)}, not a number or a record of numbers`, { hint: `Fix ${file}.` });
+    custom[name] = value as number | Record<string, number>;
+  }
+  return { custom };
 }
 
 function costOf(per: readonly (readonly TrialResult[])[]): { cost?: { usd_per_episode: number | null; tokens_per_episode: number } } {
@@ -376,6 +425,8 @@ export interface MetricComparison {
 export interface BaselineComparison {
   readonly baseline: string;
   readonly metrics: readonly MetricComparison[];
+  /** Paired by task and trial: a win is a success where the baseline failed; ties count half. */
+  readonly win_rate: Estimate & { readonly wins: number; readonly losses: number; readonly ties: number };
   /** Tasks whose success changed in some paired trial. */
   readonly flipped: readonly { readonly id: string; readonly trial: number; readonly now: boolean; readonly before: boolean }[];
   readonly regressed: boolean;
@@ -416,5 +467,8 @@ export async function compareWithBaseline(report: BenchmarkReport, baselineFile:
     const base = (baseline.metrics as unknown as Record<string, Estimate>)[metric]?.value ?? 0;
     return { metric, current, baseline: base, difference, allowed, regression };
   });
-  return { baseline: baselineFile, metrics, flipped, regressed: metrics.some((m) => m.regression) };
+  const outcomes = pairsOf((t) => (t.success ? 1 : 0)).map((task) => task.map(([now, was]) => (now > was ? 1 : now < was ? 0 : 0.5)));
+  const all = outcomes.flat();
+  const win_rate = { ...bootstrapMean(outcomes, report.seed + 3), wins: all.filter((x) => x === 1).length, losses: all.filter((x) => x === 0).length, ties: all.filter((x) => x === 0.5).length };
+  return { baseline: baselineFile, metrics, win_rate, flipped, regressed: metrics.some((m) => m.regression) };
 }
