@@ -13,7 +13,7 @@ const RETAIL = 'fixtures/tau-bench/retail';
 interface Report {
   run_dir: string;
   metrics: { success_rate: { value: number; ci_low: number; ci_high: number }; pass_hat_k: Record<string, number>; tool_success_rate: number };
-  tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean } }[] }[];
+  tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean }; cost?: object }[] }[];
 }
 
 async function bench(args: string[]): Promise<{ code: number; report: Report; stdout: string; stderr: string }> {
@@ -35,6 +35,10 @@ describe('agent benchmark', () => {
     // benchmark.json beside the run, valid against its schema.
     const saved = JSON.parse(await readFile(path.join(report.run_dir, 'benchmark.json'), 'utf8')) as unknown;
     expect(validate(metaSchema('benchmark-report'), saved)).toEqual([]);
+    // And the page a person reads: charts drawn offline into the file.
+    const html = await readFile(path.join(report.run_dir, 'benchmark.html'), 'utf8');
+    expect(html.match(/<svg/g)?.length).toBeGreaterThanOrEqual(3);
+    expect(html).not.toMatch(/<script/);
   });
 
   it('--policy random scores almost nothing, with pass^k for each k; a metric module adds its own', async () => {
@@ -85,6 +89,18 @@ export default function sabotaged(obs) {
     const allowed = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--max-regression', 'success_rate=0.9', '--out', out]);
     expect(allowed.code).toBe(0);
     expect(allowed.stdout).toMatch(/^gate: passed$/m);
+  });
+
+  it("counts the declared cost of paid tools in each episode's cost", async () => {
+    const suite = await tmp.dir('paid-');
+    const { mkdir } = await import('node:fs/promises');
+    await writeFile(path.join(suite, 'env.json'), JSON.stringify({ state: { type: 'object', properties: { n: { type: 'integer' } } }, actions: [{ name: 'lookup', parameters: { type: 'object' } }], module: 'tools.mjs', initial_states: [{ n: 0 }], tools: { lookup: { cost_usd: 0.002 } } }));
+    await writeFile(path.join(suite, 'tools.mjs'), "export const lookup = (_p, ctx) => ({ observation: 'ok', patch: [{ op: 'replace', path: '/n', value: ctx.state.n + 1 }] });\n");
+    await mkdir(path.join(suite, 'tasks'));
+    await writeFile(path.join(suite, 'tasks', 'test.jsonl'), `${JSON.stringify({ id: 'three', instruction: 'look up three times', actions: Array.from({ length: 3 }, () => ({ name: 'lookup', params: {} })) })}\n`);
+    const { code, report } = await bench([suite, '--policy', 'gold']);
+    expect(code).toBe(0);
+    expect(report.tasks[0]?.trials[0]).toMatchObject({ success: true, cost: { usd: 0.006, tool_usd: 0.006, input_tokens: 0 } });
   });
 
   it('refuses a bad task file naming the line and field, and an unknown split or task', async () => {

@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/index.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
-import { core } from './lib.js';
+import { core, ui } from './lib.js';
 import { integer, positiveInt, toolOption } from './options.js';
 
 const FORMATS = ['text', 'json', 'markdown', 'junit', 'github'] as const;
@@ -69,6 +69,8 @@ export function registerBenchmark(program: Command, io: Io): void {
 
 async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<number> {
   const { runBenchmark, compareWithBaseline, attachPlainReporter } = await core();
+  // On a terminal, the run's live view (episodes done, calls in flight, errors by tool); else progress lines on stderr.
+  const live = io.stdout.isTTY === true && flags.format === 'text' ? (await ui()).renderRunView : undefined;
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: stopping the benchmark');
   let reporter: { close(): void } | undefined;
@@ -91,7 +93,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
       onRun: (run) => {
-        reporter = attachPlainReporter(run, { out: io.stderr, err: io.stderr });
+        reporter = live ? live(run, io.stdout as NodeJS.WriteStream, io.stdout) : attachPlainReporter(run, { out: io.stderr, err: io.stderr });
       },
     });
   } finally {
@@ -159,7 +161,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     if (c.flipped.length > 0) lines.push(`  flipped: ${c.flipped.map((f) => `${f.id}#${f.trial} ${f.before ? 'pass→fail' : 'fail→pass'}`).join(', ')}`);
     lines.push(c.regressed ? 'gate: FAILED' : 'gate: passed');
   }
-  lines.push(`run folder: ${r.run_dir} (benchmark.json)`);
+  lines.push(`run folder: ${r.run_dir} (benchmark.json, benchmark.html)`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -23,6 +23,8 @@ export interface ToolPolicy {
   readonly isolate?: 'none' | 'worker';
   /** Calling twice with the same params does what calling once does: a call lost in a crash may be re-run on resume. */
   readonly idempotent?: boolean;
+  /** USD per call (a paid API), counted in a benchmark's cost. */
+  readonly costUsd?: number;
 }
 
 export type ToolBinding =

@@ -273,6 +273,7 @@ function policyOf(cfg: Record<string, unknown>): ToolPolicy {
   if (isPlainObject(cfg['fallback'])) p.fallback = cfg['fallback'] as ToolPolicy['fallback'];
   if (cfg['isolate'] === 'worker' || cfg['isolate'] === 'none') p.isolate = cfg['isolate'];
   if (cfg['idempotent'] === true) p.idempotent = true;
+  if (typeof cfg['cost_usd'] === 'number') p.costUsd = cfg['cost_usd'];
   return p;
 }
 

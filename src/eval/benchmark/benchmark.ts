@@ -24,6 +24,7 @@ import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Esti
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
 import { PiiIndex, type PiiFinding } from './pii.js';
+import { renderHtmlReport } from './html-report.js';
 
 export interface BenchmarkOptions {
   readonly suite: string;
@@ -58,8 +59,8 @@ export interface TrialResult {
   readonly reason: string;
   /** state_match: whether the final state matched, and which outputs the agent never said. */
   readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
-  /** LLM tokens and money the episode cost (agent and simulated user); usd null when a price is unknown. */
-  readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null };
+  /** What the episode cost: LLM tokens (agent and simulated user) and USD, tool calls' declared `cost_usd` included (`tool_usd`); usd null when a model's price is unknown. */
+  readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null; readonly tool_usd: number };
   /** Personal data the agent said or sent that is not the task user's, with the evidence. */
   readonly pii?: readonly PiiFinding[];
   readonly error?: string;
@@ -182,6 +183,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
     const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
     const usage = agent?.usage(episode);
+    const toolUsd = episodeSteps.reduce((sum, st) => sum + (env.definition.actions.get(st.action)?.policy.costUsd ?? 0), 0);
     let index = piiIndexes.get(task.initialState);
     if (!index) piiIndexes.set(task.initialState, (index = new PiiIndex(task.initialState)));
     const pii = index.scan(episodeSteps, task.userId);
@@ -193,7 +195,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       steps: end?.steps ?? episodeSteps.length,
       reason: outcome.reason,
       ...scored,
-      ...(usage ? { cost: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, usd: usage.usd === null ? null : round(usage.usd) } } : {}),
+      ...(usage || toolUsd > 0 ? { cost: { input_tokens: usage?.inputTokens ?? 0, output_tokens: usage?.outputTokens ?? 0, usd: usage?.usd === null ? null : round((usage?.usd ?? 0) + toolUsd), tool_usd: round(toolUsd) } } : {}),
       ...(pii.length > 0 ? { pii } : {}),
       ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
     });
@@ -212,6 +214,9 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const latencies: Record<string, number[]> = {};
+  for (const list of steps.values()) for (const s of list) (latencies[s.action] ??= []).push(s.durationMs);
+  await writeFile(path.join(dir, 'benchmark.html'), await renderHtmlReport(report, latencies));
   if (agent) await writeFile(path.join(dir, 'conversations.jsonl'), agent.conversations().map((c) => `${JSON.stringify(c)}\n`).join(''));
   return report;
 }

@@ -1,0 +1,74 @@
+/**
+ * benchmark.html: the report as a page a person would rather look at than read — the headline
+ * metrics, then charts drawn offline by Vega-Lite into inline SVG (success per task, reward
+ * distribution, latency CDF per tool, cost per episode), then the tasks that failed and why.
+ * One self-contained file: no script, no network.
+ */
+import type { BenchmarkReport } from './benchmark.js';
+
+type Spec = Record<string, unknown>;
+
+const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const pct = (n: number): string => `${(n * 100).toFixed(1)}%`;
+
+async function svg(spec: Spec): Promise<string> {
+  const [vega, { compile }] = await Promise.all([import('vega'), import('vega-lite')]);
+  const compiled = compile({ $schema: 'https://vega.github.io/schema/vega-lite/v5.json', ...spec } as Parameters<typeof compile>[0]).spec;
+  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+/** Per tool, the latency of every call (ms): the CDF chart's data. */
+export type ToolLatencies = Readonly<Record<string, readonly number[]>>;
+
+export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolLatencies): Promise<string> {
+  const m = report.metrics;
+  const perTask = report.tasks.map((t) => ({ task: t.id, success: t.trials.filter((x) => x.success).length / t.trials.length }));
+  const rewards = report.tasks.flatMap((t) => t.trials.map((x) => ({ reward: x.reward })));
+  const cdf = Object.entries(latencies).flatMap(([tool, values]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    // At most 200 points per tool: the curve's shape, not every call.
+    const stride = Math.max(1, Math.floor(sorted.length / 200));
+    return sorted.filter((_, i) => i % stride === 0 || i === sorted.length - 1).map((ms, i, all) => ({ tool, ms, share: (i + 1) / all.length }));
+  });
+  const costs = report.tasks.flatMap((t) => t.trials.flatMap((x) => (x.cost?.usd !== undefined && x.cost.usd !== null ? [{ task: t.id, usd: x.cost.usd }] : [])));
+  const charts: [string, Spec][] = [
+    ['Success per task', { data: { values: perTask }, mark: 'bar', width: Math.min(1100, Math.max(300, perTask.length * 7)), height: 160, encoding: { x: { field: 'task', type: 'nominal', sort: null, axis: perTask.length > 60 ? { labels: false, ticks: false, title: `${perTask.length} tasks` } : { labelAngle: -60 } }, y: { field: 'success', type: 'quantitative', scale: { domain: [0, 1] }, title: 'share of trials' }, color: { condition: { test: 'datum.success < 1', value: '#d62728' }, value: '#2ca02c' } } }],
+    ['Reward per episode', { data: { values: rewards }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'reward', type: 'quantitative', bin: { maxbins: 30 } }, y: { aggregate: 'count', title: 'episodes' } } }],
+  ];
+  if (cdf.length > 0) charts.push(['Latency per tool (CDF)', { data: { values: cdf }, mark: { type: 'line', interpolate: 'step-after' }, width: 520, height: 220, encoding: { x: { field: 'ms', type: 'quantitative', scale: { type: 'symlog' }, title: 'latency (ms)' }, y: { field: 'share', type: 'quantitative', title: 'share of calls' }, color: { field: 'tool', type: 'nominal' } } }]);
+  if (costs.length > 0) charts.push(['LLM cost per episode', { data: { values: costs }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'usd', type: 'quantitative', bin: { maxbins: 30 }, title: 'USD' }, y: { aggregate: 'count', title: 'episodes' } } }]);
+  const drawn = await Promise.all(charts.map(async ([title, spec]) => `<section><h2>${esc(title)}</h2>${await svg(spec)}</section>`));
+  const failed = report.tasks.filter((t) => t.trials.some((x) => !x.success));
+  const rows = [
+    ['success', `${pct(m.success_rate.value)} (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)})`],
+    ...Object.entries(m.pass_hat_k).map(([k, v]) => [`pass^${k}`, v.toFixed(3)]),
+    ['reward per episode', `${m.reward.value.toFixed(3)} (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`],
+    ['steps per episode', m.steps_per_episode.value.toFixed(2)],
+    ['tool calls succeeded', pct(m.tool_success_rate)],
+    ['invalid actions', pct(m.invalid_action_rate)],
+    ['PII leaks', `${pct(m.pii_leak_rate)} of episodes`],
+    ...(m.cost ? [['cost per episode', m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`]] : []),
+  ];
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(`${report.suite} · ${report.policy}`)}</title>
+<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:left}section{margin:1.5em 0}h1{font-size:1.4em}h2{font-size:1.1em}code{background:#f4f4f4;padding:0 .2em}</style></head>
+<body>
+<h1>${esc(report.suite)} (${esc(report.split)}) · policy <code>${esc(report.policy)}</code> · ${report.tasks.length} tasks × ${report.trials} trial${report.trials === 1 ? '' : 's'}</h1>
+<p>${esc(report.started_at)} · ${(report.duration_ms / 1000).toFixed(1)} s · seed ${report.seed} · run folder <code>${esc(report.run_dir)}</code></p>
+<table>${rows.map(([k, v]) => `<tr><th>${esc(k as string)}</th><td>${esc(v as string)}</td></tr>`).join('')}</table>
+${drawn.join('\n')}
+<section><h2>Failed tasks (${failed.length})</h2><table><tr><th>task</th><th>trial</th><th>why</th></tr>${failed
+    .flatMap((t) =>
+      t.trials
+        .filter((x) => !x.success)
+        .map((x) => `<tr><td>${esc(t.id)}</td><td>${x.trial}</td><td>${esc(x.checks ? [x.checks.state_match ? '' : 'final state differs', x.checks.outputs_missing.length > 0 ? `never said ${x.checks.outputs_missing.join(', ')}` : ''].filter(Boolean).join('; ') : (x.error ?? x.reason))}</td></tr>`),
+    )
+    .join('')}</table></section>
+</body></html>
+`;
+}
