@@ -23,8 +23,11 @@ import { applyPatch } from '../../state/patch.js';
 import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
-import { PiiIndex, type PiiFinding } from './pii.js';
+import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
+import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
+
+export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
 
 export interface BenchmarkOptions {
   readonly suite: string;
@@ -47,69 +50,6 @@ export interface BenchmarkOptions {
   readonly metrics?: readonly string[];
   /** Sees the run as it goes (progress for a live view). */
   readonly onRun?: (run: Run) => void;
-}
-
-/** One episode: a task's trial, scored. */
-export interface TrialResult {
-  readonly trial: number;
-  readonly episode: number;
-  readonly success: boolean;
-  readonly reward: number;
-  readonly steps: number;
-  readonly reason: string;
-  /** state_match: whether the final state matched, and which outputs the agent never said. */
-  readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
-  /** What the episode cost: LLM tokens (agent and simulated user) and USD, tool calls' declared `cost_usd` included (`tool_usd`); usd null when a model's price is unknown. */
-  readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null; readonly tool_usd: number };
-  /** Personal data the agent said or sent that is not the task user's, with the evidence. */
-  readonly pii?: readonly PiiFinding[];
-  readonly error?: string;
-}
-
-/** What a metric module is given per episode. */
-export interface MetricEpisode {
-  readonly task: string;
-  readonly trial: number;
-  readonly success: boolean;
-  readonly reward: number;
-  readonly steps: readonly SettledStepEvent[];
-  readonly finalState: JsonValue;
-}
-
-export interface ToolMetrics {
-  readonly calls: number;
-  readonly success_rate: number;
-  readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number };
-}
-
-export interface BenchmarkReport {
-  readonly schema_version: 1;
-  readonly suite: string;
-  readonly split: string;
-  readonly policy: string;
-  readonly trials: number;
-  readonly seed: number;
-  readonly run_dir: string;
-  readonly started_at: string;
-  readonly duration_ms: number;
-  readonly metrics: {
-    readonly success_rate: Estimate;
-    /** pass^k for k = 1 … trials. */
-    readonly pass_hat_k: Readonly<Record<string, number>>;
-    readonly reward: Estimate;
-    readonly reward_by_source: Readonly<Record<string, number>>;
-    readonly steps_per_episode: Estimate;
-    readonly tool_success_rate: number;
-    readonly invalid_action_rate: number;
-    /** Per episode, over episodes whose model calls have a known price (llm: policies). */
-    readonly cost?: { readonly usd_per_episode: number | null; readonly tokens_per_episode: number };
-    /** Share of episodes in which the agent said or sent another user's personal data. */
-    readonly pii_leak_rate: number;
-    /** What the metric modules computed, by module name. */
-    readonly custom?: Readonly<Record<string, number | Readonly<Record<string, number>>>>;
-    readonly tools: Readonly<Record<string, ToolMetrics>>;
-  };
-  readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
 }
 
 /** What a custom success check is given. */

@@ -4,7 +4,7 @@
  * distribution, latency CDF per tool, cost per episode), then the tasks that failed and why.
  * One self-contained file: no script, no network.
  */
-import type { BenchmarkReport } from './benchmark.js';
+import type { BenchmarkReport } from './report.js';
 
 type Spec = Record<string, unknown>;
 
