@@ -43,9 +43,11 @@ describe('agent benchmark', () => {
 
   it('--policy random scores almost nothing, with pass^k for each k; a metric module adds its own', async () => {
     const metric = path.join(await tmp.dir('metric-'), 'calls_per_success.mjs');
-    await writeFile(metric, 'export default (episodes) => ({ episodes: episodes.length, respond_calls: episodes.reduce((n, e) => n + e.steps.filter((s) => s.action === "respond").length, 0) });\n');
+    await writeFile(metric, 'export default (episode) => ({ one: 1, respond_calls: episode.steps.filter((s) => s.action === "respond").length });\n');
     const { report } = await bench([RETAIL, '--policy', 'random', '--trials', '2', '--seed', '1', '--metric', metric]);
-    expect((report.metrics as unknown as { custom: Record<string, { episodes: number }> }).custom['calls_per_success']?.episodes).toBe(230);
+    const custom = (report.metrics as unknown as { custom: Record<string, { value: number; ci_low: number; ci_high: number }> }).custom;
+    expect(custom['calls_per_success.one']).toEqual({ value: 1, ci_low: 1, ci_high: 1 });
+    expect(custom['calls_per_success.respond_calls']?.ci_low).toBeLessThanOrEqual(custom['calls_per_success.respond_calls']?.value as number);
     expect(report.metrics.success_rate.value).toBeLessThan(0.15);
     expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
     expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);

@@ -60,7 +60,7 @@ export function registerBenchmark(program: Command, io: Io): void {
       return v as Format;
     }, 'text')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
-    .option('--metric <module>', 'a metric module: (episodes) => number | Record<string, number> (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--metric <module>', 'a metric module: (episode) => number | Record<string, number>, aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string, flags: Flags) => {
       io.exitCode = await benchmarkCommand(suite, flags, io);
@@ -92,8 +92,17 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       llm: { ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}), ...(flags.llmProvider ? { provider: flags.llmProvider } : {}) },
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
-      onRun: (run) => {
-        reporter = live ? live(run, io.stdout as NodeJS.WriteStream, io.stdout) : attachPlainReporter(run, { out: io.stderr, err: io.stderr });
+      onRun: (run, scored) => {
+        const source = {
+          config: run.config,
+          progress: () => run.progress(),
+          events: run.events,
+          headline: () => {
+            const s = scored();
+            return s.done === 0 ? undefined : `success so far ${s.succeeded}/${s.done} (${((s.succeeded / s.done) * 100).toFixed(1)}%)`;
+          },
+        };
+        reporter = live ? live(source, io.stdout as NodeJS.WriteStream, io.stdout) : attachPlainReporter(source, { out: io.stderr, err: io.stderr });
       },
     });
   } finally {
@@ -139,7 +148,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     `  tool calls     ${pct(m.tool_success_rate)} succeeded; invalid actions ${pct(m.invalid_action_rate)}`,
     ...(m.cost ? [`  cost           ${m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`} and ${Math.round(m.cost.tokens_per_episode)} tokens per episode`] : []),
     `  PII leaks      ${pct(m.pii_leak_rate)} of episodes`,
-    ...Object.entries(m.custom ?? {}).map(([name, v]) => `  ${name.padEnd(14)} ${typeof v === 'number' ? v : Object.entries(v).map(([k, x]) => `${k}=${x}`).join(' ')}`),
+    ...Object.entries(m.custom ?? {}).map(([name, v]) => `  ${name.padEnd(14)} ${v.value} (95% CI ${v.ci_low} – ${v.ci_high})`),
   ];
   const leaks = r.tasks.flatMap((t) => t.trials.flatMap((x) => (x.pii ?? []).map((p) => `${t.id}#${x.trial} ${p.trace_id} ${p.where}: ${p.kind} "${p.value}"${p.belongs_to ? ` (of ${p.belongs_to})` : ''}`)));
   for (const l of leaks.slice(0, 5)) lines.push(`    ${l}`);

@@ -60,6 +60,8 @@ export interface RunOptions {
    * same object given twice is one state in the run folder (a benchmark's tasks sharing a database).
    */
   readonly initialStates?: readonly JsonValue[];
+  /** Called as each episode ends (not when interrupted), with its final state (a benchmark scores it then). */
+  readonly onEpisodeEnd?: (episode: number, finalState: JsonValue) => void;
   readonly clock?: Clock;
   readonly blockThresholdMs?: number;
   /**
@@ -158,6 +160,7 @@ interface RunSetup {
   readonly port: number | undefined;
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
+  readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
 }
 
 /** Where an episode picks up after a resume. */
@@ -268,7 +271,7 @@ export class Run implements AsyncDisposable {
         ...(toolOptions ? { tool_options: toolOptions } : {}),
         ...(rewardSources ? { reward_sources: rewardSources } : {}),
       };
-      return new Run({ runId, env, ownedStore: owned, durable, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun });
+      return new Run({ runId, env, ownedStore: owned, durable, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
     } catch (err) {
       await closeDurable(durable);
       throw err;
@@ -649,7 +652,10 @@ export class Run implements AsyncDisposable {
       ...(error ? { error } : {}),
     };
     if (await this.#close(agent.id, record, finished)) agent.archive();
-    if (reason !== 'interrupted') this.#counted.add(index);
+    if (reason !== 'interrupted') {
+      this.#counted.add(index);
+      this.#setup.onEpisodeEnd?.(index, agent.state);
+    }
     this.events.emit(finished);
   }
 

@@ -25,6 +25,7 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
     out.write(
       `… ${p.episodesDone}/${total} episodes, ${p.steps} steps, ${formatNumber(p.stepsPerSecond)} steps/s, ${p.pending.length} in flight` +
         (oldest ? `, oldest ${oldest.traceId} ${oldest.tool} ${formatDuration(p.now - oldest.startedAt)}` : '') +
+        (run.headline?.() ? `; ${run.headline()}` : '') +
         '\n',
     );
   }, intervalMs);

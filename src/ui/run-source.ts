@@ -6,6 +6,8 @@ export interface RunSource {
   readonly config: RunConfig;
   progress(): RunProgress;
   readonly events: { onAny(listener: (event: RunEvent) => void): () => void };
+  /** A line the live view shows under the progress (a benchmark's success so far). */
+  headline?(): string | undefined;
 }
 
 export interface Output {

@@ -48,6 +48,12 @@ describe('RunPanel', () => {
     expect(frame).toMatch(/llm_score\s+2 pending · 6 arrived · 2 imputed · 1 late/);
   });
 
+  it("shows a benchmark's success so far, and a paused store in red", () => {
+    const { lastFrame } = render(<RunPanel config={config} progress={progress({ storeDown: { since: 5_800, store: 'redis://127.0.0.1:6379/0' } })} warnings={[]} headline="success so far 7/9 (77.8%)" />);
+    expect(lastFrame()).toContain('success so far 7/9 (77.8%)');
+    expect(lastFrame()).toMatch(/⏸ paused: state store redis:\/\/127\.0\.0\.1:6379\/0 unreachable for 4\.\ds, retrying/);
+  });
+
   it('says when nothing is pending and nothing failed', () => {
     const { lastFrame } = render(<RunPanel config={config} progress={progress({ pending: [], tools: {}, recentRewards: [] })} warnings={['tool x blocked']} />);
     expect(lastFrame()).toMatch(/Pending[^\n]*\n\s+none/);

@@ -65,7 +65,7 @@ export function RewardFlow({ progress }: { readonly progress: RunProgress }) {
   );
 }
 
-export function RunPanel({ config, progress, warnings }: { readonly config: RunConfig; readonly progress: RunProgress; readonly warnings: readonly string[] }) {
+export function RunPanel({ config, progress, warnings, headline }: { readonly config: RunConfig; readonly progress: RunProgress; readonly warnings: readonly string[]; readonly headline?: string | undefined }) {
   const failures = Object.entries(progress.tools).filter(([, t]) => t.failed > 0);
   return (
     <Box flexDirection="column" marginTop={1}>
@@ -76,6 +76,7 @@ export function RunPanel({ config, progress, warnings }: { readonly config: RunC
         <Text color="cyan">{bar(progress.episodesDone, progress.episodesTotal)}</Text> {progress.episodesDone}/{progress.episodesTotal} episodes · {progress.steps} steps ·{' '}
         {formatNumber(progress.stepsPerSecond)} steps/s
       </Text>
+      {headline ? <Text bold>{headline}</Text> : null}
       {progress.storeDown ? (
         <Text color="red" bold>
           ⏸ paused: state store {progress.storeDown.store} unreachable for {formatDuration(progress.now - progress.storeDown.since)}, retrying
@@ -105,7 +106,7 @@ export function LiveRunView({ source }: { readonly source: RunSource }) {
   return (
     <>
       <Static items={[...finished]}>{(row) => <EpisodeLine key={row.episode} row={row} />}</Static>
-      <RunPanel config={source.config} progress={progress} warnings={warnings} />
+      <RunPanel config={source.config} progress={progress} warnings={warnings} headline={source.headline?.()} />
     </>
   );
 }

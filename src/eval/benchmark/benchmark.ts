@@ -46,10 +46,10 @@ export interface BenchmarkOptions {
   /** Where `llm:` models are served, and how (default: the provider's API, by model name). */
   readonly llm?: Pick<LlmSpec, 'baseURL' | 'provider' | 'apiKeyEnv' | 'temperature'>;
   readonly signal?: AbortSignal;
-  /** Metric modules: each exports `(episodes: MetricEpisode[]) => number | Record<string, number>` (default export or `metric`). */
+  /** Metric modules: each exports `(episode: MetricEpisode) => number | Record<string, number>` (default export or `metric`), aggregated with a bootstrap interval. */
   readonly metrics?: readonly string[];
-  /** Sees the run as it goes (progress for a live view). */
-  readonly onRun?: (run: Run) => void;
+  /** Sees the run as it goes (progress for a live view), with the score so far. */
+  readonly onRun?: (run: Run, scored: () => { readonly done: number; readonly succeeded: number }) => void;
 }
 
 /** What a custom success check is given. */
@@ -95,22 +95,38 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     ...(options.out ? { out: options.out } : {}),
     ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
     initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
+    onEpisodeEnd: (episode, state) => finalsLive.set(episode, state),
     ...(options.signal ? { signal: options.signal } : {}),
   });
   const steps = new Map<number, SettledStepEvent[]>();
   const finished = new Map<number, Extract<RunEvent, { type: 'episode_finished' }>>();
+  // Scored as each episode ends, for the live view (the report scores again from the run folder).
+  const finalsLive = new Map<number, JsonValue>();
+  const live = { done: 0, succeeded: 0 };
   run.events.on('trace_settled', (e) => {
     const list = steps.get(e.episode) ?? [];
     list.push(e);
     steps.set(e.episode, list);
   });
-  run.events.on('episode_finished', (e) => finished.set(e.episode, e));
-  options.onRun?.(run);
+  const checks = await successChecks(tasks);
+  run.events.on('episode_finished', (e) => {
+    finished.set(e.episode, e);
+    const task = taskOf(e.episode);
+    const outcome: EpisodeOutcome = { task, trial: e.episode % trials, finalState: finalsLive.get(e.episode) ?? task.initialState, steps: steps.get(e.episode) ?? [], reward: e.reward, reason: e.reason };
+    finalsLive.delete(e.episode);
+    void score(task, outcome, gold.get(task.id) ?? null, checks).then(
+      (r) => {
+        live.done++;
+        if (r.success) live.succeeded++;
+      },
+      () => undefined,
+    );
+  });
+  options.onRun?.(run, () => ({ ...live }));
   const summary = await run.execute(options.signal);
   const dir = run.dir as string;
   if (summary.status !== 'completed') throw new AgentError('INTERRUPTED', `the benchmark was interrupted; its run folder is ${dir}`);
   const finals = await finalStates(dir, tasks, trials);
-  const checks = await successChecks(tasks);
   const results = new Map<string, TrialResult[]>(tasks.map((t) => [t.id, []]));
   const piiIndexes = new Map<JsonValue, PiiIndex>();
   const metricEpisodes: MetricEpisode[] = [];
@@ -150,7 +166,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     run_dir: dir,
     started_at: new Date(started).toISOString(),
     duration_ms: Date.now() - started,
-    metrics: { ...metricsOf(tasks, results, steps, finished, trials, seed, suite), ...(await customMetrics(options.metrics ?? [], metricEpisodes)) },
+    metrics: { ...metricsOf(tasks, results, steps, finished, trials, seed, suite), ...(await customMetrics(options.metrics ?? [], metricEpisodes, seed)) },
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -324,24 +340,41 @@ function metricsOf(
   };
 }
 
-/** Run the metric modules over the episodes; a module that fails is an error naming it. */
-async function customMetrics(modules: readonly string[], episodes: readonly MetricEpisode[]): Promise<{ custom?: Record<string, number | Record<string, number>> }> {
+/**
+ * The metric modules: each computes a value per episode (task and trial), a number or a record of
+ * numbers, and the hub aggregates each over tasks with a bootstrap interval. A module that throws
+ * or answers something else is an error naming it.
+ */
+async function customMetrics(modules: readonly string[], episodes: readonly MetricEpisode[], seed: number): Promise<{ custom?: Record<string, Estimate> }> {
   if (modules.length === 0) return {};
-  const custom: Record<string, number | Record<string, number>> = {};
+  const custom: Record<string, Estimate> = {};
   for (const file of modules) {
     const name = path.basename(file).replace(/\.[cm]?[jt]s$/, '');
     const mod = (await importModule(path.resolve(file))) as Record<string, unknown>;
-    const fn = (mod['metric'] ?? mod['default']) as ((e: readonly MetricEpisode[]) => unknown) | undefined;
-    if (typeof fn !== 'function') throw new AgentError('BAD_USAGE', `metric module ${file} exports no function (default or 'metric')`, { hint: 'Export (episodes) => number | Record<string, number>.' });
-    let value: unknown;
-    try {
-      value = await fn(episodes);
-    } catch (err) {
-      throw new AgentError('BAD_USAGE', `metric '${name}' threw: ${describeError(err)}`, { cause: err, hint: `Fix ${file}.` });
+    const fn = (mod['metric'] ?? mod['default']) as ((e: MetricEpisode) => unknown) | undefined;
+    if (typeof fn !== 'function') throw new AgentError('BAD_USAGE', `metric module ${file} exports no function (default or 'metric')`, { hint: 'Export (episode) => number | Record<string, number>.' });
+    // Per key, per task: the values of its trials.
+    const byKey = new Map<string, Map<string, number[]>>();
+    for (const e of episodes) {
+      let value: unknown;
+      try {
+        value = await fn(e);
+      } catch (err) {
+        throw new AgentError('BAD_USAGE', `metric '${name}' threw on ${e.task} (trial ${e.trial}): ${describeError(err)}`, { cause: err, hint: `Fix ${file}.` });
+      }
+      const entries = typeof value === 'number' ? [[name, value] as const] : typeof value === 'object' && value !== null ? Object.entries(value).map(([k, v]) => [`${name}.${k}`, v] as const) : [];
+      if (entries.length === 0 || entries.some(([, v]) => typeof v !== 'number' || !Number.isFinite(v))) {
+        throw new AgentError('BAD_USAGE', `metric '${name}' returned ${JSON.stringify(value)} for ${e.task}, not a number or a record of numbers`, { hint: `Fix ${file}.` });
+      }
+      for (const [key, v] of entries) {
+        const tasks = byKey.get(key) ?? new Map<string, number[]>();
+        byKey.set(key, tasks);
+        const list = tasks.get(e.task) ?? [];
+        list.push(v as number);
+        tasks.set(e.task, list);
+      }
     }
-    const ok = typeof value === 'number' ? Number.isFinite(value) : typeof value === 'object' && value !== null && Object.values(value).every((v) => typeof v === 'number' && Number.isFinite(v));
-    if (!ok) throw new AgentError('BAD_USAGE', `metric '${name}' returned ${JSON.stringify(value)}, not a number or a record of numbers`, { hint: `Fix ${file}.` });
-    custom[name] = value as number | Record<string, number>;
+    for (const [key, tasks] of byKey) custom[key] = bootstrapMean([...tasks.values()], seed + 4);
   }
   return { custom };
 }

@@ -60,8 +60,8 @@ export interface BenchmarkReport {
     readonly cost?: { readonly usd_per_episode: number | null; readonly tokens_per_episode: number };
     /** Share of episodes in which the agent said or sent another user's personal data. */
     readonly pii_leak_rate: number;
-    /** What the metric modules computed, by module name. */
-    readonly custom?: Readonly<Record<string, number | Readonly<Record<string, number>>>>;
+    /** What the metric modules computed, per episode, aggregated: by module name (and key, `name.key`). */
+    readonly custom?: Readonly<Record<string, Estimate>>;
     readonly tools: Readonly<Record<string, ToolMetrics>>;
   };
   readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
