@@ -10,7 +10,8 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
 import { readArchive } from '../src/state/archive.js';
-import { applyPatch, type Patch } from '../src/state/patch.js';
+import { applyPatch } from '../src/state/patch.js';
+import type { EpisodeRecord as Episode, TrajectoryRecord as Trajectory } from '../src/replay/run-writer.js';
 import { Rng } from '../src/shared/rng.js';
 import type { JsonValue } from '../src/shared/json.js';
 
@@ -39,23 +40,6 @@ export interface CrashReport {
   readonly lostCalls: number;
   readonly problems: readonly string[];
   readonly keysLeft: number;
-}
-
-interface Trajectory {
-  readonly episode: number;
-  readonly step: number;
-  readonly state_seq: number;
-  readonly status: string;
-  readonly error?: { readonly code: string };
-}
-
-interface Episode {
-  readonly episode: number;
-  readonly instance_id: string;
-  readonly initial_state_id: string;
-  readonly final_patch: Patch;
-  readonly final_seq: number;
-  readonly steps: number;
 }
 
 async function lines<T>(file: string): Promise<T[]> {
