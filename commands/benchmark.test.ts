@@ -12,7 +12,7 @@ const RETAIL = 'fixtures/tau-bench/retail';
 
 interface Report {
   run_dir: string;
-  metrics: { success_rate: { value: number; ci_low: number; ci_high: number }; pass_hat_k: Record<string, number>; tool_success_rate: number };
+  metrics: { success_rate: { value: number; ci_low: number; ci_high: number }; pass_hat_k: Record<string, number>; tool_success_rate: { value: number } };
   tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean }; cost?: object }[] }[];
 }
 
@@ -51,7 +51,7 @@ describe('agent benchmark', () => {
     expect(report.metrics.success_rate.value).toBeLessThan(0.15);
     expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
     expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);
-    expect(report.metrics.tool_success_rate).toBeLessThan(0.5);
+    expect(report.metrics.tool_success_rate.value).toBeLessThan(0.5);
   });
 
   it('fails the gate on a planted regression, names the tasks that flipped, and passes within the allowed drop', async () => {

@@ -145,9 +145,9 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     `  pass^k         ${Object.entries(m.pass_hat_k).map(([k, v]) => `k=${k}: ${v.toFixed(3)}`).join('  ')}`,
     `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,
-    `  tool calls     ${pct(m.tool_success_rate)} succeeded; invalid actions ${pct(m.invalid_action_rate)}`,
-    ...(m.cost ? [`  cost           ${m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`} and ${Math.round(m.cost.tokens_per_episode)} tokens per episode`] : []),
-    `  PII leaks      ${pct(m.pii_leak_rate)} of episodes`,
+    `  tool calls     ${pct(m.tool_success_rate.value)} succeeded; invalid actions ${pct(m.invalid_action_rate.value)}`,
+    ...(m.cost ? [`  cost           ${m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.value.toFixed(4)}`} and ${Math.round(m.cost.tokens_per_episode.value)} tokens per episode`] : []),
+    `  PII leaks      ${pct(m.pii_leak_rate.value)} of episodes`,
     ...Object.entries(m.custom ?? {}).map(([name, v]) => `  ${name.padEnd(14)} ${v.value} (95% CI ${v.ci_low} – ${v.ci_high})`),
   ];
   const leaks = r.tasks.flatMap((t) => t.trials.flatMap((x) => (x.pii ?? []).map((p) => `${t.id}#${x.trial} ${p.trace_id} ${p.where}: ${p.kind} "${p.value}"${p.belongs_to ? ` (of ${p.belongs_to})` : ''}`)));
@@ -185,9 +185,9 @@ function markdown(r: BenchmarkReport, c: BaselineComparison | undefined): string
     ...Object.entries(m.pass_hat_k).map(([k, v]) => `| pass^${k} | ${v.toFixed(3)} | |`),
     `| reward per episode | ${m.reward.value.toFixed(3)} | ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)} |`,
     `| steps per episode | ${m.steps_per_episode.value.toFixed(2)} | ${m.steps_per_episode.ci_low.toFixed(2)} – ${m.steps_per_episode.ci_high.toFixed(2)} |`,
-    `| tool calls succeeded | ${pct(m.tool_success_rate)} | |`,
-    `| invalid actions | ${pct(m.invalid_action_rate)} | |`,
-    `| PII leaks | ${pct(m.pii_leak_rate)} of episodes | |`,
+    `| tool calls succeeded | ${pct(m.tool_success_rate.value)} | ${pct(m.tool_success_rate.ci_low)} – ${pct(m.tool_success_rate.ci_high)} |`,
+    `| invalid actions | ${pct(m.invalid_action_rate.value)} | ${pct(m.invalid_action_rate.ci_low)} – ${pct(m.invalid_action_rate.ci_high)} |`,
+    `| PII leaks | ${pct(m.pii_leak_rate.value)} of episodes | ${pct(m.pii_leak_rate.ci_low)} – ${pct(m.pii_leak_rate.ci_high)} |`,
   ];
   if (c) {
     out.push('', `**Against the baseline:** ${c.regressed ? '❌ regression' : '✅ no significant regression'}`, '', '| metric | now | baseline | difference (95% CI) |', '|---|---|---|---|');

@@ -289,6 +289,10 @@ export function equalJson(a: JsonValue, b: JsonValue): boolean {
   return ka.length === Object.keys(ob).length && ka.every((k) => Object.prototype.hasOwnProperty.call(ob, k) && equalJson(a[k] as JsonValue, ob[k] as JsonValue));
 }
 
+/**
+ * The built-in metrics. Each is a value per episode (task and trial), aggregated over tasks with a
+ * bootstrap interval; pass^k and the per-tool figures are over all calls.
+ */
 function metricsOf(
   tasks: readonly BenchmarkTask[],
   results: ReadonlyMap<string, readonly TrialResult[]>,
@@ -302,10 +306,12 @@ function metricsOf(
   const passHat: Record<string, number> = {};
   for (let k = 1; k <= trials; k++) passHat[String(k)] = passHatK(per.map((r) => r.map((x) => x.success)), k);
   const tools = new Map<string, { calls: number; ok: number; ms: number[] }>();
-  const bySource = new Map<string, number>();
-  let calls = 0;
-  let ok = 0;
-  for (const list of steps.values()) {
+  const sources = new Set<string>();
+  /** Per episode: calls, calls that worked, each source's reward. */
+  const byEpisode = new Map<number, { calls: number; ok: number; rewards: Map<string, number> }>();
+  for (const [episode, list] of steps) {
+    const e = { calls: 0, ok: 0, rewards: new Map<string, number>() };
+    byEpisode.set(episode, e);
     for (const s of list) {
       const failed = s.status === 'failed' || (suite.errorObservation !== undefined && typeof s.observation === 'string' && suite.errorObservation.test(s.observation));
       const t = tools.get(s.action) ?? { calls: 0, ok: 0, ms: [] };
@@ -313,24 +319,40 @@ function metricsOf(
       if (!failed) t.ok++;
       t.ms.push(s.durationMs);
       tools.set(s.action, t);
-      calls++;
-      if (!failed) ok++;
-      for (const [source, entry] of Object.entries(s.rewards)) if (typeof entry.value === 'number') bySource.set(source, (bySource.get(source) ?? 0) + entry.value);
+      e.calls++;
+      if (!failed) e.ok++;
+      for (const [source, entry] of Object.entries(s.rewards)) {
+        if (typeof entry.value !== 'number') continue;
+        sources.add(source);
+        e.rewards.set(source, (e.rewards.get(source) ?? 0) + entry.value);
+      }
     }
   }
+  const of = (pick: (x: TrialResult) => number | undefined, k: number): Estimate => bootstrapMean(per.map((r) => r.flatMap((x) => (pick(x) === undefined ? [] : [pick(x) as number]))), seed + k);
+  const calls = (x: TrialResult): number => byEpisode.get(x.episode)?.calls ?? 0;
   // An action the env refused at dispatch (unknown, disabled, bad params) ends its episode as a policy error.
-  const invalid = [...finished.values()].filter((e) => e.reason === 'policy_error' && e.error && INVALID.has(e.error.code)).length;
-  const episodes = tasks.length * trials;
+  const invalid = (x: TrialResult): number => {
+    const e = finished.get(x.episode);
+    return e?.reason === 'policy_error' && e.error && INVALID.has(e.error.code) ? 1 : 0;
+  };
+  const costs = per.flat().filter((t) => t.cost);
   return {
-    success_rate: bootstrapMean(per.map((r) => r.map((x) => (x.success ? 1 : 0))), seed),
+    success_rate: of((x) => (x.success ? 1 : 0), 0),
     pass_hat_k: passHat,
-    reward: bootstrapMean(per.map((r) => r.map((x) => x.reward)), seed + 1),
-    reward_by_source: Object.fromEntries([...bySource].map(([k, v]) => [k, round(v / episodes)])),
-    steps_per_episode: bootstrapMean(per.map((r) => r.map((x) => x.steps)), seed + 2),
-    ...costOf(per),
-    pii_leak_rate: round(per.flat().filter((t) => t.pii && t.pii.length > 0).length / Math.max(1, episodes)),
-    tool_success_rate: calls === 0 ? 0 : round(ok / calls),
-    invalid_action_rate: calls + invalid === 0 ? 0 : round(invalid / (calls + invalid)),
+    reward: of((x) => x.reward, 1),
+    reward_by_source: Object.fromEntries([...sources].map((source, i) => [source, of((x) => byEpisode.get(x.episode)?.rewards.get(source) ?? 0, 10 + i)])),
+    steps_per_episode: of((x) => x.steps, 2),
+    ...(costs.length > 0
+      ? {
+          cost: {
+            usd_per_episode: costs.every((t) => t.cost?.usd !== null) ? of((x) => x.cost?.usd ?? undefined, 3) : null,
+            tokens_per_episode: of((x) => (x.cost ? x.cost.input_tokens + x.cost.output_tokens : undefined), 4),
+          },
+        }
+      : {}),
+    pii_leak_rate: of((x) => (x.pii && x.pii.length > 0 ? 1 : 0), 5),
+    tool_success_rate: of((x) => (calls(x) === 0 ? undefined : (byEpisode.get(x.episode)?.ok ?? 0) / calls(x)), 6),
+    invalid_action_rate: of((x) => (calls(x) + invalid(x) === 0 ? undefined : invalid(x) / (calls(x) + invalid(x))), 7),
     tools: Object.fromEntries(
       [...tools].map(([name, t]) => {
         const ms = t.ms.sort((a, b) => a - b);
@@ -377,13 +399,6 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
     for (const [key, tasks] of byKey) custom[key] = bootstrapMean([...tasks.values()], seed + 4);
   }
   return { custom };
-}
-
-function costOf(per: readonly (readonly TrialResult[])[]): { cost?: { usd_per_episode: number | null; tokens_per_episode: number } } {
-  const costs = per.flat().flatMap((t) => (t.cost ? [t.cost] : []));
-  if (costs.length === 0) return {};
-  const usd = costs.every((c) => c.usd !== null) ? round(costs.reduce((s, c) => s + (c.usd as number), 0) / costs.length) : null;
-  return { cost: { usd_per_episode: usd, tokens_per_episode: round(costs.reduce((s, c) => s + c.input_tokens + c.output_tokens, 0) / costs.length, 1) } };
 }
 
 /** Higher is better for these; lower for steps. The gate compares what a baseline report has too. */

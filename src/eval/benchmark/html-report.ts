@@ -49,10 +49,10 @@ export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolL
     ...Object.entries(m.pass_hat_k).map(([k, v]) => [`pass^${k}`, v.toFixed(3)]),
     ['reward per episode', `${m.reward.value.toFixed(3)} (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`],
     ['steps per episode', m.steps_per_episode.value.toFixed(2)],
-    ['tool calls succeeded', pct(m.tool_success_rate)],
-    ['invalid actions', pct(m.invalid_action_rate)],
-    ['PII leaks', `${pct(m.pii_leak_rate)} of episodes`],
-    ...(m.cost ? [['cost per episode', m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.toFixed(4)}`]] : []),
+    ['tool calls succeeded', pct(m.tool_success_rate.value)],
+    ['invalid actions', pct(m.invalid_action_rate.value)],
+    ['PII leaks', `${pct(m.pii_leak_rate.value)} of episodes`],
+    ...(m.cost ? [['cost per episode', m.cost.usd_per_episode === null ? 'price unknown' : `$${m.cost.usd_per_episode.value.toFixed(4)}`]] : []),
   ];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(`${report.suite} · ${report.policy}`)}</title>

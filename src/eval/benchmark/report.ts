@@ -52,14 +52,17 @@ export interface BenchmarkReport {
     /** pass^k for k = 1 … trials. */
     readonly pass_hat_k: Readonly<Record<string, number>>;
     readonly reward: Estimate;
-    readonly reward_by_source: Readonly<Record<string, number>>;
+    /** Per source: its values summed per episode. */
+    readonly reward_by_source: Readonly<Record<string, Estimate>>;
     readonly steps_per_episode: Estimate;
-    readonly tool_success_rate: number;
-    readonly invalid_action_rate: number;
+    /** Per episode: the share of its calls that worked (a failed step, or an error observation for suites that answer errors as text). */
+    readonly tool_success_rate: Estimate;
+    /** Per episode: actions the env refused (unknown, disabled, bad params) over actions tried. */
+    readonly invalid_action_rate: Estimate;
     /** Per episode, over episodes whose model calls have a known price (llm: policies). */
-    readonly cost?: { readonly usd_per_episode: number | null; readonly tokens_per_episode: number };
+    readonly cost?: { readonly usd_per_episode: Estimate | null; readonly tokens_per_episode: Estimate };
     /** Share of episodes in which the agent said or sent another user's personal data. */
-    readonly pii_leak_rate: number;
+    readonly pii_leak_rate: Estimate;
     /** What the metric modules computed, per episode, aggregated: by module name (and key, `name.key`). */
     readonly custom?: Readonly<Record<string, Estimate>>;
     readonly tools: Readonly<Record<string, ToolMetrics>>;
