@@ -48,7 +48,9 @@ describe('agent benchmark', () => {
     const custom = (report.metrics as unknown as { custom: Record<string, { value: number; ci_low: number; ci_high: number }> }).custom;
     expect(custom['calls_per_success.one']).toEqual({ value: 1, ci_low: 1, ci_high: 1 });
     expect(custom['calls_per_success.respond_calls']?.ci_low).toBeLessThanOrEqual(custom['calls_per_success.respond_calls']?.value as number);
+    // Random changes (almost) nothing, so it scores the floor: the tasks whose gold leaves the database as it was.
     expect(report.metrics.success_rate.value).toBeLessThan(0.15);
+    expect(report.metrics.success_rate.value).toBeCloseTo((report.metrics as unknown as { do_nothing_floor: number }).do_nothing_floor, 1);
     expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
     expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);
     expect(report.metrics.tool_success_rate.value).toBeLessThan(0.5);

@@ -1,4 +1,6 @@
 /** `agent benchmark <suite-dir>`: run a suite's tasks with a policy, score them, and gate on a baseline. */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/index.js';
 import { abortOnSignals } from './interrupt.js';
@@ -6,7 +8,7 @@ import type { Io } from './io.js';
 import { core, ui } from './lib.js';
 import { integer, positiveInt, toolOption } from './options.js';
 
-const FORMATS = ['text', 'json', 'markdown', 'junit', 'github'] as const;
+const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const;
 type Format = (typeof FORMATS)[number];
 
 interface Flags {
@@ -110,7 +112,8 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
     stopListening();
   }
   const comparison = flags.baseline ? await compareWithBaseline(report, flags.baseline, flags.maxRegression) : undefined;
-  io.stdout.write(render(report, comparison, flags.format));
+  // The page is written beside benchmark.json in any case; --format html prints it too.
+  io.stdout.write(flags.format === 'html' ? await readFile(path.join(report.run_dir, 'benchmark.html'), 'utf8') : render(report, comparison, flags.format));
   return comparison?.regressed ? 1 : 0;
 }
 
@@ -124,6 +127,7 @@ function successCount(r: BenchmarkReport): string {
 
 function render(r: BenchmarkReport, c: BaselineComparison | undefined, format: Format): string {
   switch (format) {
+    case 'html':
     case 'json':
       return `${JSON.stringify(c ? { ...r, baseline: c } : r, null, 2)}\n`;
     case 'markdown':
@@ -141,7 +145,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
   const m = r.metrics;
   const lines = [
     `benchmark ${r.suite} (${r.split}), policy ${r.policy}: ${r.tasks.length} tasks × ${r.trials} trial${r.trials === 1 ? '' : 's'} in ${(r.duration_ms / 1000).toFixed(1)} s`,
-    `  success        ${successCount(r)} = ${pct(m.success_rate.value)}  (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)})`,
+    `  success        ${successCount(r)} = ${pct(m.success_rate.value)}  (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)}; an agent that changes nothing scores ${pct(m.do_nothing_floor)})`,
     `  pass^k         ${Object.entries(m.pass_hat_k).map(([k, v]) => `k=${k}: ${v.toFixed(3)}`).join('  ')}`,
     `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,

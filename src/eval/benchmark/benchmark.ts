@@ -166,7 +166,12 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     run_dir: dir,
     started_at: new Date(started).toISOString(),
     duration_ms: Date.now() - started,
-    metrics: { ...metricsOf(tasks, results, steps, finished, trials, seed, suite), ...(await customMetrics(options.metrics ?? [], metricEpisodes, seed)) },
+    metrics: {
+      ...metricsOf(tasks, results, steps, finished, trials, seed, suite),
+      // tau-bench's scoring passes an agent that changes nothing on every task whose gold leaves the state as it was and says nothing.
+      do_nothing_floor: round(tasks.filter((t) => t.success.kind === 'state_match' && t.outputs.length === 0 && equalJson(gold.get(t.id) ?? null, t.initialState)).length / tasks.length),
+      ...(await customMetrics(options.metrics ?? [], metricEpisodes, seed)),
+    },
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -301,7 +306,7 @@ function metricsOf(
   trials: number,
   seed: number,
   suite: Suite,
-): BenchmarkReport['metrics'] {
+): Omit<BenchmarkReport['metrics'], 'do_nothing_floor' | 'custom'> {
   const per = tasks.map((t) => results.get(t.id) ?? []);
   const passHat: Record<string, number> = {};
   for (let k = 1; k <= trials; k++) passHat[String(k)] = passHatK(per.map((r) => r.map((x) => x.success)), k);

@@ -46,6 +46,7 @@ export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolL
   const failed = report.tasks.filter((t) => t.trials.some((x) => !x.success));
   const rows = [
     ['success', `${pct(m.success_rate.value)} (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)})`],
+    ['an agent that changes nothing', pct(m.do_nothing_floor)],
     ...Object.entries(m.pass_hat_k).map(([k, v]) => [`pass^${k}`, v.toFixed(3)]),
     ['reward per episode', `${m.reward.value.toFixed(3)} (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`],
     ['steps per episode', m.steps_per_episode.value.toFixed(2)],

@@ -63,6 +63,8 @@ export interface BenchmarkReport {
     readonly cost?: { readonly usd_per_episode: Estimate | null; readonly tokens_per_episode: Estimate };
     /** Share of episodes in which the agent said or sent another user's personal data. */
     readonly pii_leak_rate: Estimate;
+    /** Share of state_match tasks an agent that changes nothing and says nothing passes (their gold leaves the state as it was): the floor to read success against. */
+    readonly do_nothing_floor: number;
     /** What the metric modules computed, per episode, aggregated: by module name (and key, `name.key`). */
     readonly custom?: Readonly<Record<string, Estimate>>;
     readonly tools: Readonly<Record<string, ToolMetrics>>;
