@@ -167,7 +167,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     started_at: new Date(started).toISOString(),
     duration_ms: Date.now() - started,
     metrics: {
-      ...metricsOf(tasks, results, steps, finished, trials, seed, suite),
+      ...metricsOf(tasks, results, steps, finished, trials, seed, suite, (episode) => agent?.invalidCalls(episode) ?? 0),
       // tau-bench's scoring passes an agent that changes nothing on every task whose gold leaves the state as it was and says nothing.
       do_nothing_floor: round(tasks.filter((t) => t.success.kind === 'state_match' && t.outputs.length === 0 && equalJson(gold.get(t.id) ?? null, t.initialState)).length / tasks.length),
       ...(await customMetrics(options.metrics ?? [], metricEpisodes, seed)),
@@ -306,6 +306,8 @@ function metricsOf(
   trials: number,
   seed: number,
   suite: Suite,
+  /** Calls a policy refused itself before they reached the env (the llm: agent's invalid calls). */
+  refused: (episode: number) => number,
 ): Omit<BenchmarkReport['metrics'], 'do_nothing_floor' | 'custom'> {
   const per = tasks.map((t) => results.get(t.id) ?? []);
   const passHat: Record<string, number> = {};
@@ -335,10 +337,11 @@ function metricsOf(
   }
   const of = (pick: (x: TrialResult) => number | undefined, k: number): Estimate => bootstrapMean(per.map((r) => r.flatMap((x) => (pick(x) === undefined ? [] : [pick(x) as number]))), seed + k);
   const calls = (x: TrialResult): number => byEpisode.get(x.episode)?.calls ?? 0;
-  // An action the env refused at dispatch (unknown, disabled, bad params) ends its episode as a policy error.
+  // An action the env refused at dispatch (unknown, disabled, bad params) ends its episode as a
+  // policy error; the llm: agent checks its calls first and counts the ones it had to take back.
   const invalid = (x: TrialResult): number => {
     const e = finished.get(x.episode);
-    return e?.reason === 'policy_error' && e.error && INVALID.has(e.error.code) ? 1 : 0;
+    return (e?.reason === 'policy_error' && e.error && INVALID.has(e.error.code) ? 1 : 0) + refused(x.episode);
   };
   const costs = per.flat().filter((t) => t.cost);
   return {

@@ -49,9 +49,11 @@ describe.each([
         const turns = req.body.messages.filter((m) => m.role === 'user').length;
         return turns === 1 ? { text: 'Hi, I need help with my orders.', inputTokens: 50, outputTokens: 8 } : { text: '###STOP###', inputTokens: 80, outputTokens: 3 };
       }
-      const n = toolResults(req);
+      // First a call the env would refuse (it is answered with the error, and the model tries again).
+      const n = toolResults(req) - 1;
+      if (n < 0) return { toolCalls: [{ name: 'cancel_everything', arguments: {} }], inputTokens: 800, outputTokens: 10 };
       const next = task.actions[n];
-      // Two calls in the first turn: they run one after the other and go back together.
+      // Two calls in one turn: they run one after the other and go back together.
       if (n === 0 && task.actions.length > 1) return { toolCalls: task.actions.slice(0, 2).map((a) => ({ name: a.name, arguments: a.params })), inputTokens: 900, outputTokens: 40 };
       if (next) return { toolCalls: [{ name: next.name, arguments: next.params }], inputTokens: 1000, outputTokens: 30 };
       return { text: `All done: ${task.outputs.join(', ')}.`, inputTokens: 1200, outputTokens: 20 };
@@ -61,6 +63,7 @@ describe.each([
     const report = await runBenchmark({ suite: SUITE, tasks: [task.id], policy: `llm:${agentModel}`, user: `llm:${userModel}`, trials: 2, out, llm: { baseURL: base(server.url), provider } });
     expect(report.tasks[0]?.trials.map((t) => t.success)).toEqual([true, true]);
     expect(report.metrics.pass_hat_k).toEqual({ '1': 1, '2': 1 });
+    expect(report.metrics.invalid_action_rate.value).toBeCloseTo(1 / (task.actions.length + 2), 5);
     const cost = report.tasks[0]?.trials[0]?.cost;
     expect(cost?.input_tokens).toBeGreaterThan(1000);
     expect(cost?.usd).toBeNull(); // fake models have no price
@@ -75,7 +78,8 @@ describe.each([
     expect(conversations).toHaveLength(2);
     expect(conversations[0]?.messages[0]).toEqual({ from: 'user', text: 'Hi, I need help with my orders.' });
     expect(conversations[0]?.messages.at(-1)).toEqual({ from: 'user', text: '###STOP###' });
-    expect(conversations[0]?.messages.filter((m) => m.from === 'tool')).toHaveLength(task.actions.length);
+    expect(conversations[0]?.messages.filter((m) => m.from === 'tool')).toHaveLength(task.actions.length + 1);
+    expect(conversations[0]?.messages.find((m) => m.from === 'tool')?.text).toMatch(/^Error: unknown action cancel_everything \(available: .*cancel_pending_order/);
   });
 });
 

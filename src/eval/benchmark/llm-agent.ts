@@ -14,9 +14,21 @@ import { createLlmClient, type ChatMessage, type LlmClient, type ToolCall } from
 import { costOf, priceOf } from '../../llm/prices.js';
 import type { Observation, Policy } from '../../run/policy.js';
 import { AgentError } from '../../shared/errors.js';
+import { validate } from '../../schema/ajv.js';
 import type { JsonValue } from '../../shared/json.js';
 
 export const STOP = '###STOP###';
+/** Refused calls in a row before the episode is stopped. */
+const MAX_REFUSED_IN_A_ROW = 5;
+
+/** Why the env would refuse this call, or undefined: the tool must be enabled now, and its arguments valid. */
+function refusal(obs: Observation, call: ToolCall): string | undefined {
+  const action = obs.actions.find((a) => a.name === call.name);
+  if (!action) return `unknown action ${call.name}${obs.actions.length > 0 ? ` (available: ${obs.actions.map((a) => a.name).join(', ')})` : ''}`;
+  const issues = validate(action.parameters, call.arguments);
+  const first = issues[0];
+  return first ? `invalid arguments for ${call.name}: ${first.pointer || '/'} ${first.message}` : undefined;
+}
 
 export interface LlmSpec {
   readonly model: string;
@@ -67,6 +79,8 @@ interface EpisodeTalk {
   readonly transcript: Conversation['messages'][number][];
   pending: ToolCall[];
   lastCall?: ToolCall;
+  /** Calls refused before they reached the env (unknown tool, bad params). */
+  invalid: number;
   lastSaid?: string;
   user?: SimulatedUser;
   readonly usage: Usage;
@@ -124,6 +138,8 @@ export interface LlmAgent {
   /** Each episode's conversation so far. */
   conversations(): Conversation[];
   usage(episode: number): Usage | undefined;
+  /** Tool calls of an episode refused before they reached the env (unknown tool, params its schema rejects). */
+  invalidCalls(episode: number): number;
 }
 
 export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpec: LlmSpec; readonly user?: { readonly client: LlmClient; readonly spec: LlmSpec }; readonly system: string }): LlmAgent {
@@ -133,7 +149,7 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     if (!obs.task) throw new AgentError('BAD_USAGE', 'an llm: policy needs a task (run it with agent benchmark)');
     let talk = talks.get(obs.episode);
     if (!talk) {
-      talk = { messages: [], transcript: [], pending: [], usage: { inputTokens: 0, outputTokens: 0, usd: 0 } };
+      talk = { messages: [], transcript: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 } };
       talks.set(obs.episode, talk);
       tasks.set(obs.episode, obs.task.id);
       let opening = obs.task.instruction;
@@ -158,31 +174,44 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
       if (reply.includes(STOP)) return null;
       talk.messages.push({ role: 'user', content: reply });
     }
-    const next = talk.pending.shift();
-    if (next) {
-      talk.lastCall = next;
-      return { name: next.name, params: next.arguments };
-    }
     const tools = obs.actions.filter((a) => a.name !== 'respond').map((a) => ({ name: a.name, ...(a.description !== undefined ? { description: a.description } : {}), parameters: a.parameters }));
-    const res = await options.agent.chat({ system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal });
-    charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
-    talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
-    const [first, ...rest] = res.toolCalls;
-    if (first) {
-      if (res.text.trim()) talk.transcript.push({ from: 'agent', text: res.text.trim() });
-      talk.pending = rest;
-      talk.lastCall = first;
-      return { name: first.name, params: first.arguments };
+    // A call the env would refuse (an unknown or disabled tool, params its schema rejects) is
+    // answered with the error, as tau-bench's env answers it, and the model tries again.
+    for (let refused = 0; refused <= MAX_REFUSED_IN_A_ROW; ) {
+      let call = talk.pending.shift();
+      if (!call) {
+        const res = await options.agent.chat({ system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal });
+        charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
+        talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
+        if (res.toolCalls.length === 0) return say(talk, obs, res.text);
+        if (res.text.trim()) talk.transcript.push({ from: 'agent', text: res.text.trim() });
+        [call, ...talk.pending] = res.toolCalls as [ToolCall, ...ToolCall[]];
+      }
+      const problem = refusal(obs, call);
+      if (problem === undefined) {
+        talk.lastCall = call;
+        return { name: call.name, params: call.arguments };
+      }
+      talk.invalid++;
+      refused++;
+      talk.messages.push({ role: 'tool', toolCallId: call.id, content: `Error: ${problem}` });
+      talk.transcript.push({ from: 'tool', tool: call.name, text: `Error: ${problem}` });
     }
-    talk.lastSaid = res.text;
-    talk.transcript.push({ from: 'agent', text: res.text });
+    // A model that keeps calling what does not exist is stopped rather than billed forever.
+    return null;
+  };
+  /** The agent's plain text: said to the user (its `respond`). */
+  const say = (talk: EpisodeTalk, obs: Observation, text: string): Action | null => {
+    talk.lastSaid = text;
+    talk.transcript.push({ from: 'agent', text });
     // An env without a respond action: the agent's answer ends the episode.
     if (!obs.actions.some((a) => a.name === 'respond')) return null;
-    return { name: 'respond', params: { content: res.text } };
+    return { name: 'respond', params: { content: text } };
   };
   return {
     policy,
     conversations: () => [...talks].map(([episode, t]) => ({ episode, task: tasks.get(episode) ?? '', messages: t.transcript, usage: t.usage })),
     usage: (episode) => talks.get(episode)?.usage,
+    invalidCalls: (episode) => talks.get(episode)?.invalid ?? 0,
   };
 }
