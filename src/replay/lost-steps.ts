@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { SettledStepEvent } from '../run/run-events.js';
 import { RUN_FILES } from './run-writer.js';
 
-export const LOST_STEPS_FILE = 'trajectories.lost.jsonl';
+const LOST_STEPS_FILE = 'trajectories.lost.jsonl';
 
 export async function readLostSteps(dir: string, committed: readonly SettledStepEvent[]): Promise<number> {
   let text: string;

@@ -56,7 +56,6 @@ export interface InflightCall {
 
 export interface JournalContents {
   readonly run: JournalRun;
-  readonly status: 'running' | 'interrupted';
   readonly episodes: ReadonlyMap<number, JournalEpisode>;
   readonly inflight: ReadonlyMap<number, InflightCall>;
   /** Every committed step, in commit order. */
@@ -89,7 +88,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`;
 
 /** How long a lease outlives its owner's last renewal: a resume on another host waits this long. */
-export const LEASE_MS = 15_000;
+const LEASE_MS = 15_000;
 const READ_CHUNK = 5_000;
 
 export class RunJournal implements Disposable {
@@ -172,7 +171,7 @@ export class RunJournal implements Disposable {
         hint: 'Something other than the toolkit changed the run\'s keys. Restore them from a backup.',
       });
     }
-    return { run, status: (meta['status'] ?? 'running') as JournalContents['status'], episodes, inflight, steps, rewards };
+    return { run, episodes, inflight, steps, rewards };
   }
 
   async #readStream(key: string, signal?: AbortSignal): Promise<unknown[]> {
@@ -228,7 +227,8 @@ export class RunJournal implements Disposable {
     void this.#tail.then(fn, fn);
   }
 
-  async setStatus(status: JournalContents['status'], signal?: AbortSignal): Promise<void> {
+  /** `running` or `interrupted`: for people reading Redis (a resume handles both the same). */
+  async setStatus(status: 'running' | 'interrupted', signal?: AbortSignal): Promise<void> {
     await raceAbort(this.#redis.hset(this.#keys.meta, 'status', status), signal);
   }
 
