@@ -15,6 +15,7 @@ import { registerDoctor } from './doctor.js';
 import { registerReward } from './reward.js';
 import { registerExport } from './export.js';
 import { registerBenchmark } from './benchmark.js';
+import { registerDebug } from './debug.js';
 
 export type { Io } from './io.js';
 
@@ -59,6 +60,7 @@ export function createProgram(io: Io): Command {
   registerReward(program, io);
   registerExport(program, io);
   registerBenchmark(program, io);
+  registerDebug(program, io);
   return program;
 }
 

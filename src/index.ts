@@ -79,3 +79,4 @@ export { recordedSteps, type RecordedStep } from './replay/recording.js';
 export { runBenchmark, compareWithBaseline, equalJson, type BenchmarkOptions, type BenchmarkReport, type BaselineComparison, type MetricComparison, type TrialResult, type ToolMetrics, type EpisodeOutcome } from './eval/benchmark/benchmark.js';
 export { loadSuite, type BenchmarkTask, type Suite, type SuccessCriterion } from './eval/benchmark/suite.js';
 export type { Estimate } from './eval/benchmark/stats.js';
+export { inspectTrace, inspectState, inspectField, type TraceReport, type StateReport, type FieldChange } from './replay/inspect.js';

@@ -1,0 +1,59 @@
+/** `agent debug <run-dir>` non-interactive forms: states rebuilt at every seq equal the states the policy saw live. */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { inspectState, randomPolicy, Run, type JsonValue, type Policy } from '../src/index.js';
+import { runAgent, scratch } from './testing.js';
+
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
+
+describe('agent debug', async () => {
+  const seen = new Map<string, JsonValue>();
+  // The policy sees the state each action is chosen on: the state at that step's seq_before.
+  const watching: Policy = (obs, ctx) => {
+    seen.set(`${obs.episode}:${obs.step}`, obs.state);
+    return randomPolicy(obs, ctx);
+  };
+  const out = await tmp.dir('debug-');
+  const run = await Run.prepare({ env: 'fixtures/weather', episodes: 3, concurrency: 2, maxSteps: 6, out, policy: watching, toolOptions: { latency_scale: 0.01 } });
+  await run.execute();
+  const dir = run.dir as string;
+  const steps = (await readFile(path.join(dir, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { episode: number; step: number; seq_before: number; trace_id: string });
+
+  it('rebuilds the state at every seq equal to the state seen live', async () => {
+    expect(steps.length).toBe(18);
+    for (const s of steps) {
+      const rebuilt = await inspectState(dir, s.episode, { seq: s.seq_before });
+      expect(rebuilt.state, `episode ${s.episode} step ${s.step}`).toEqual(seen.get(`${s.episode}:${s.step - 1}`));
+    }
+  });
+
+  it('--trace prints the events of a trace with their offsets, --json as a record', async () => {
+    const id = steps[0]?.trace_id as string;
+    const text = await runAgent(['debug', dir, '--trace', id]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`^trace ${id} \\(episode \\d\\): get_weather .* → resolved in [\\d.]+ ms, 1 attempt`));
+    const json = JSON.parse((await runAgent(['debug', dir, '--trace', id, '--json'])).stdout) as { events: { type: string; at_ms: number }[] };
+    expect(json.events[0]).toMatchObject({ type: 'dispatched', at_ms: 0 });
+    expect(json.events.map((e) => e.type)).toContain('trace_settled');
+  });
+
+  it('--field lists each change with its seq and trace; --state --at gives the state then', async () => {
+    const field = JSON.parse((await runAgent(['debug', dir, '--field', '0', '/current_weather/temperature', '--json'])).stdout) as { changes: { seq: number; trace_id?: string; value?: number }[] };
+    expect(field.changes[0]).toEqual({ seq: 0, time: '' });
+    expect(field.changes.length).toBeGreaterThan(1);
+    expect(field.changes.slice(1).every((c) => typeof c.value === 'number' && c.trace_id?.startsWith('ep-0:'))).toBe(true);
+    const at = JSON.parse((await runAgent(['debug', dir, '--state', '0', '--at', String(field.changes[1]?.seq), '--json'])).stdout) as { state: { current_weather: { temperature: number } } };
+    expect(at.state.current_weather.temperature).toBe(field.changes[1]?.value);
+  });
+
+  it('says what is wrong: no form, an unknown trace or episode, a bad pointer, a seq out of range', async () => {
+    expect(await runAgent(['debug', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>') });
+    expect(await runAgent(['debug', dir, '--trace', 'ep-9:9'])).toMatchObject({ code: 2, stderr: expect.stringContaining("no trace 'ep-9:9'") });
+    expect(await runAgent(['debug', dir, '--state', '7'])).toMatchObject({ code: 2, stderr: expect.stringContaining('no episode 7') });
+    expect(await runAgent(['debug', dir, '--field', '0', 'current_weather'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a JSON pointer') });
+    expect(await runAgent(['debug', dir, '--state', '0', '--at', '999'])).toMatchObject({ code: 2, stderr: expect.stringContaining('has seqs 0 …') });
+    expect(await runAgent(['debug', path.join(dir, 'nope'), '--trace', 'x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a run folder') });
+  });
+});

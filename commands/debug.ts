@@ -1,0 +1,73 @@
+/**
+ * `agent debug <run-dir>` in its non-interactive forms (for scripts and tests): a trace's events and
+ * timings, an episode's state at a seq or time, and the history of one field, all rebuilt from the
+ * run folder.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Io } from './io.js';
+import { core } from './lib.js';
+import { wholeNumber } from './options.js';
+
+interface Flags {
+  trace?: string;
+  state?: number;
+  at?: number;
+  time?: number;
+  field?: number;
+  json?: boolean;
+}
+
+function isoTime(v: string): number {
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) throw new InvalidArgumentError('expected an ISO time such as 2026-11-30T10:15:00Z.');
+  return t;
+}
+
+export function registerDebug(program: Command, io: Io): void {
+  program
+    .command('debug')
+    .description("Look into a run folder: a trace's events and timings (--trace), an episode's state at any seq or time (--state), one field's history (--field).")
+    .argument('<run-dir>', 'a run folder (runs/<run-id>)')
+    .argument('[pointer]', 'with --field: the JSON pointer of the field, e.g. /current_weather/temperature')
+    .option('--trace <id>', "a trace's events, with their offsets from its dispatch")
+    .option('--state <episode>', "an episode's state (its last, or --at / --time)", wholeNumber)
+    .option('--at <seq>', 'with --state: the state after this seq', wholeNumber)
+    .option('--time <iso>', 'with --state: the state as it stood at this time', isoTime)
+    .option('--field <episode>', 'every change to the field at <pointer> in this episode', wholeNumber)
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature')
+    .action(async (dir: string, pointer: string | undefined, flags: Flags) => {
+      io.exitCode = await debugCommand(dir, pointer, flags, io);
+    });
+}
+
+async function debugCommand(dir: string, pointer: string | undefined, flags: Flags, io: Io): Promise<number> {
+  const chosen = [flags.trace !== undefined, flags.state !== undefined, flags.field !== undefined].filter(Boolean).length;
+  const usage = (message: string): number => {
+    io.stderr.write(`error: ${message}\n(run with --help for usage)\n`);
+    return 2;
+  };
+  if (chosen !== 1) return usage('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>');
+  if ((flags.at !== undefined || flags.time !== undefined) && flags.state === undefined) return usage('--at and --time go with --state');
+  if (flags.at !== undefined && flags.time !== undefined) return usage('pass --at or --time, not both');
+  if (flags.field !== undefined && pointer === undefined) return usage('--field needs the pointer of the field: agent debug <run-dir> --field <episode> <pointer>');
+  const { inspectTrace, inspectState, inspectField } = await core();
+  const print = (value: unknown, text: () => string): void => void io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : text());
+  if (flags.trace !== undefined) {
+    const t = await inspectTrace(dir, flags.trace);
+    print(t, () =>
+      [
+        `trace ${t.trace_id} (episode ${t.episode}): ${t.action} ${JSON.stringify(t.params)} → ${t.status}${t.duration_ms !== undefined ? ` in ${t.duration_ms.toFixed(1)} ms` : ''}${t.attempts !== undefined ? `, ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}` : ''}`,
+        ...(t.error ? [`  error: ${JSON.stringify(t.error)}`] : []),
+        ...t.events.map((e) => `  +${e.at_ms.toFixed(0).padStart(6)} ms  ${e.type.padEnd(16)} ${e.detail !== undefined ? JSON.stringify(e.detail) : ''}`.trimEnd()),
+      ].join('\n') + '\n',
+    );
+  } else if (flags.state !== undefined) {
+    const s = await inspectState(dir, flags.state, { ...(flags.at !== undefined ? { seq: flags.at } : {}), ...(flags.time !== undefined ? { time: flags.time } : {}) });
+    print(s, () => `episode ${s.episode} (${s.instance_id}) at seq ${s.seq}${s.time ? ` (${s.time})` : ''}:\n${JSON.stringify(s.state, null, 2)}\n`);
+  } else {
+    const f = await inspectField(dir, flags.field as number, pointer as string);
+    print(f, () => [`episode ${f.episode}, ${f.pointer}: ${f.changes.length - 1} change${f.changes.length === 2 ? '' : 's'}`, ...f.changes.map((c) => `  seq ${String(c.seq).padStart(4)}  ${c.time.padEnd(24)} ${(c.trace_id ?? '').padEnd(10)} ${'value' in c ? JSON.stringify(c.value) : c.seq === 0 ? '(absent)' : '(removed)'}`)].join('\n') + '\n');
+  }
+  return 0;
+}

@@ -1,0 +1,182 @@
+/**
+ * Questions a run folder answers without the run: one trace's events and timings, an episode's
+ * state at any seq or time, and every change to one field. The folder is streamed, never loaded
+ * whole. States are rebuilt from the episode's initial state (states.jsonl) and its committed
+ * patches: the archived history (history/, durable runs) when there is one, else the
+ * `state_committed` events.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { AgentError } from '../shared/errors.js';
+import { parsePointer, type JsonValue } from '../shared/json.js';
+import { archiveFile, readArchive } from '../state/archive.js';
+import { applyPatch, type Patch } from '../state/patch.js';
+import { forEachLine, readManifest } from './run-rewards.js';
+import { RUN_FILES } from './run-writer.js';
+
+type Event = Record<string, unknown> & { readonly type: string; readonly time: number };
+
+export interface TraceReport {
+  readonly trace_id: string;
+  readonly episode: number;
+  readonly action: string;
+  readonly params: JsonValue;
+  readonly status: 'resolved' | 'failed' | 'pending';
+  /** Dispatch to settle, and the tool's own time. */
+  readonly duration_ms?: number;
+  readonly tool_ms?: number;
+  readonly attempts?: number;
+  readonly error?: JsonValue;
+  /** Each event of the trace, with its offset from the dispatch. */
+  readonly events: readonly { readonly type: string; readonly time: string; readonly at_ms: number; readonly detail?: JsonValue }[];
+}
+
+/** The events and timings of one trace (dispatch, tool start and finish, commit, settle, rewards). */
+export async function inspectTrace(dir: string, traceId: string): Promise<TraceReport> {
+  await readManifest(dir);
+  const events: Event[] = [];
+  await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
+    if (r['traceId'] === traceId) events.push(r as Event);
+  });
+  const dispatched = events.find((e) => e.type === 'dispatched');
+  if (!dispatched) throw new AgentError('BAD_USAGE', `no trace '${traceId}' in ${dir}`, { hint: 'Trace ids look like ep-3:7 (instance, then the call number): see trajectories.jsonl.' });
+  const settled = events.find((e) => e.type === 'trace_settled');
+  const finished = events.filter((e) => e.type === 'tool_finished').pop();
+  const t0 = dispatched.time;
+  return {
+    trace_id: traceId,
+    episode: dispatched['episode'] as number,
+    action: dispatched['action'] as string,
+    params: dispatched['params'] as JsonValue,
+    status: settled ? (settled['status'] as 'resolved' | 'failed') : 'pending',
+    ...(settled ? { duration_ms: settled['durationMs'] as number } : {}),
+    ...(finished ? { tool_ms: finished['durationMs'] as number, attempts: finished['attempts'] as number } : {}),
+    ...(settled?.['error'] ? { error: settled['error'] as JsonValue } : {}),
+    events: events.map((e) => {
+      const detail = detailOf(e);
+      return { type: e.type, time: new Date(e.time).toISOString(), at_ms: e.time - t0, ...(detail !== undefined ? { detail } : {}) };
+    }),
+  };
+}
+
+function detailOf(e: Event): JsonValue | undefined {
+  switch (e.type) {
+    case 'tool_finished':
+      return { ok: e['ok'] as boolean, duration_ms: e['durationMs'] as number, attempts: e['attempts'] as number, ...(e['error'] ? { error: e['error'] as JsonValue } : {}) };
+    case 'state_committed':
+      return { seq: e['seq'] as number, patch: e['patch'] as JsonValue };
+    case 'trace_settled':
+      return { status: e['status'] as string, step: e['step'] as number, reward: e['reward'] as number };
+    case 'reward_arrived':
+    case 'reward_late':
+    case 'reward_imputed':
+      return { source: e['source'] as string, value: e['value'] as number };
+    default:
+      return undefined;
+  }
+}
+
+interface Commit {
+  readonly seq: number;
+  readonly time: number;
+  readonly traceId?: string;
+  readonly patch: Patch;
+}
+
+/** An episode's initial state and its commits in order. */
+async function history(dir: string, episode: number): Promise<{ instanceId: string; initial: JsonValue; commits: Commit[] }> {
+  await readManifest(dir);
+  let instanceId: string | undefined;
+  let stateId: string | undefined;
+  const fromEvents: Commit[] = [];
+  await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
+    if (r['type'] === 'episode_started' && r['episode'] === episode) {
+      instanceId = r['instanceId'] as string;
+      stateId = r['initialStateId'] as string;
+    } else if (r['type'] === 'state_committed' && instanceId !== undefined && r['instanceId'] === instanceId) {
+      fromEvents.push({ seq: r['seq'] as number, time: r['time'] as number, traceId: r['traceId'] as string, patch: r['patch'] as Patch });
+    }
+  });
+  if (instanceId === undefined || stateId === undefined) throw new AgentError('BAD_USAGE', `no episode ${episode} in ${dir}`, { hint: 'Episodes are numbered from 0: see episodes.jsonl.' });
+  let initial: JsonValue | undefined;
+  await forEachLine(path.join(dir, RUN_FILES.states), (r) => {
+    if (r['state_id'] === stateId) initial = r['state'] as JsonValue;
+  });
+  if (initial === undefined) throw new AgentError('STATE_CORRUPT', `states.jsonl has no ${stateId}, the initial state of episode ${episode}`);
+  const archived = path.join(dir, 'history');
+  // A durable run's archive is what Redis committed; events may also hold steps a crash undid.
+  const commits = existsSync(archiveFile(archived, instanceId)) ? (await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })) : dedupe(fromEvents);
+  return { instanceId, initial, commits };
+}
+
+/** After a resume, events can hold a seq twice (written, undone, written again): the last one stands. */
+function dedupe(commits: readonly Commit[]): Commit[] {
+  const bySeq = new Map<number, Commit>();
+  for (const c of commits) bySeq.set(c.seq, c);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+export interface StateReport {
+  readonly episode: number;
+  readonly instance_id: string;
+  readonly seq: number;
+  readonly time: string | null;
+  readonly state: JsonValue;
+}
+
+/** An episode's state at a seq (default: its last), or as it stood at a time. */
+export async function inspectState(dir: string, episode: number, point: { readonly seq?: number; readonly time?: number } = {}): Promise<StateReport> {
+  const h = await history(dir, episode);
+  const last = h.commits[h.commits.length - 1]?.seq ?? 0;
+  if (point.seq !== undefined && (point.seq < 0 || point.seq > last)) throw new AgentError('BAD_USAGE', `episode ${episode} has seqs 0 … ${last} (asked for ${point.seq})`, { hint: 'Pass --at with a seq in that range.' });
+  let state = h.initial;
+  let seq = 0;
+  let time: number | undefined;
+  for (const c of h.commits) {
+    if (point.seq !== undefined && c.seq > point.seq) break;
+    if (point.time !== undefined && c.time > point.time) break;
+    state = applyPatch(state, c.patch);
+    seq = c.seq;
+    time = c.time;
+  }
+  return { episode, instance_id: h.instanceId, seq, time: time === undefined ? null : new Date(time).toISOString(), state };
+}
+
+export interface FieldChange {
+  readonly seq: number;
+  readonly time: string;
+  readonly trace_id?: string;
+  /** The value after the change; absent when the change removed the field. */
+  readonly value?: JsonValue;
+}
+
+/** Every change to the value at `pointer` over an episode (its initial value as seq 0). */
+export async function inspectField(dir: string, episode: number, pointer: string): Promise<{ readonly episode: number; readonly pointer: string; readonly changes: readonly FieldChange[] }> {
+  let tokens: string[];
+  try {
+    tokens = parsePointer(pointer);
+  } catch {
+    throw new AgentError('BAD_USAGE', `'${pointer}' is not a JSON pointer`, { hint: 'Pointers start with / (e.g. /user/name), with ~1 for / and ~0 for ~ inside a key.' });
+  }
+  const h = await history(dir, episode);
+  const at = (state: JsonValue): JsonValue | undefined => {
+    let v: JsonValue | undefined = state;
+    for (const t of tokens) {
+      if (Array.isArray(v)) v = v[Number(t)];
+      else if (v !== null && typeof v === 'object' && Object.prototype.hasOwnProperty.call(v, t)) v = v[t];
+      else return undefined;
+    }
+    return v;
+  };
+  let state = h.initial;
+  let before = at(state);
+  const changes: FieldChange[] = [{ seq: 0, time: '', ...(before !== undefined ? { value: before } : {}) }];
+  for (const c of h.commits) {
+    state = applyPatch(state, c.patch);
+    const now = at(state);
+    if (JSON.stringify(now) === JSON.stringify(before)) continue;
+    changes.push({ seq: c.seq, time: new Date(c.time).toISOString(), ...(c.traceId ? { trace_id: c.traceId } : {}), ...(now !== undefined ? { value: now } : {}) });
+    before = now;
+  }
+  return { episode, pointer, changes };
+}
