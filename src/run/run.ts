@@ -312,7 +312,7 @@ export class Run implements AsyncDisposable {
     const resumed = durable?.resumed;
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
-    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
+    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.

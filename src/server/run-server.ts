@@ -4,8 +4,12 @@
  *   episode+time, source, value, key?}); answers 200 with each one's outcome when all landed,
  *   400 with each bad one's pointer and reason otherwise (the good ones land either way; a bad one
  *   changes nothing);
- * - `GET /health`: the run id and how many rewards are pending.
- * The debug console will attach to this same server.
+ * - `GET /health`: the run id and how many rewards are pending;
+ * - `GET /events`: the run's events as server-sent events (`id` = order, `event` = type, `data` =
+ *   the event as JSON), the last 10,000 replayed first; `Last-Event-ID` (or `?since=`) resumes after
+ *   a disconnect; a client that stops reading is cut off (it reconnects and resumes);
+ * - `GET /progress`: the live statistics as JSON.
+ * What a debug console or a web view attaches to.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,22 +26,82 @@ export interface RunServerOptions {
   readonly rewards: EnvRewards;
   /** A durable run: resolves once what landed is in Redis, so a 200 means it survives a crash. */
   readonly durable?: () => Promise<void>;
+  /** The run's events, streamed on GET /events. */
+  readonly events?: { onAny(listener: (event: { readonly type: string }) => void): () => void };
+  /** The run's live statistics, on GET /progress. */
+  readonly progress?: () => unknown;
   readonly signal?: AbortSignal;
+}
+
+/** Events kept for clients that connect late or reconnect. */
+const REPLAY = 10_000;
+/** A client this far behind is cut off (it reconnects with Last-Event-ID). */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+/** The run's events as server-sent events: numbered, buffered for late joiners, fanned out to clients. */
+class EventStream implements Disposable {
+  readonly #recent: string[] = [];
+  #next = 1;
+  readonly #clients = new Set<ServerResponse>();
+  readonly #off: () => void;
+  readonly #heartbeat: NodeJS.Timeout;
+
+  constructor(events: NonNullable<RunServerOptions['events']>) {
+    this.#off = events.onAny((e) => {
+      const frame = `id: ${this.#next++}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+      this.#recent.push(frame);
+      if (this.#recent.length > REPLAY) this.#recent.shift();
+      for (const res of this.#clients) this.#send(res, frame);
+    });
+    this.#heartbeat = setInterval(() => {
+      for (const res of this.#clients) this.#send(res, ': ping\n\n');
+    }, HEARTBEAT_MS);
+    this.#heartbeat.unref();
+  }
+
+  #send(res: ServerResponse, frame: string): void {
+    if (res.writableLength > MAX_BUFFERED_BYTES) {
+      this.#clients.delete(res);
+      res.end();
+      return;
+    }
+    res.write(frame);
+  }
+
+  attach(req: IncomingMessage, res: ServerResponse, since: number): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.write('retry: 1000\n\n');
+    const first = this.#next - this.#recent.length;
+    for (let i = Math.max(0, since + 1 - first); i < this.#recent.length; i++) res.write(this.#recent[i] as string);
+    this.#clients.add(res);
+    req.on('close', () => this.#clients.delete(res));
+  }
+
+  [Symbol.dispose](): void {
+    this.#off();
+    clearInterval(this.#heartbeat);
+    for (const res of this.#clients) res.end();
+    this.#clients.clear();
+  }
 }
 
 type ItemResult = { readonly index: number } & ({ readonly ok: true; readonly result: DeliveryResult } | { readonly ok: false; readonly pointer: string; readonly error: string });
 
 export class RunServer implements AsyncDisposable {
   readonly #server: Server;
+  readonly #stream: EventStream | undefined;
   readonly port: number;
 
-  private constructor(server: Server, port: number) {
+  private constructor(server: Server, port: number, stream: EventStream | undefined) {
     this.#server = server;
     this.port = port;
+    this.#stream = stream;
   }
 
   static async start(options: RunServerOptions): Promise<RunServer> {
-    const server = createServer((req, res) => void handle(req, res, options).catch((err: unknown) => send(res, 500, { error: String(err) })));
+    const stream = options.events ? new EventStream(options.events) : undefined;
+    const server = createServer((req, res) => void handle(req, res, options, stream).catch((err: unknown) => send(res, 500, { error: String(err) })));
     server.keepAliveTimeout = 1_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
@@ -49,22 +113,28 @@ export class RunServer implements AsyncDisposable {
       );
       server.listen(options.port, '127.0.0.1', () => resolve());
     });
-    return new RunServer(server, (server.address() as AddressInfo).port);
+    return new RunServer(server, (server.address() as AddressInfo).port, stream);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
+    this.#stream?.[Symbol.dispose]();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, options: RunServerOptions): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, options: RunServerOptions, stream: EventStream | undefined): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   if (req.method === 'GET' && url.pathname === '/health') {
     const size = options.rewards.ledger.size;
     return send(res, 200, { run_id: options.runId, steps: size.steps, pending_rewards: size.pending });
   }
-  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards or GET /health` });
+  if (req.method === 'GET' && url.pathname === '/events' && stream) {
+    const since = Number(req.headers['last-event-id'] ?? url.searchParams.get('since') ?? 0);
+    return stream.attach(req, res, Number.isInteger(since) && since > 0 ? since : 0);
+  }
+  if (req.method === 'GET' && url.pathname === '/progress' && options.progress) return send(res, 200, options.progress() as object);
+  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress or GET /health` });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST a delivery (or an array, or JSON lines) to /rewards' });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });

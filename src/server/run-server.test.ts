@@ -1,0 +1,70 @@
+/** The run's local server streams its events (server-sent events) and progress, for a console or a web view to attach. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { randomPolicy, Run, type Policy } from '../index.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** Read an event stream until `enough` says so (or it ends); returns the frames as {id, event, data}. */
+async function frames(url: string, headers: Record<string, string>, enough: (f: { id: number; event: string }[]) => boolean): Promise<{ id: number; event: string; data: { type: string } }[]> {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers, signal: controller.signal });
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const parsed: { id: number; event: string; data: { type: string } }[] = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    const blocks = text.split('\n\n');
+    text = blocks.pop() ?? '';
+    for (const b of blocks) {
+      const id = /^id: (\d+)$/m.exec(b)?.[1];
+      const event = /^event: (.+)$/m.exec(b)?.[1];
+      const data = /^data: (.+)$/m.exec(b)?.[1];
+      if (id && event && data) parsed.push({ id: Number(id), event, data: JSON.parse(data) as { type: string } });
+    }
+    if (enough(parsed)) break;
+  }
+  controller.abort();
+  return parsed;
+}
+
+describe('GET /events and /progress', () => {
+  it('replays the run so far, then streams it live; Last-Event-ID resumes after a disconnect', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    // The run waits after its third step until the test has looked.
+    const policy: Policy = async (obs, ctx) => {
+      if (obs.step === 3) await held;
+      return randomPolicy(obs, ctx);
+    };
+    const out = await mkdtemp(path.join(os.tmpdir(), 'sse-'));
+    dirs.push(out);
+    const run = await Run.prepare({ env: 'fixtures/weather', episodes: 1, maxSteps: 5, out, port: 0, policy, toolOptions: { latency_scale: 0.01 } });
+    const started = new Promise<void>((r) => run.events.on('trace_settled', (e) => e.step === 3 && r()));
+    const done = run.execute();
+    await started;
+    const base = `http://127.0.0.1:${run.port}`;
+    const first = await frames(`${base}/events`, {}, (f) => f.filter((x) => x.event === 'trace_settled').length >= 3);
+    expect(first[0]).toMatchObject({ id: 1, event: 'run_started' });
+    expect(first.map((f) => f.id)).toEqual(first.map((_, i) => i + 1));
+    expect(first.every((f) => f.data.type === f.event)).toBe(true);
+    const resumed = await frames(`${base}/events`, { 'last-event-id': '5' }, (f) => f.length >= 2);
+    expect(resumed[0]?.id).toBe(6);
+    const progress = (await (await fetch(`${base}/progress`)).json()) as { steps: number; episodesTotal: number };
+    expect(progress).toMatchObject({ steps: 3, episodesTotal: 1 });
+    // Live: what happens after connecting arrives too.
+    const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, {}, (f) => f.some((x) => x.event === 'run_finished'));
+    release();
+    expect((await live).map((f) => f.event)).toContain('run_finished');
+    await done;
+  });
+});
