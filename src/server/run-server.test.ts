@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomPolicy, Run, type Policy } from '../index.js';
+import { Emitter } from '../shared/emitter.js';
+import { RunServer } from './run-server.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -66,5 +68,18 @@ describe('GET /events and /progress', () => {
     release();
     expect((await live).map((f) => f.event)).toContain('run_finished');
     await done;
+  });
+
+  it('keeps only the last events for late joiners (a ring), in order', async () => {
+    const events = new Emitter<{ type: string; n: number }>();
+    await using server = await RunServer.start({ port: 0, runId: 'ring', rewards: undefined as never, events, replay: 5 });
+    for (let n = 1; n <= 12; n++) events.emit({ type: 'tick', n });
+    const all = await frames(`http://127.0.0.1:${server.port}/events`, {}, (f) => f.length >= 5);
+    expect(all.map((f) => f.id)).toEqual([8, 9, 10, 11, 12]);
+    const after = await frames(`http://127.0.0.1:${server.port}/events?since=10`, {}, (f) => f.length >= 2);
+    expect(after.map((f) => [f.id, (f.data as unknown as { n: number }).n])).toEqual([
+      [11, 11],
+      [12, 12],
+    ]);
   });
 });

@@ -30,10 +30,12 @@ export interface RunServerOptions {
   readonly events?: { onAny(listener: (event: { readonly type: string }) => void): () => void };
   /** The run's live statistics, on GET /progress. */
   readonly progress?: () => unknown;
+  /** How many recent events a client that connects late is sent first (default 10,000). */
+  readonly replay?: number;
   readonly signal?: AbortSignal;
 }
 
-/** Events kept for clients that connect late or reconnect. */
+/** Events kept for clients that connect late or reconnect, by default. */
 const REPLAY = 10_000;
 /** A client this far behind is cut off (it reconnects with Last-Event-ID). */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -41,17 +43,20 @@ const HEARTBEAT_MS = 15_000;
 
 /** The run's events as server-sent events: numbered, buffered for late joiners, fanned out to clients. */
 class EventStream implements Disposable {
+  /** A ring of the last `replay` frames: frame n sits at (n - 1) % replay (shift() per event would be O(n)). */
   readonly #recent: string[] = [];
+  readonly #replay: number;
   #next = 1;
   readonly #clients = new Set<ServerResponse>();
   readonly #off: () => void;
   readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(events: NonNullable<RunServerOptions['events']>) {
+  constructor(events: NonNullable<RunServerOptions['events']>, replay: number) {
+    this.#replay = Math.max(1, replay);
     this.#off = events.onAny((e) => {
-      const frame = `id: ${this.#next++}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-      this.#recent.push(frame);
-      if (this.#recent.length > REPLAY) this.#recent.shift();
+      const id = this.#next++;
+      const frame = `id: ${id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+      this.#recent[(id - 1) % this.#replay] = frame;
       for (const res of this.#clients) this.#send(res, frame);
     });
     this.#heartbeat = setInterval(() => {
@@ -72,8 +77,8 @@ class EventStream implements Disposable {
   attach(req: IncomingMessage, res: ServerResponse, since: number): void {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.write('retry: 1000\n\n');
-    const first = this.#next - this.#recent.length;
-    for (let i = Math.max(0, since + 1 - first); i < this.#recent.length; i++) res.write(this.#recent[i] as string);
+    const first = Math.max(1, this.#next - this.#replay, since + 1);
+    for (let id = first; id < this.#next; id++) res.write(this.#recent[(id - 1) % this.#replay] as string);
     this.#clients.add(res);
     req.on('close', () => this.#clients.delete(res));
   }
@@ -100,7 +105,7 @@ export class RunServer implements AsyncDisposable {
   }
 
   static async start(options: RunServerOptions): Promise<RunServer> {
-    const stream = options.events ? new EventStream(options.events) : undefined;
+    const stream = options.events ? new EventStream(options.events, options.replay ?? REPLAY) : undefined;
     const server = createServer((req, res) => void handle(req, res, options, stream).catch((err: unknown) => send(res, 500, { error: String(err) })));
     server.keepAliveTimeout = 1_000;
     await new Promise<void>((resolve, reject) => {
