@@ -199,6 +199,7 @@ export class Run implements AsyncDisposable {
   #failure: AgentError | undefined;
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
+  #firstIndex: Map<JsonValue, number> | undefined;
 
   private constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -469,6 +470,19 @@ export class Run implements AsyncDisposable {
     this.#env.rewards.expireDue();
   }
 
+  /** Episode i's initial state, by the first index it appears at: an object given for many episodes is one state in the folder. */
+  #stateIndex(episode: number): number {
+    const states = this.#initialStates;
+    if (!this.#firstIndex) {
+      const first = new Map<JsonValue, number>();
+      states.forEach((s, i) => {
+        if (!first.has(s)) first.set(s, i);
+      });
+      this.#firstIndex = first;
+    }
+    return this.#firstIndex.get(states[episode % states.length] as JsonValue) ?? episode % states.length;
+  }
+
   get #historyDir(): string {
     return path.join(this.#setup.out, this.runId, 'history');
   }
@@ -554,9 +568,7 @@ export class Run implements AsyncDisposable {
     const agent = this.#env.createInstance({ id: `ep-${index}` });
     const counts = { steps: 0 };
     this.#steps.set(agent.id, counts);
-    const states = this.#initialStates;
-    // An object given for many episodes is written once, under its first index.
-    const stateIndex = states.indexOf(states[index % states.length] as JsonValue);
+    const stateIndex = this.#stateIndex(index);
     const initialStateId = `initial-${stateIndex}`;
     const journal = this.#durable?.journal;
     this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId });

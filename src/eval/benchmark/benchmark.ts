@@ -335,7 +335,11 @@ function metricsOf(
       }
     }
   }
-  const of = (pick: (x: TrialResult) => number | undefined, k: number): Estimate => bootstrapMean(per.map((r) => r.flatMap((x) => (pick(x) === undefined ? [] : [pick(x) as number]))), seed + k);
+  const of = (pick: (x: TrialResult) => number | undefined, k: number): Estimate =>
+    bootstrapMean(
+      per.map((r) => r.flatMap((x) => pick(x) ?? [])),
+      seed + k,
+    );
   const calls = (x: TrialResult): number => byEpisode.get(x.episode)?.calls ?? 0;
   // An action the env refused at dispatch (unknown, disabled, bad params) ends its episode as a
   // policy error; the llm: agent checks its calls first and counts the ones it had to take back.
