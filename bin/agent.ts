@@ -5,6 +5,14 @@ process.setSourceMapsEnabled(true);
 
 // `agent-run …` is `agent run …`: its shim names the subcommand here. Consumed, so that it does
 // not leak into the environment of subprocess tools.
+// `agent … | head`: once the reader is gone there is no one left to tell; end quietly instead of
+// dying on an unhandled EPIPE. A command that handles it itself (`run` stops gracefully and
+// flushes its folder) has its own listener, and this one leaves it to it.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE' && stream.listenerCount('error') === 1) process.exit(process.exitCode ?? 0);
+  });
+}
 const sub = process.env['AGENT_SUBCOMMAND'];
 delete process.env['AGENT_SUBCOMMAND'];
 process.exitCode = await main(sub ? [sub, ...process.argv.slice(2)] : process.argv.slice(2));

@@ -79,6 +79,14 @@ describe('agent', () => {
 });
 
 describe('agent run | head', () => {
+  it('ends quietly when its reader goes away (agent --help | head)', async () => {
+    const child = execa('node', ['bin/agent.js', 'benchmark', '--help'], { reject: false, stdout: 'pipe' });
+    child.stdout?.destroy();
+    const result = await child;
+    expect(result.stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(result.exitCode).toBe(0);
+  });
+
   it('stops quietly when stdout is closed, and still flushes the run folder', async () => {
     const out = await tmpOut();
     const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '30', '--json', '--out', out, '--tool-option', 'latency_scale=0.02'], { reject: false, stdout: 'pipe' });
