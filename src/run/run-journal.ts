@@ -213,7 +213,10 @@ export class RunJournal implements Disposable {
 
   async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
     const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
-    await raceAbort(this.#track(this.#redis.multi().hset(this.#keys.episodes, String(episode), JSON.stringify(entry)).hdel(this.#keys.inflight, String(episode)).exec()), signal);
+    // Plain commands, not MULTI: ioredis sends a transaction at once, ahead of the commands still
+    // queued for this tick's pipeline (the episode's last step), and a crash between the two would
+    // leave a finished episode without its last step. Plain commands keep the order they were issued in.
+    await raceAbort(this.#track(Promise.all([this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry)), this.#redis.hdel(this.#keys.inflight, String(episode))])), signal);
   }
 
   /** Resolves once every write issued so far has been answered (POST /rewards replies after this). */
