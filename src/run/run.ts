@@ -341,12 +341,12 @@ export class Run implements AsyncDisposable {
         for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
         this.events.emit({ type: 'run_resumed', time: this.#clock.now(), runId, steps: resumed.steps.length, episodesFinished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lostSteps: lost });
       }
-      const todo = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
+      const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
       let next = 0;
       const worker = async (): Promise<void> => {
-        while (!signal.aborted && next < todo.length) await this.#episode(todo[next++] as number, signal);
+        while (!signal.aborted && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
       };
-      await Promise.all(Array.from({ length: Math.min(this.config.concurrency, todo.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
