@@ -1,11 +1,12 @@
 /**
- * `agent debug <run-dir>` in its non-interactive forms (for scripts and tests): a trace's events and
- * timings, an episode's state at a seq or time, and the history of one field, all rebuilt from the
- * run folder.
+ * `agent debug`: the console on a terminal (`agent debug <run-dir>`, following a folder still being
+ * written, or `agent debug --attach <host:port>` to a live `agent run --port`), and for scripts
+ * and tests the non-interactive forms: a trace's events and timings, an episode's state at a seq
+ * or time, and the history of one field, all rebuilt from the run folder.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Io } from './io.js';
-import { core } from './lib.js';
+import { core, ui } from './lib.js';
 import { wholeNumber } from './options.js';
 
 interface Flags {
@@ -15,6 +16,8 @@ interface Flags {
   time?: number;
   field?: number;
   json?: boolean;
+  attach?: string;
+  follow?: boolean;
 }
 
 function isoTime(v: string): number {
@@ -27,7 +30,7 @@ export function registerDebug(program: Command, io: Io): void {
   program
     .command('debug')
     .description("Look into a run folder: a trace's events and timings (--trace), an episode's state at any seq or time (--state), one field's history (--field).")
-    .argument('<run-dir>', 'a run folder (runs/<run-id>)')
+    .argument('[run-dir]', 'a run folder (runs/<run-id>); not with --attach')
     .argument('[pointer]', 'with --field: the JSON pointer of the field, e.g. /current_weather/temperature')
     .option('--trace <id>', "a trace's events, with their offsets from its dispatch")
     .option('--state <episode>', "an episode's state (its last, or --at / --time)", wholeNumber)
@@ -35,18 +38,26 @@ export function registerDebug(program: Command, io: Io): void {
     .option('--time <iso>', 'with --state: the state as it stood at this time', isoTime)
     .option('--field <episode>', 'every change to the field at <pointer> in this episode', wholeNumber)
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature')
-    .action(async (dir: string, pointer: string | undefined, flags: Flags) => {
+    .option('--attach <address>', 'open the console on a live run: the --port of `agent run` (host:port, or just the port)')
+    .option('--no-follow', 'open a folder as it is now, without following what the run appends')
+    .addHelpText(
+      'after',
+      '\nThe console (on a terminal): panes Traces, Timeline, State, Rewards, Validation; ? for keys.\n\nExamples:\n  agent debug runs/20261130-101500-3fa2c1\n  agent debug --attach 127.0.0.1:7070\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature',
+    )
+    .action(async (dir: string | undefined, pointer: string | undefined, flags: Flags) => {
       io.exitCode = await debugCommand(dir, pointer, flags, io);
     });
 }
 
-async function debugCommand(dir: string, pointer: string | undefined, flags: Flags, io: Io): Promise<number> {
+async function debugCommand(dir: string | undefined, pointer: string | undefined, flags: Flags, io: Io): Promise<number> {
   const chosen = [flags.trace !== undefined, flags.state !== undefined, flags.field !== undefined].filter(Boolean).length;
   const usage = (message: string): number => {
     io.stderr.write(`error: ${message}\n(run with --help for usage)\n`);
     return 2;
   };
+  if (flags.attach !== undefined && (dir !== undefined || chosen > 0)) return usage('--attach opens the console on a live run: pass no run folder and no --trace/--state/--field with it');
+  if (flags.attach === undefined && dir === undefined) return usage('pass a run folder (agent debug runs/<run-id>) or --attach <host:port>');
+  if (chosen === 0) return consoleCommand(dir, flags, io);
   if (chosen !== 1) return usage('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>');
   if ((flags.at !== undefined || flags.time !== undefined) && flags.state === undefined) return usage('--at and --time go with --state');
   if (flags.at !== undefined && flags.time !== undefined) return usage('pass --at or --time, not both');
@@ -54,7 +65,7 @@ async function debugCommand(dir: string, pointer: string | undefined, flags: Fla
   const { inspectTrace, inspectState, inspectField } = await core();
   const print = (value: unknown, text: () => string): void => void io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : text());
   if (flags.trace !== undefined) {
-    const t = await inspectTrace(dir, flags.trace);
+    const t = await inspectTrace(dir as string, flags.trace);
     print(t, () =>
       [
         `trace ${t.trace_id} (episode ${t.episode}): ${t.action} ${JSON.stringify(t.params)} → ${t.status}${t.duration_ms !== undefined ? ` in ${t.duration_ms.toFixed(1)} ms` : ''}${t.attempts !== undefined ? `, ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}` : ''}`,
@@ -63,11 +74,30 @@ async function debugCommand(dir: string, pointer: string | undefined, flags: Fla
       ].join('\n') + '\n',
     );
   } else if (flags.state !== undefined) {
-    const s = await inspectState(dir, flags.state, { ...(flags.at !== undefined ? { seq: flags.at } : {}), ...(flags.time !== undefined ? { time: flags.time } : {}) });
+    const s = await inspectState(dir as string, flags.state, { ...(flags.at !== undefined ? { seq: flags.at } : {}), ...(flags.time !== undefined ? { time: flags.time } : {}) });
     print(s, () => `episode ${s.episode} (${s.instance_id}) at seq ${s.seq}${s.time ? ` (${s.time})` : ''}:\n${JSON.stringify(s.state, null, 2)}\n`);
   } else {
-    const f = await inspectField(dir, flags.field as number, pointer as string);
+    const f = await inspectField(dir as string, flags.field as number, pointer as string);
     print(f, () => [`episode ${f.episode}, ${f.pointer}: ${f.changes.length - 1} change${f.changes.length === 2 ? '' : 's'}`, ...f.changes.map((c) => `  seq ${String(c.seq).padStart(4)}  ${c.time.padEnd(24)} ${(c.trace_id ?? '').padEnd(10)} ${'value' in c ? JSON.stringify(c.value) : c.seq === 0 ? '(absent)' : '(removed)'}`)].join('\n') + '\n');
+  }
+  return 0;
+}
+
+/** The interactive console: a terminal only (it reads keys and redraws); scripts get the forms above. */
+async function consoleCommand(dir: string | undefined, flags: Flags, io: Io): Promise<number> {
+  if (!io.stdout.isTTY || !process.stdin.isTTY) {
+    io.stderr.write(
+      `error: the debug console needs a terminal (stdin and stdout a TTY)\nFor scripts, use the non-interactive forms:\n  agent debug ${dir ?? '<run-dir>'} --trace <id> [--json]\n  agent debug ${dir ?? '<run-dir>'} --state <episode> [--at <seq> | --time <iso>] [--json]\n  agent debug ${dir ?? '<run-dir>'} --field <episode> <pointer> [--json]\n`,
+    );
+    return 2;
+  }
+  const { AttachFeed, FolderFeed } = await core();
+  const feed = flags.attach !== undefined ? await AttachFeed.connect(flags.attach) : await FolderFeed.open(dir as string, { follow: flags.follow !== false });
+  try {
+    // NO_COLOR (https://no-color.org): any non-empty value turns colour off.
+    await (await ui()).renderDebugConsole(feed, { stdout: io.stdout as NodeJS.WriteStream, color: !process.env['NO_COLOR'] });
+  } finally {
+    await feed[Symbol.asyncDispose]();
   }
   return 0;
 }

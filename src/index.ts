@@ -80,3 +80,7 @@ export { runBenchmark, compareWithBaseline, equalJson, type BenchmarkOptions, ty
 export { loadSuite, type BenchmarkTask, type Suite, type SuccessCriterion } from './eval/benchmark/suite.js';
 export type { Estimate } from './eval/benchmark/stats.js';
 export { inspectTrace, inspectState, inspectField, type TraceReport, type StateReport, type FieldChange } from './replay/inspect.js';
+export { RunIndex, type IndexedEvent, type TraceRow, type EpisodeRow, type RewardRow, type ViolationRow, type ViolationKind, type RunHeader } from './replay/run-index.js';
+export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } from './replay/debug-feed.js';
+export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
+export { AttachFeed, attachUrl } from './replay/attach-feed.js';

@@ -10,8 +10,8 @@ import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
-import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
-import { isPlainObject, jsonCopy, type JsonObject, type JsonValue, type NotJsonError } from '../shared/json.js';
+import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError, type Issue } from '../shared/errors.js';
+import { isPlainObject, jsonCopy, valueAtPointer, type JsonObject, type JsonValue, type NotJsonError } from '../shared/json.js';
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
@@ -108,14 +108,27 @@ function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INVALID', 
   }
 }
 
-function errorInfo(err: AgentErrorType): ErrorInfo {
+/** Issues located in `doc`, each with the value it points at (what the debug console shows). */
+function withValues(issues: readonly Issue[], doc: JsonValue): Issue[] {
+  return issues.map((i) => {
+    const value = valueAtPointer(doc, i.pointer);
+    return value === undefined ? i : { ...i, value };
+  });
+}
+
+/** Violations named in events: enough to find them, not a flood. */
+const MAX_EVENT_ISSUES = 20;
+
+export function errorInfo(err: AgentErrorType): ErrorInfo {
   const tool = (err as { tool?: unknown }).tool;
+  const issues = Array.isArray((err as { issues?: unknown }).issues) ? (err as ValidationError).issues.slice(0, MAX_EVENT_ISSUES).map((i) => ({ pointer: i.pointer, message: i.message, ...(i.value !== undefined ? { value: i.value as JsonValue } : {}) })) : [];
   return {
     code: err.code,
     message: err.message,
     ...(err.hint ? { hint: err.hint } : {}),
     ...(typeof tool === 'string' ? { tool } : {}),
     ...(err.retryable ? { retryable: true } : {}),
+    ...(issues.length > 0 ? { issues } : {}),
   };
 }
 
@@ -289,7 +302,7 @@ export class AgentInstance {
     const params = copyOrRefuse(action.params ?? {}, 'PARAMS_INVALID', `params of '${def.name}'`);
     if (!isPlainObject(params)) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' must be an object`, [{ pointer: '', message: 'must be object' }], 'Pass params as an object.');
     const issues = validate(def.parameters, params);
-    if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, issues, 'Fix the listed params; nothing was dispatched.');
+    if (issues.length > 0) throw new ValidationError('PARAMS_INVALID', `params of '${def.name}' do not match its schema`, withValues(issues, params), 'Fix the listed params; nothing was dispatched.');
 
     const abort = this.#episodeAbort;
     if (!abort) throw new AgentError('ILLEGAL_TRANSITION', `instance '${this.id}' is being reset`, { hint: 'Await reset() before dispatching.' });
@@ -300,7 +313,7 @@ export class AgentInstance {
     const episode = this.#episode;
     if (this.#observed) {
       const time = this.#rt.clock.now();
-      this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, params: frozen, episode });
+      this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, episode, params: frozen });
       this.#emit({ type: 'tool_started', time, instanceId: this.id, traceId, tool: def.name });
     }
     const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live });
@@ -455,6 +468,7 @@ export class AgentInstance {
       if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
     }
     trace.final = final;
+    // Scalars first: a reader indexing millions of these lines takes them from the line's head.
     if (this.#observed) this.#emit({
       type: 'trace_settled',
       time: this.#rt.clock.now(),
@@ -463,15 +477,15 @@ export class AgentInstance {
       episode: trace.episode,
       step,
       action: tool,
-      params: trace.params,
       seqBefore: trace.seqBefore,
       status: final.info.status === 'failed' ? 'failed' : 'resolved',
-      ...(final.observation !== undefined ? { observation: final.observation } : {}),
       reward: final.reward,
-      rewards: final.rewards,
       done: final.done,
       seq: final.info.seq,
       durationMs,
+      params: trace.params,
+      ...(final.observation !== undefined ? { observation: final.observation } : {}),
+      rewards: final.rewards,
       ...(final.info.error ? { error: final.info.error } : {}),
     });
     return final;
@@ -490,7 +504,7 @@ export class AgentInstance {
       const next = applyFrozenPatch(this.#state, result.patch);
       const issues = this.#rt.stateValidator.validateChange(next, result.patch);
       if (issues.length > 0) {
-        throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, issues, `Fix the patch that '${tool}' returns.`);
+        throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, withValues(issues, next), `Fix the patch that '${tool}' returns.`);
       }
       seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), traceId: trace.id }, next, this.#rt.signal);
       this.#state = next;

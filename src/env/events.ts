@@ -62,6 +62,8 @@ export interface ErrorInfo {
   readonly hint?: string;
   readonly tool?: string;
   readonly retryable?: boolean;
+  /** For a schema violation: where (JSON pointer), what, and the offending value (first 20). */
+  readonly issues?: readonly { readonly pointer: string; readonly message: string; readonly value?: JsonValue }[];
 }
 
 interface Base {

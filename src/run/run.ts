@@ -14,7 +14,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { AgentEnv } from '../env/agent-env.js';
-import type { Action, AgentInstance } from '../env/agent-instance.js';
+import { errorInfo, type Action, type AgentInstance } from '../env/agent-instance.js';
 import type { EnvEvent, ErrorInfo } from '../env/events.js';
 import { generate } from '../schema/generate.js';
 import { RunWriter, trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
@@ -313,7 +313,7 @@ export class Run implements AsyncDisposable {
     const resumed = durable?.resumed;
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
-    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
+    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.
@@ -628,7 +628,7 @@ export class Run implements AsyncDisposable {
       else {
         reason = 'policy_error';
         const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
-        error = { code: e.code, message: e.message, ...(e.hint ? { hint: e.hint } : {}) };
+        error = errorInfo(e);
       }
     } finally {
       if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');

@@ -8,7 +8,9 @@
  * - `GET /events`: the run's events as server-sent events (`id` = order, `event` = type, `data` =
  *   the event as JSON), the last 10,000 replayed first; `Last-Event-ID` (or `?since=`) resumes after
  *   a disconnect; a client that stops reading is cut off (it reconnects and resumes);
- * - `GET /progress`: the live statistics as JSON.
+ * - `GET /progress`: the live statistics as JSON;
+ * - `GET /states/<id>`: an initial state by the id `episode_started` names (with the commits in
+ *   the stream, enough to rebuild any episode's state).
  * What a debug console or a web view attaches to.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -16,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import type { EnvRewards } from '../reward/env-rewards.js';
 import type { DeliveryResult } from '../reward/ledger.js';
 import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
 
 /** A body larger than this is refused (413): rewards are small, and a runaway client must not eat the run's memory. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -30,6 +33,8 @@ export interface RunServerOptions {
   readonly events?: { onAny(listener: (event: { readonly type: string }) => void): () => void };
   /** The run's live statistics, on GET /progress. */
   readonly progress?: () => unknown;
+  /** An initial state by its id (`initial-<n>`), on GET /states/<id>. */
+  readonly initialState?: (id: string) => JsonValue | undefined;
   /** How many recent events a client that connects late is sent first (default 10,000). */
   readonly replay?: number;
   readonly signal?: AbortSignal;
@@ -139,7 +144,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
     return stream.attach(req, res, Number.isInteger(since) && since > 0 ? since : 0);
   }
   if (req.method === 'GET' && url.pathname === '/progress' && options.progress) return send(res, 200, options.progress() as object);
-  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress or GET /health` });
+  if (req.method === 'GET' && url.pathname.startsWith('/states/') && options.initialState) {
+    const id = decodeURIComponent(url.pathname.slice('/states/'.length));
+    const state = options.initialState(id);
+    return state === undefined ? send(res, 404, { error: `no initial state '${id}'` }) : send(res, 200, state);
+  }
+  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress, GET /states/<id> or GET /health` });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST a delivery (or an array, or JSON lines) to /rewards' });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });
@@ -188,7 +198,7 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
   });
 }
 
-function send(res: ServerResponse, status: number, body: object): void {
+function send(res: ServerResponse, status: number, body: JsonValue | object): void {
   if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
 }

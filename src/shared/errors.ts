@@ -50,6 +50,8 @@ export interface Issue {
   readonly file?: string;
   /** JSON pointer into the schema that rejected the value, when a schema did. */
   readonly schemaPath?: string;
+  /** The offending value (JSON), when the document was at hand. */
+  readonly value?: unknown;
 }
 
 export interface AgentErrorOptions {

@@ -22,6 +22,23 @@ export function parsePointer(pointer: string): string[] {
   return tokens.map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
+/** The value at a JSON pointer, or undefined when there is none (or the pointer is malformed). */
+export function valueAtPointer(doc: JsonValue, pointer: string): JsonValue | undefined {
+  let tokens: string[];
+  try {
+    tokens = parsePointer(pointer);
+  } catch {
+    return undefined;
+  }
+  let node: JsonValue | undefined = doc;
+  for (const t of tokens) {
+    if (Array.isArray(node)) node = /^(0|[1-9]\d*)$/.test(t) ? node[Number(t)] : undefined;
+    else if (isPlainObject(node) && Object.prototype.hasOwnProperty.call(node, t)) node = node[t];
+    else return undefined;
+  }
+  return node;
+}
+
 /**
  * How deep a value from outside (params, a tool's result, an initial state) may nest. Real
  * documents stay far below it; past it, validators and formatters would overflow the stack, so
