@@ -100,7 +100,8 @@ async function open(feed: DebugFeed, options: { pane?: PaneName; color?: boolean
   return { frame, press, settle };
 }
 
-const plain = (s: string): string => s.replace(/\u001B\[[0-9;]*m/g, '');
+const ANSI = new RegExp(`${ESC}\\[[0-9;]*m`, 'g');
+const plain = (s: string): string => s.replace(ANSI, '');
 
 function fitsScreen(frame: string): void {
   const lines = plain(frame).split('\n');
@@ -195,10 +196,10 @@ describe('Rewards pane', () => {
 
   it('colours late values red, and NO_COLOR (color=false) keeps the words and drops the colour', async () => {
     const coloured = await open(recordedRun(), { pane: 'Rewards' });
-    expect(coloured.frame()).toMatch(/\u001B\[31mlate/);
+    expect(coloured.frame()).toMatch(new RegExp(`${ESC}\\[31mlate`));
     mounted?.unmount();
     const bare = await open(recordedRun(), { pane: 'Rewards', color: false });
-    expect(bare.frame()).not.toMatch(/\u001B\[3[1-6]m/);
+    expect(bare.frame()).not.toMatch(new RegExp(`${ESC}\\[3[1-6]m`));
     expect(plain(bare.frame())).toContain('late');
   });
 });
