@@ -49,7 +49,11 @@ describe('agent debug', async () => {
   });
 
   it('says what is wrong: no form, an unknown trace or episode, a bad pointer, a seq out of range', async () => {
-    expect(await runAgent(['debug', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>') });
+    expect(await runAgent(['debug', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('the debug console needs a terminal') });
+    expect((await runAgent(['debug', dir])).stderr).toContain(`agent debug ${dir} --state <episode> [--at <seq> | --time <iso>] [--json]`);
+    expect(await runAgent(['debug'])).toMatchObject({ code: 2, stderr: expect.stringContaining('pass a run folder (agent debug runs/<run-id>) or --attach <host:port>') });
+    expect(await runAgent(['debug', dir, '--attach', '7070'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--attach opens the console on a live run') });
+    expect(await runAgent(['debug', dir, '--trace', 'x', '--state', '1'])).toMatchObject({ code: 2, stderr: expect.stringContaining('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>') });
     expect(await runAgent(['debug', dir, '--trace', 'ep-9:9'])).toMatchObject({ code: 2, stderr: expect.stringContaining("no trace 'ep-9:9'") });
     expect(await runAgent(['debug', dir, '--state', '7'])).toMatchObject({ code: 2, stderr: expect.stringContaining('no episode 7') });
     expect(await runAgent(['debug', dir, '--field', '0', 'current_weather'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a JSON pointer') });

@@ -8,7 +8,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentError } from '../shared/errors.js';
-import { parsePointer, type JsonValue } from '../shared/json.js';
+import { parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js';
+import { dedupeCommits, type Commit } from './debug-feed.js';
 import { archiveFile, readArchive } from '../state/archive.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import { forEachLine, readManifest } from './run-rewards.js';
@@ -76,13 +77,6 @@ function detailOf(e: Event): JsonValue | undefined {
   }
 }
 
-interface Commit {
-  readonly seq: number;
-  readonly time: number;
-  readonly traceId?: string;
-  readonly patch: Patch;
-}
-
 /** An episode's initial state and its commits in order. */
 async function history(dir: string, episode: number): Promise<{ instanceId: string; initial: JsonValue; commits: Commit[] }> {
   await readManifest(dir);
@@ -105,15 +99,8 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
   if (initial === undefined) throw new AgentError('STATE_CORRUPT', `states.jsonl has no ${stateId}, the initial state of episode ${episode}`);
   const archived = path.join(dir, 'history');
   // A durable run's archive is what Redis committed; events may also hold steps a crash undid.
-  const commits = existsSync(archiveFile(archived, instanceId)) ? (await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })) : dedupe(fromEvents);
+  const commits = existsSync(archiveFile(archived, instanceId)) ? (await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })) : dedupeCommits(fromEvents);
   return { instanceId, initial, commits };
-}
-
-/** After a resume, events can hold a seq twice (written, undone, written again): the last one stands. */
-function dedupe(commits: readonly Commit[]): Commit[] {
-  const bySeq = new Map<number, Commit>();
-  for (const c of commits) bySeq.set(c.seq, c);
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
 export interface StateReport {
@@ -152,22 +139,13 @@ export interface FieldChange {
 
 /** Every change to the value at `pointer` over an episode (its initial value as seq 0). */
 export async function inspectField(dir: string, episode: number, pointer: string): Promise<{ readonly episode: number; readonly pointer: string; readonly changes: readonly FieldChange[] }> {
-  let tokens: string[];
   try {
-    tokens = parsePointer(pointer);
+    parsePointer(pointer);
   } catch {
     throw new AgentError('BAD_USAGE', `'${pointer}' is not a JSON pointer`, { hint: 'Pointers start with / (e.g. /user/name), with ~1 for / and ~0 for ~ inside a key.' });
   }
   const h = await history(dir, episode);
-  const at = (state: JsonValue): JsonValue | undefined => {
-    let v: JsonValue | undefined = state;
-    for (const t of tokens) {
-      if (Array.isArray(v)) v = v[Number(t)];
-      else if (v !== null && typeof v === 'object' && Object.prototype.hasOwnProperty.call(v, t)) v = v[t];
-      else return undefined;
-    }
-    return v;
-  };
+  const at = (state: JsonValue): JsonValue | undefined => valueAtPointer(state, pointer);
   let state = h.initial;
   let before = at(state);
   const changes: FieldChange[] = [{ seq: 0, time: '', ...(before !== undefined ? { value: before } : {}) }];
