@@ -1,6 +1,7 @@
 /** Small formatting helpers shared by the plain reporter and the ink view. */
 
 export function formatDuration(ms: number): string {
+  if (ms <= 0) return '0ms';
   if (ms < 1) return `${(ms * 1000).toFixed(0)}µs`;
   if (ms < 1000) return `${ms.toFixed(0)}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;

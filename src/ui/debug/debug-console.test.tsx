@@ -144,7 +144,7 @@ describe('Timeline pane', () => {
     const first = text.split('\n').find((l) => l.includes('ep-0:1 ')) ?? '';
     expect(first).toMatch(/━.*◆/);
     expect(first).toContain('late');
-    expect(text).toMatch(/\+0µs\s+dispatched\s+\{"city":"paris"\}/);
+    expect(text).toMatch(/\+0ms\s+dispatched\s+\{"city":"paris"\}/);
     expect(text).toMatch(/\+51ms\s+state_committed\s+seq 1/);
     fitsScreen(frame());
     // Enter: the state after that trace.

@@ -36,7 +36,7 @@ export interface DebugConsoleProps {
   readonly feed: DebugFeed;
   /** Whether to use colour (off with NO_COLOR). */
   readonly color?: boolean;
-  /** Redraw interval (default 100 ms: 10 fps). */
+  /** Redraw interval (default 80 ms: 12.5 fps). */
   readonly frameMs?: number;
   readonly initialPane?: PaneName;
   /** The screen size (default: the terminal's, else 80×24). */
@@ -58,7 +58,7 @@ function phaseText(s: FeedStatus): { text: string; tone: 'green' | 'yellow' | 'r
   }
 }
 
-export function DebugConsole({ feed, color = true, frameMs = 100, initialPane = 'Traces', size }: DebugConsoleProps) {
+export function DebugConsole({ feed, color = true, frameMs = 80, initialPane = 'Traces', size }: DebugConsoleProps) {
   const { exit } = useApp();
   const { stdout } = useStdout();
   const width = Math.max(40, size?.columns ?? (stdout.columns || 80));
