@@ -22,7 +22,10 @@ import type { StateStore, StateStoreOptions } from '../state/store.js';
 import { ToolRouter } from '../tools/router.js';
 import type { ToolHandler } from '../tools/types.js';
 import { AgentInstance, type InstanceHooks } from './agent-instance.js';
-import type { EnvEvent } from './events.js';
+import type { EnvEvent, EnvEventOf } from './events.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonSchema } from '../schema/ajv.js';
+import { diffSchema } from '../schema/diff/diff.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
 import { StateValidator } from '../schema/state-validator.js';
@@ -133,6 +136,7 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.handlers ? { handlers: options.handlers } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
+      onMcpToolsChanged: (server, before, after) => events.emit({ type: 'mcp_tools_changed', time: clock.now(), instanceId: '', server, ...toolListChange(before, after) }),
       onBlocked: (tool, blockedMs, traceId) => {
         const instanceId = traceId.slice(0, traceId.lastIndexOf(':'));
         events.emit({ type: 'loop_blocked', time: clock.now(), instanceId, traceId, tool, blockedMs });
@@ -167,6 +171,8 @@ export class AgentEnv implements AsyncDisposable {
       throw new AgentError('ILLEGAL_TRANSITION', `instance '${id}' is ${inst.status}`, { hint: 'terminate() it before releasing it.' });
     }
     this.#instances.delete(id);
+    // Its own MCP servers (per_instance) end with it; a failure to close one is no failure of the caller's.
+    this.#runtime.router.releaseInstance(id).catch(() => undefined);
   }
 
   get store(): StateStore {
@@ -206,4 +212,17 @@ export class AgentEnv implements AsyncDisposable {
     await this.#runtime.router[Symbol.asyncDispose]();
     if (this.#ownsStore) await this.#runtime.store[Symbol.asyncDispose]();
   }
+}
+
+/** What changed between two tool lists of a server: names added and removed, and each kept tool's input schema, diffed. */
+function toolListChange(before: readonly Tool[], after: readonly Tool[]): Pick<EnvEventOf<'mcp_tools_changed'>, 'added' | 'removed' | 'changed'> {
+  const old = new Map(before.map((t) => [t.name, t]));
+  const now = new Map(after.map((t) => [t.name, t]));
+  const changed = [...now.values()].flatMap((t) => {
+    const o = old.get(t.name);
+    if (!o) return [];
+    const findings = diffSchema(o.inputSchema as JsonSchema, t.inputSchema as JsonSchema, 'action', { subject: t.name }).map((f) => ({ rule: f.rule, severity: f.severity, message: f.message }));
+    return findings.length > 0 ? [{ tool: t.name, findings }] : [];
+  });
+  return { added: [...now.keys()].filter((n) => !old.has(n)), removed: [...old.keys()].filter((n) => !now.has(n)), changed };
 }

@@ -126,7 +126,19 @@ export type EnvEvent =
   | (Base & { readonly type: 'loop_blocked'; readonly traceId: string; readonly tool: string; readonly blockedMs: number })
   /** The loop lagged and no single call's synchronous part explains it; `instanceId` is '' (env-wide). */
   | (Base & { readonly type: 'loop_lag'; readonly lagMs: number; readonly inFlight: readonly { readonly traceId: string; readonly tool: string }[] })
-  | (Base & { readonly type: 'error'; readonly traceId?: string; readonly error: ErrorInfo });
+  | (Base & { readonly type: 'error'; readonly traceId?: string; readonly error: ErrorInfo })
+  /**
+   * An MCP server's tool list changed (`notifications/tools/list_changed`); `instanceId` is ''
+   * (env-wide). The env's actions stay as loaded (a run's action space does not move under its
+   * policy); a changed input schema is reported as schema-diff findings.
+   */
+  | (Base & {
+      readonly type: 'mcp_tools_changed';
+      readonly server: string;
+      readonly added: readonly string[];
+      readonly removed: readonly string[];
+      readonly changed: readonly { readonly tool: string; readonly findings: readonly { readonly rule: string; readonly severity: string; readonly message: string }[] }[];
+    });
 
 export type EnvEventType = EnvEvent['type'];
 export type EnvEventOf<T extends EnvEventType> = Extract<EnvEvent, { type: T }>;

@@ -38,7 +38,28 @@ export type ToolBinding =
       /** Cap on what one call may write to stdout (default 16 MB): past it, TOOL_OUTPUT_TOO_LARGE. */
       readonly maxOutputBytes?: number;
     }
-  | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>>; readonly maxOutputBytes?: number };
+  | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>>; readonly maxOutputBytes?: number }
+  | {
+      readonly kind: 'mcp';
+      /** The name of the server in `mcp_servers`. */
+      readonly server: string;
+      /** The server's name of the tool. */
+      readonly tool: string;
+      /** A JSON pointer in the state where each call's result is written (an `add` patch). */
+      readonly resultTo?: string;
+    };
+
+/** An MCP server the env's tools call (env.json `mcp_servers`). */
+export type McpServerSpec = {
+  readonly name: string;
+  /** One server per env instance, closed when the instance is released. */
+  readonly perInstance: boolean;
+  /** How long the server may take to answer `initialize`. */
+  readonly startupTimeoutMs: number;
+} & (
+  | { readonly transport: 'stdio'; readonly command: readonly string[]; readonly cwd: string; readonly env?: Readonly<Record<string, string>> }
+  | { readonly transport: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
+);
 
 export interface ActionDefinition {
   readonly name: string;
@@ -103,4 +124,6 @@ export interface EnvDefinition {
   readonly initialStates: readonly JsonValue[];
   /** Problems that do not stop loading (an unsatisfiable action, a name OpenAI would reject). */
   readonly warnings: readonly Issue[];
+  /** The MCP servers its tools call, by name. */
+  readonly mcpServers?: ReadonlyMap<string, McpServerSpec>;
 }

@@ -19,6 +19,7 @@ import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, t
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
 import { bindRewardSources } from './reward-bindings.js';
+import { importMcpActions, mcpServerSpecs } from './mcp-imports.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
@@ -43,7 +44,10 @@ export interface EnvManifest {
   readonly name?: string;
   readonly description?: string;
   readonly state?: string | JsonSchema;
-  readonly actions: string | readonly unknown[] | Readonly<Record<string, unknown>>;
+  /** Optional when `actions_from` imports them from MCP servers. */
+  readonly actions?: string | readonly unknown[] | Readonly<Record<string, unknown>>;
+  readonly mcp_servers?: Readonly<Record<string, unknown>>;
+  readonly actions_from?: unknown;
   readonly rewards?: string | Readonly<Record<string, unknown>>;
   /** Where each reward source's values come from (see `RewardBinding`). */
   readonly reward_sources?: Readonly<Record<string, unknown>>;
@@ -153,10 +157,23 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
 
   // Actions.
   const dialect = options.dialect ?? manifest.dialect ?? 'json-schema';
-  const actionsDoc = await documentOf(dir, manifestFile, 'actions', manifest.actions, issues, signal);
-  const parsed = actionsDoc.doc === undefined ? { actions: [], issues: [], warnings: [] } : parseActionDocument(actionsDoc.doc, { file: actionsDoc.file, pointer: actionsDoc.pointer, dialect });
+  const actionsDoc = manifest.actions === undefined ? undefined : await documentOf(dir, manifestFile, 'actions', manifest.actions, issues, signal);
+  const parsed = actionsDoc?.doc === undefined ? { actions: [], issues: [], warnings: [] } : parseActionDocument(actionsDoc.doc, { file: actionsDoc.file, pointer: actionsDoc.pointer, dialect });
   issues.push(...parsed.issues);
   warnings.push(...parsed.warnings);
+  // Actions imported from MCP servers: their tools/list, as a list of MCP tools.
+  const mcpServers = mcpServerSpecs(manifest.mcp_servers, dir);
+  const imported = await importMcpActions(manifest.actions_from, mcpServers, manifestFile, issues, signal);
+  if (imported.tools.length > 0) {
+    const fromMcp = parseActionDocument(imported.tools, { file: manifestFile, pointer: '/actions_from', dialect: 'json-schema' });
+    issues.push(...fromMcp.issues);
+    warnings.push(...fromMcp.warnings);
+    const own = new Set(parsed.actions.map((a) => a.name));
+    for (const a of fromMcp.actions) {
+      if (own.has(a.name)) issues.push({ file: manifestFile, pointer: imported.origins.get(a.name)?.pointer ?? '/actions_from', message: `action '${a.name}' is imported from MCP server '${imported.origins.get(a.name)?.server}' and also declared in actions: rename or prefix the import` });
+      else parsed.actions.push(a);
+    }
+  }
 
   // Rewards.
   const rewards = new Map<string, RewardSourceDefinition>();
@@ -224,7 +241,12 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
         issues.push({ ...enabledPointer, message: `enabled_if ${JSON.stringify(enabledSource)}: ${err.message}` });
       }
     }
-    const binding = bindingOf(cfg, a.name, dir, moduleFile);
+    const origin = imported.origins.get(a.name);
+    if (typeof cfg['mcp'] === 'string' && !mcpServers.has(cfg['mcp'])) issues.push({ file: manifestFile, pointer: `${cfgPointer}/mcp`, message: `no MCP server '${cfg['mcp']}' in mcp_servers` });
+    const resultTo = typeof cfg['result_to'] === 'string' ? { resultTo: cfg['result_to'] } : {};
+    if (cfg['result_to'] !== undefined && typeof cfg['mcp'] !== 'string' && !origin) issues.push({ file: manifestFile, pointer: `${cfgPointer}/result_to`, message: 'result_to applies to MCP tools only (set mcp, or import the action with actions_from)' });
+    const binding: ToolBinding | undefined =
+      typeof cfg['mcp'] === 'string' ? { kind: 'mcp', server: cfg['mcp'], tool: typeof cfg['tool'] === 'string' ? cfg['tool'] : a.name, ...resultTo } : origin ? { kind: 'mcp', server: origin.server, tool: origin.tool, ...resultTo } : bindingOf(cfg, a.name, dir, moduleFile);
     const { enabledIf: _source, ...rest } = a;
     actions.set(a.name, {
       ...rest,
@@ -250,7 +272,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   }
 
   if (issues.length > 0) throw invalid(dir, issues);
-  return { name: manifest.name ?? path.basename(dir), dir, stateSchema, actions, rewards, initialStates, warnings };
+  return { name: manifest.name ?? path.basename(dir), dir, stateSchema, actions, rewards, initialStates, warnings, ...(mcpServers.size > 0 ? { mcpServers } : {}) };
 }
 
 function invalid(dir: string, issues: Issue[]): ValidationError {

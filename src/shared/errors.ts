@@ -162,15 +162,18 @@ export function formatIssues(issues: readonly Issue[], limit = 20): string {
 /** A tool call failed. `tool` names the tool; `retryable` tells the retry policy whether to try again. */
 export class ToolError extends AgentError {
   readonly tool: string;
+  /** For a result that breaks a declared schema (an MCP tool's outputSchema): where, and what. */
+  readonly issues?: readonly Issue[];
 
   constructor(
     code: Extract<ErrorCode, 'TOOL_FAILED' | 'TOOL_CRASHED' | 'TOOL_TIMEOUT' | 'TOOL_MALFORMED_OUTPUT' | 'TOOL_OUTPUT_TOO_LARGE' | 'TOOL_CONTRACT' | 'TOOL_CIRCUIT_OPEN' | 'TOOL_CANCELLED' | 'TOOL_NOT_FOUND'>,
     tool: string,
     message: string,
-    options: AgentErrorOptions = {},
+    options: AgentErrorOptions & { readonly issues?: readonly Issue[] } = {},
   ) {
     super(code, `tool '${tool}': ${message}`, options);
     this.tool = tool;
+    if (options.issues) this.issues = options.issues;
   }
 
   override toJSON(): Record<string, unknown> {

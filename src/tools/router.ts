@@ -1,6 +1,6 @@
 /**
  * The router: binds every action of an env to an executor (in-process handler, worker thread,
- * subprocess or HTTP endpoint), wraps each in its tool's resilience policies, and runs calls.
+ * subprocess, HTTP endpoint or MCP server), wraps each in its tool's resilience policies, and runs calls.
  * A failing tool fails only its own call: every error is a ToolError naming the tool.
  */
 import os from 'node:os';
@@ -17,6 +17,8 @@ import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { ProcessPool } from './process-pool.js';
 import { WorkerPool } from './worker-pool.js';
+import { mcpExecutor, McpServers } from './mcp/mcp-tools.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 export interface RouterOptions {
   /** Seeds `createTools` and every trace's `ctx.rng`. */
@@ -30,6 +32,8 @@ export interface RouterOptions {
   readonly onBlocked?: (tool: string, blockedMs: number, traceId: string) => void;
   /** Caps every tool's timeout (fuzzing must not wait out a hanging tool's full 30 s). */
   readonly maxTimeoutMs?: number;
+  /** An MCP server's tool list changed while the env was open. */
+  readonly onMcpToolsChanged?: (server: string, before: readonly Tool[], after: readonly Tool[]) => void;
 }
 
 export interface ToolCall {
@@ -59,8 +63,8 @@ interface Route {
   /** `ctx.rngSeed` is computed on first read; only the worker route reads it (to seed ctx.rng over there). */
   readonly run: (params: JsonObject, ctx: ToolContext & { readonly rngSeed: number }) => Promise<unknown>;
   readonly policies: PolicyStack;
-  /** Waits for the route's resources (a ready worker) before the call's clock starts. */
-  readonly prepare?: (signal: AbortSignal) => Promise<void>;
+  /** Waits for the route's resources (a ready worker, a started MCP server) before the call's clock starts. */
+  readonly prepare?: (signal: AbortSignal, instanceId: string) => Promise<void>;
 }
 
 /** A tool call whose handler has not returned yet, even if its trace was settled (cancelled) already. */
@@ -76,6 +80,7 @@ export class ToolRouter implements AsyncDisposable {
   /** Worker and process pools, closed with the router. */
   readonly #disposables: AsyncDisposable[] = [];
   readonly #seed: number;
+  #mcp: McpServers | undefined;
 
   private constructor(seed: number) {
     this.#seed = seed;
@@ -89,6 +94,11 @@ export class ToolRouter implements AsyncDisposable {
     const threshold = options.blockThresholdMs ?? 100;
     const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
     const unbound: string[] = [];
+    if (def.mcpServers && def.mcpServers.size > 0) {
+      const onToolsChanged = options.onMcpToolsChanged;
+      router.#mcp = new McpServers(def.mcpServers, onToolsChanged ? { onToolsChanged } : {});
+      router.#disposables.push(router.#mcp);
+    }
     try {
       for (const action of def.actions.values()) {
         const tool = action.name;
@@ -123,6 +133,10 @@ export class ToolRouter implements AsyncDisposable {
           run = subprocessExecutor(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes });
         } else if (binding?.kind === 'http') {
           run = httpExecutor(tool, binding.url, binding.headers, binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+        } else if (binding?.kind === 'mcp' && router.#mcp) {
+          const servers = router.#mcp;
+          run = mcpExecutor(tool, binding, servers);
+          prepare = async (signal, instanceId) => void (await servers.connection(binding.server, instanceId).tools(signal));
         }
         if (!run) {
           unbound.push(tool);
@@ -151,7 +165,7 @@ export class ToolRouter implements AsyncDisposable {
     if (!route) return { ok: false, error: new ToolError('TOOL_NOT_FOUND', tool, 'no such tool'), attempts: 0 };
     let attempts = 0;
     try {
-      if (route.prepare) await route.prepare(call.signal);
+      if (route.prepare) await route.prepare(call.signal, call.instanceId);
       const raw = await route.policies.execute((signal) => {
         attempts += 1;
         const ctx = new CallContext(tool, call, signal, attempts, this.#seed);
@@ -174,6 +188,11 @@ export class ToolRouter implements AsyncDisposable {
       const outcome = await this.call(fallback.action, call);
       return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
     }
+  }
+
+  /** An instance is gone: the MCP servers it started for itself (`per_instance`) are closed. */
+  async releaseInstance(instanceId: string): Promise<void> {
+    await this.#mcp?.releaseInstance(instanceId);
   }
 
   /** Calls whose handler is still running: after a cancellation, the ones that ignore their AbortSignal. */
