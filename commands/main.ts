@@ -16,6 +16,7 @@ import { registerReward } from './reward.js';
 import { registerExport } from './export.js';
 import { registerBenchmark } from './benchmark.js';
 import { registerDebug } from './debug.js';
+import { registerMcpServe } from './mcp-serve.js';
 
 export type { Io } from './io.js';
 
@@ -61,6 +62,7 @@ export function createProgram(io: Io): Command {
   registerExport(program, io);
   registerBenchmark(program, io);
   registerDebug(program, io);
+  registerMcpServe(program, io);
   return program;
 }
 

@@ -5,12 +5,13 @@
  * crash and restart, cancellation, per-instance servers, list_changed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentEnv, defineEnv, type EnvEvent, type EnvManifest } from '../../index.js';
+import { AgentEnv, defineEnv, Fuzzer, type EnvEvent, type EnvManifest } from '../../index.js';
+import { runAgent } from '../../../commands/testing.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const BIN = path.join(ROOT, 'node_modules/.bin');
@@ -164,7 +165,48 @@ describe('Streamable HTTP', () => {
   });
 });
 
+describe('agent fuzz on the reference servers', () => {
+  it('finds nothing wrong on our side; what it finds in theirs (stateful tools, a long operation) is reported', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mcp-fuzz-'));
+    try {
+      await mkdir(path.join(dir, 'sandbox'));
+      await writeFile(
+        path.join(dir, 'env.json'),
+        JSON.stringify({
+          name: 'mcp-reference',
+          state: { type: 'object' },
+          initial_states: [{}],
+          mcp_servers: { fs: { command: [path.join(BIN, 'mcp-server-filesystem'), './sandbox'] }, memory: { command: [path.join(BIN, 'mcp-server-memory')], env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') } }, everything: { command: [path.join(BIN, 'mcp-server-everything'), 'stdio'] } },
+          actions_from: ['fs', 'memory', { server: 'everything', prefix: 'ev_' }],
+        }),
+      );
+      await using fuzzer = await Fuzzer.prepare({ env: dir, runs: 150, seed: 0, storeDir: path.join(dir, '.fuzz'), shrinkBudgetMs: 500, toolTimeoutMs: 1_000, replaySaved: false });
+      const summary = await fuzzer.run(new AbortController().signal);
+      expect(summary.cases).toBe(150);
+      // The servers keep state of their own (a knowledge graph, logging toggles): not deterministic, by design.
+      const theirs = (f: { check: string; action: string }): boolean => f.check === 'deterministic' || (f.check === 'no-timeout' && f.action === 'ev_trigger-long-running-operation');
+      expect(summary.failures.filter((f) => !theirs(f)).map((f) => f.signature)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('fixtures/mcp-files', () => {
+  it('agent run with the explore policy lists the sandbox and reads a file into the state', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'mcp-run-'));
+    try {
+      const r = await runAgent(['run', 'fixtures/mcp-files', '--episodes', '2', '--policy', 'fixtures/mcp-files/explore.ts', '--out', out]);
+      expect(r.code, r.stderr).toBe(0);
+      const [runId] = await readdir(out);
+      const steps = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { action: string; status: string; state_after?: unknown });
+      expect(steps.map((s) => s.action).sort()).toEqual(['list_directory', 'list_directory', 'read_text_file', 'read_text_file']);
+      expect(steps.every((s) => s.status === 'resolved')).toBe(true);
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  });
+
   it('runs: list the sandbox, then read a file into the state (read_text_file enabled once there is a listing)', async () => {
     const e = await AgentEnv.open(path.join(ROOT, 'fixtures/mcp-files'));
     envs.push(e);

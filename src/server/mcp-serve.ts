@@ -1,0 +1,148 @@
+/**
+ * An env as an MCP server (`agent mcp-serve <env-dir>`): an MCP client (an IDE agent, Claude
+ * Desktop) acts in the environment, and the toolkit records and rewards what it does exactly as
+ * for any policy. Under the hood it is a {@link Run} whose policy is the client: each `tools/call`
+ * becomes the next step of the current episode, answered when that step settles (observation,
+ * reward, done). The tools are the actions enabled in the current state (the list changes with
+ * the state, announced by `notifications/tools/list_changed`) plus `reset`, which ends the episode
+ * and starts the next; the state is the resource `env://state`.
+ * A call the env would refuse (unknown or disabled action, params that break the schema) is
+ * answered with `isError` without touching the episode.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { AvailableAction } from '../env/agent-instance.js';
+import type { Observation, Policy } from '../run/policy.js';
+import { Run, type RunOptions, type RunSummary } from '../run/run.js';
+import { validate } from '../schema/ajv.js';
+import { formatIssues } from '../shared/errors.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+
+export const RESET_TOOL = 'reset';
+export const STATE_URI = 'env://state';
+
+interface Pending {
+  readonly name: string;
+  readonly args: JsonObject;
+  readonly answer: (result: CallToolResult) => void;
+}
+
+export interface McpServeOptions extends Omit<RunOptions, 'policy' | 'concurrency'> {
+  /** Called once the run is prepared (its folder exists): where it records. */
+  readonly onReady?: (run: Run) => void;
+}
+
+const text = (value: unknown): CallToolResult['content'] => [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }];
+const refuse = (message: string): CallToolResult => ({ content: text(message), isError: true });
+
+/** Serves the env on `transport` until the client goes away or `signal` aborts; resolves with the run's summary. */
+export async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, signal?: AbortSignal): Promise<RunSummary> {
+  const queue: Pending[] = [];
+  let wake: (() => void) | undefined;
+  let latest: Observation | undefined;
+  /** The call whose step is in flight, answered when it settles. */
+  let inFlight: Pending | undefined;
+  /** A reset waiting for the next episode's first observation. */
+  let resetting: Pending | undefined;
+
+  const server = new Server({ name: `agentic-rl-toolkit: ${options.env}`, version: '0.1.0' }, { capabilities: { tools: { listChanged: true }, resources: {} }, instructions: 'An RL environment recorded by agentic-rl-toolkit: each tool call is a step of the current episode; reset starts a new one. Read env://state for the state.' });
+  const toolsOf = (actions: readonly AvailableAction[]): Tool[] => [
+    ...actions.map((a) => ({ name: a.name, ...(a.description ? { description: a.description } : {}), inputSchema: { type: 'object' as const, ...(a.parameters as object) } })),
+    { name: RESET_TOOL, description: 'End the current episode and start the next one from an initial state; returns that state.', inputSchema: { type: 'object' as const, properties: {} } },
+  ];
+  const names = (): string => (latest?.actions ?? []).map((a) => a.name).join(',');
+
+  const policy: Policy = async (obs, ctx) => {
+    const before = names();
+    latest = obs;
+    if (names() !== before) await server.sendToolListChanged().catch(() => undefined);
+    if (resetting) {
+      resetting.answer({ content: text({ episode: obs.episode, state: obs.state }), structuredContent: { episode: obs.episode, state: obs.state } });
+      resetting = undefined;
+    }
+    for (;;) {
+      while (queue.length === 0) {
+        ctx.signal.throwIfAborted();
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            ctx.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          wake = done;
+          ctx.signal.addEventListener('abort', done, { once: true });
+        });
+      }
+      const call = queue.shift() as Pending;
+      if (call.name === RESET_TOOL) {
+        resetting = call;
+        return null;
+      }
+      const action = obs.actions.find((a) => a.name === call.name);
+      if (!action) {
+        call.answer(refuse(`'${call.name}' is not available in the current state: call one of ${[...obs.actions.map((a) => a.name), RESET_TOOL].join(', ')}`));
+        continue;
+      }
+      const issues = validate(action.parameters, call.args);
+      if (issues.length > 0) {
+        call.answer(refuse(`params of '${call.name}' do not match its schema (nothing was done):\n${formatIssues(issues)}`));
+        continue;
+      }
+      inFlight = call;
+      return { name: call.name, params: call.args };
+    }
+  };
+
+  const run = await Run.prepare({ ...options, policy, concurrency: 1 });
+  options.onReady?.(run);
+  const offSettled = run.events.on('trace_settled', (e) => {
+    const call = inFlight;
+    inFlight = undefined;
+    if (!call) return;
+    const result = { observation: e.observation ?? null, reward: e.reward, done: e.done, step: e.step, trace_id: e.traceId } satisfies Record<string, JsonValue>;
+    call.answer(e.status === 'failed' ? { content: text(`${e.error?.code ?? 'FAILED'}: ${e.error?.message ?? 'the step failed'}`), structuredContent: result, isError: true } : { content: text(e.observation ?? null), structuredContent: result });
+  });
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolsOf(latest?.actions ?? []) }));
+  server.setRequestHandler(CallToolRequestSchema, (req) => {
+    if (stop.signal.aborted) return refuse('the environment is shutting down');
+    return new Promise<CallToolResult>((answer) => {
+      queue.push({ name: req.params.name, args: (req.params.arguments ?? {}) as JsonObject, answer });
+      wake?.();
+    });
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [{ uri: STATE_URI, name: 'state', description: "The current episode's state", mimeType: 'application/json' }] }));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => ({ contents: [{ uri: req.params.uri, mimeType: 'application/json', text: JSON.stringify(latest?.state ?? null, null, 2) }] }));
+
+  // The client leaving ends the run (gracefully: what was recorded stays a valid run folder).
+  const stop = new AbortController();
+  server.onclose = () => stop.abort();
+  const onAbort = (): void => stop.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    await server.connect(transport);
+    return await run.execute(stop.signal);
+  } finally {
+    offSettled();
+    signal?.removeEventListener('abort', onAbort);
+    for (const call of queue.splice(0)) call.answer(refuse('the environment stopped'));
+    inFlight?.answer(refuse('the environment stopped'));
+    await server.close().catch(() => undefined);
+  }
+}
+
+/** The same on this process's stdin and stdout (what an MCP client launches); the run ends when stdin does. */
+export async function serveEnvOverStdio(options: McpServeOptions, signal?: AbortSignal): Promise<RunSummary> {
+  const ended = new AbortController();
+  const onEnd = (): void => ended.abort(new Error('the MCP client closed stdin'));
+  process.stdin.once('end', onEnd);
+  process.stdin.once('close', onEnd);
+  try {
+    return await serveEnvOverMcp(new StdioServerTransport(), options, signal ? AbortSignal.any([signal, ended.signal]) : ended.signal);
+  } finally {
+    process.stdin.off('end', onEnd);
+    process.stdin.off('close', onEnd);
+  }
+}
