@@ -85,5 +85,3 @@ export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } fro
 export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
 export { AttachFeed, attachUrl } from './replay/attach-feed.js';
 export { serveEnvOverMcp, serveEnvOverStdio, RESET_TOOL, STATE_URI, type McpServeOptions } from './server/mcp-serve.js';
-export { McpConnection } from './tools/mcp/mcp-connection.js';
-export { toToolResult } from './tools/mcp/mcp-tools.js';

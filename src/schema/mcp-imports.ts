@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { McpConnection } from '../tools/mcp/mcp-connection.js';
 import { describeError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
 import type { McpServerSpec } from './definition.js';
@@ -54,6 +53,8 @@ export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, 
       continue;
     }
     let listed: readonly Tool[];
+    // The MCP SDK is loaded only by envs that import from a server.
+    const { McpConnection } = await import('../tools/mcp/mcp-connection.js');
     const connection = new McpConnection(spec);
     try {
       listed = await connection.tools(signal);

@@ -9,10 +9,8 @@
  * A call the env would refuse (unknown or disabled action, params that break the schema) is
  * answered with `isError` without touching the episode.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AvailableAction } from '../env/agent-instance.js';
 import type { Observation, Policy } from '../run/policy.js';
 import { Run, type RunOptions, type RunSummary } from '../run/run.js';
@@ -47,6 +45,8 @@ export async function serveEnvOverMcp(transport: Transport, options: McpServeOpt
   /** A reset waiting for the next episode's first observation. */
   let resetting: Pending | undefined;
 
+  // The MCP SDK is loaded when an env is served, not with the core.
+  const [{ Server }, { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema }] = await Promise.all([import('@modelcontextprotocol/sdk/server/index.js'), import('@modelcontextprotocol/sdk/types.js')]);
   const server = new Server({ name: `agentic-rl-toolkit: ${options.env}`, version: '0.1.0' }, { capabilities: { tools: { listChanged: true }, resources: {} }, instructions: 'An RL environment recorded by agentic-rl-toolkit: each tool call is a step of the current episode; reset starts a new one. Read env://state for the state.' });
   const toolsOf = (actions: readonly AvailableAction[]): Tool[] => [
     ...actions.map((a) => ({ name: a.name, ...(a.description ? { description: a.description } : {}), inputSchema: { type: 'object' as const, ...(a.parameters as object) } })),
@@ -140,6 +140,7 @@ export async function serveEnvOverStdio(options: McpServeOptions, signal?: Abort
   process.stdin.once('end', onEnd);
   process.stdin.once('close', onEnd);
   try {
+    const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
     return await serveEnvOverMcp(new StdioServerTransport(), options, signal ? AbortSignal.any([signal, ended.signal]) : ended.signal);
   } finally {
     process.stdin.off('end', onEnd);

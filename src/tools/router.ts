@@ -17,7 +17,7 @@ import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { ProcessPool } from './process-pool.js';
 import { WorkerPool } from './worker-pool.js';
-import { mcpExecutor, McpServers } from './mcp/mcp-tools.js';
+import type { McpServers } from './mcp/mcp-tools.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 export interface RouterOptions {
@@ -94,9 +94,11 @@ export class ToolRouter implements AsyncDisposable {
     const threshold = options.blockThresholdMs ?? 100;
     const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
     const unbound: string[] = [];
-    if (def.mcpServers && def.mcpServers.size > 0) {
+    // The MCP SDK is loaded only by envs that have MCP servers.
+    const mcp = def.mcpServers && def.mcpServers.size > 0 ? await import('./mcp/mcp-tools.js') : undefined;
+    if (mcp && def.mcpServers) {
       const onToolsChanged = options.onMcpToolsChanged;
-      router.#mcp = new McpServers(def.mcpServers, onToolsChanged ? { onToolsChanged } : {});
+      router.#mcp = new mcp.McpServers(def.mcpServers, onToolsChanged ? { onToolsChanged } : {});
       router.#disposables.push(router.#mcp);
     }
     try {
@@ -133,9 +135,9 @@ export class ToolRouter implements AsyncDisposable {
           run = subprocessExecutor(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes });
         } else if (binding?.kind === 'http') {
           run = httpExecutor(tool, binding.url, binding.headers, binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
-        } else if (binding?.kind === 'mcp' && router.#mcp) {
+        } else if (binding?.kind === 'mcp' && router.#mcp && mcp) {
           const servers = router.#mcp;
-          run = mcpExecutor(tool, binding, servers);
+          run = mcp.mcpExecutor(tool, binding, servers);
           prepare = async (signal, instanceId) => void (await servers.connection(binding.server, instanceId).tools(signal));
         }
         if (!run) {
