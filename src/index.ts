@@ -84,4 +84,5 @@ export { RunIndex, type IndexedEvent, type TraceRow, type EpisodeRow, type Rewar
 export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } from './replay/debug-feed.js';
 export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
 export { AttachFeed, attachUrl } from './replay/attach-feed.js';
-export { serveEnvOverMcp, serveEnvOverStdio, RESET_TOOL, STATE_URI, type McpServeOptions } from './server/mcp-serve.js';
+export { serveEnvOverStdio } from './server/mcp-serve.js';
+export { RESET_TOOL, STATE_URI, type McpServeOptions } from './server/mcp-serve-options.js';

@@ -12,7 +12,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { loadEnvDefinition, type LoadEnvOptions } from '../schema/load-env.js';
-import type { EnvDefinition } from '../schema/definition.js';
+import type { EnvDefinition, McpToolInfo } from '../schema/definition.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { AgentError, describeError } from '../shared/errors.js';
@@ -23,8 +23,6 @@ import { ToolRouter } from '../tools/router.js';
 import type { ToolHandler } from '../tools/types.js';
 import { AgentInstance, type InstanceHooks } from './agent-instance.js';
 import type { EnvEvent, EnvEventOf } from './events.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { JsonSchema } from '../schema/ajv.js';
 import { diffSchema } from '../schema/diff/diff.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
@@ -215,13 +213,13 @@ export class AgentEnv implements AsyncDisposable {
 }
 
 /** What changed between two tool lists of a server: names added and removed, and each kept tool's input schema, diffed. */
-function toolListChange(before: readonly Tool[], after: readonly Tool[]): Pick<EnvEventOf<'mcp_tools_changed'>, 'added' | 'removed' | 'changed'> {
+function toolListChange(before: readonly McpToolInfo[], after: readonly McpToolInfo[]): Pick<EnvEventOf<'mcp_tools_changed'>, 'added' | 'removed' | 'changed'> {
   const old = new Map(before.map((t) => [t.name, t]));
   const now = new Map(after.map((t) => [t.name, t]));
   const changed = [...now.values()].flatMap((t) => {
     const o = old.get(t.name);
     if (!o) return [];
-    const findings = diffSchema(o.inputSchema as JsonSchema, t.inputSchema as JsonSchema, 'action', { subject: t.name }).map((f) => ({ rule: f.rule, severity: f.severity, message: f.message }));
+    const findings = diffSchema(o.inputSchema, t.inputSchema, 'action', { subject: t.name }).map((f) => ({ rule: f.rule, severity: f.severity, message: f.message }));
     return findings.length > 0 ? [{ tool: t.name, findings }] : [];
   });
   return { added: [...now.keys()].filter((n) => !old.has(n)), removed: [...old.keys()].filter((n) => !now.has(n)), changed };

@@ -49,6 +49,14 @@ export type ToolBinding =
       readonly resultTo?: string;
     };
 
+/** A tool as an MCP server lists it (the part the toolkit reads; the SDK's own type stays internal). */
+export interface McpToolInfo {
+  readonly name: string;
+  readonly description?: string | undefined;
+  readonly inputSchema: JsonSchema;
+  readonly outputSchema?: JsonSchema | undefined;
+}
+
 /** An MCP server the env's tools call (env.json `mcp_servers`). */
 export type McpServerSpec = {
   readonly name: string;

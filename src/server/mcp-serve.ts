@@ -13,13 +13,12 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AvailableAction } from '../env/agent-instance.js';
 import type { Observation, Policy } from '../run/policy.js';
-import { Run, type RunOptions, type RunSummary } from '../run/run.js';
+import { Run, type RunSummary } from '../run/run.js';
+import { RESET_TOOL, STATE_URI, type McpServeOptions } from './mcp-serve-options.js';
 import { validate } from '../schema/ajv.js';
 import { formatIssues } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 
-export const RESET_TOOL = 'reset';
-export const STATE_URI = 'env://state';
 
 interface Pending {
   readonly name: string;
@@ -27,16 +26,12 @@ interface Pending {
   readonly answer: (result: CallToolResult) => void;
 }
 
-export interface McpServeOptions extends Omit<RunOptions, 'policy' | 'concurrency'> {
-  /** Called once the run is prepared (its folder exists): where it records. */
-  readonly onReady?: (run: Run) => void;
-}
 
 const text = (value: unknown): CallToolResult['content'] => [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }];
 const refuse = (message: string): CallToolResult => ({ content: text(message), isError: true });
 
-/** Serves the env on `transport` until the client goes away or `signal` aborts; resolves with the run's summary. */
-export async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, signal?: AbortSignal): Promise<RunSummary> {
+/** Serves the env on `transport` (not exported: its type is the SDK's) until the client goes away or `signal` aborts; resolves with the run's summary. */
+async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, signal?: AbortSignal): Promise<RunSummary> {
   const queue: Pending[] = [];
   let wake: (() => void) | undefined;
   let latest: Observation | undefined;

@@ -8,7 +8,7 @@ import { AgentError, isAgentError, ToolError, type AgentError as AgentErrorType,
 import { type JsonObject, type JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { validate } from '../schema/ajv.js';
-import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
+import type { ActionDefinition, EnvDefinition, McpToolInfo } from '../schema/definition.js';
 import { httpExecutor, inProcessExecutor } from './executors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, subprocessExecutor } from './subprocess.js';
 import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
@@ -18,7 +18,6 @@ import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { ProcessPool } from './process-pool.js';
 import { WorkerPool } from './worker-pool.js';
 import type { McpServers } from './mcp/mcp-tools.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 export interface RouterOptions {
   /** Seeds `createTools` and every trace's `ctx.rng`. */
@@ -33,7 +32,7 @@ export interface RouterOptions {
   /** Caps every tool's timeout (fuzzing must not wait out a hanging tool's full 30 s). */
   readonly maxTimeoutMs?: number;
   /** An MCP server's tool list changed while the env was open. */
-  readonly onMcpToolsChanged?: (server: string, before: readonly Tool[], after: readonly Tool[]) => void;
+  readonly onMcpToolsChanged?: (server: string, before: readonly McpToolInfo[], after: readonly McpToolInfo[]) => void;
 }
 
 export interface ToolCall {
