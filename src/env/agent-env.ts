@@ -12,7 +12,8 @@
  */
 import { setMaxListeners } from 'node:events';
 import { loadEnvDefinition, type LoadEnvOptions } from '../schema/load-env.js';
-import type { EnvDefinition, McpToolInfo } from '../schema/definition.js';
+import type { ActionDefinition, EnvDefinition, McpToolInfo } from '../schema/definition.js';
+import { refreshImported } from '../schema/mcp-imports.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { AgentError, describeError } from '../shared/errors.js';
@@ -134,12 +135,25 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.handlers ? { handlers: options.handlers } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
-      onMcpToolsChanged: (server, before, after) => events.emit({ type: 'mcp_tools_changed', time: clock.now(), instanceId: '', server, ...toolListChange(before, after) }),
+      // Called only once the env is open, so `refreshActions` (below) is defined by then.
+      onMcpToolsChanged: (server, before, after) =>
+        void refreshActions(server, before, after).catch((err: unknown) => events.emit({ type: 'error', time: clock.now(), instanceId: '', error: { code: 'INTERNAL', message: `refreshing the actions of MCP server '${server}' failed: ${describeError(err)}` } })),
       onBlocked: (tool, blockedMs, traceId) => {
         const instanceId = traceId.slice(0, traceId.lastIndexOf(':'));
         events.emit({ type: 'loop_blocked', time: clock.now(), instanceId, traceId, tool, blockedMs });
       },
     });
+    // Actions imported from a server follow its tool list; the change is reported either way.
+    const refreshActions = async (server: string, before: readonly McpToolInfo[], after: readonly McpToolInfo[]): Promise<void> => {
+      const change = refreshImported(definition, server, after);
+      const actions = definition.actions as Map<string, ActionDefinition>;
+      for (const name of change.removed) actions.delete(name);
+      for (const action of [...change.added, ...change.changed]) {
+        await router.routeMcpAction(action);
+        actions.set(action.name, action);
+      }
+      events.emit({ type: 'mcp_tools_changed', time: clock.now(), instanceId: '', server, ...toolListChange(before, after), actions: { added: change.added.map((a) => a.name), removed: [...change.removed], changed: change.changed.map((a) => a.name) } });
+    };
     return new AgentEnv(definition, router, { ...options, clock }, events);
   }
 

@@ -129,8 +129,9 @@ export type EnvEvent =
   | (Base & { readonly type: 'error'; readonly traceId?: string; readonly error: ErrorInfo })
   /**
    * An MCP server's tool list changed (`notifications/tools/list_changed`); `instanceId` is ''
-   * (env-wide). The env's actions stay as loaded (a run's action space does not move under its
-   * policy); a changed input schema is reported as schema-diff findings.
+   * (env-wide). `added`, `removed` and `changed` name the server's tools (a changed input schema
+   * with its schema-diff findings); `actions` says what that did to the actions imported from it
+   * (`actions_from`), which follow the list. Actions bound by hand stay as declared.
    */
   | (Base & {
       readonly type: 'mcp_tools_changed';
@@ -138,6 +139,7 @@ export type EnvEvent =
       readonly added: readonly string[];
       readonly removed: readonly string[];
       readonly changed: readonly { readonly tool: string; readonly findings: readonly { readonly rule: string; readonly severity: string; readonly message: string }[] }[];
+      readonly actions: { readonly added: readonly string[]; readonly removed: readonly string[]; readonly changed: readonly string[] };
     });
 
 export type EnvEventType = EnvEvent['type'];

@@ -47,6 +47,8 @@ export type ToolBinding =
       readonly tool: string;
       /** A JSON pointer in the state where each call's result is written (an `add` patch). */
       readonly resultTo?: string;
+      /** Imported with `actions_from`: the action follows the server's tools/list_changed. */
+      readonly imported?: true;
     };
 
 /** A tool as an MCP server lists it (the part the toolkit reads; the SDK's own type stays internal). */
@@ -134,4 +136,15 @@ export interface EnvDefinition {
   readonly warnings: readonly Issue[];
   /** The MCP servers its tools call, by name. */
   readonly mcpServers?: ReadonlyMap<string, McpServerSpec>;
+  /** `actions_from`, and the policy a tool a server adds later gets (`tool_defaults`). */
+  readonly mcpImports?: { readonly imports: readonly McpImportSpec[]; readonly policy: ToolPolicy };
+}
+
+/** One `actions_from` entry: a server's tools, filtered and renamed. */
+export interface McpImportSpec {
+  readonly server: string;
+  readonly include?: readonly string[];
+  readonly exclude?: readonly string[];
+  readonly rename?: Readonly<Record<string, string>>;
+  readonly prefix?: string;
 }

@@ -19,7 +19,7 @@ import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, t
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
 import { bindRewardSources } from './reward-bindings.js';
-import { importMcpActions, mcpServerSpecs } from './mcp-imports.js';
+import { importMcpActions, mcpImportsOf, mcpServerSpecs } from './mcp-imports.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
@@ -246,7 +246,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     const resultTo = typeof cfg['result_to'] === 'string' ? { resultTo: cfg['result_to'] } : {};
     if (cfg['result_to'] !== undefined && typeof cfg['mcp'] !== 'string' && !origin) issues.push({ file: manifestFile, pointer: `${cfgPointer}/result_to`, message: 'result_to applies to MCP tools only (set mcp, or import the action with actions_from)' });
     const binding: ToolBinding | undefined =
-      typeof cfg['mcp'] === 'string' ? { kind: 'mcp', server: cfg['mcp'], tool: typeof cfg['tool'] === 'string' ? cfg['tool'] : a.name, ...resultTo } : origin ? { kind: 'mcp', server: origin.server, tool: origin.tool, ...resultTo } : bindingOf(cfg, a.name, dir, moduleFile);
+      typeof cfg['mcp'] === 'string' ? { kind: 'mcp', server: cfg['mcp'], tool: typeof cfg['tool'] === 'string' ? cfg['tool'] : a.name, ...resultTo } : origin ? { kind: 'mcp', server: origin.server, tool: origin.tool, imported: true, ...resultTo } : bindingOf(cfg, a.name, dir, moduleFile);
     const { enabledIf: _source, ...rest } = a;
     actions.set(a.name, {
       ...rest,
@@ -272,7 +272,18 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   }
 
   if (issues.length > 0) throw invalid(dir, issues);
-  return { name: manifest.name ?? path.basename(dir), dir, stateSchema, actions, rewards, initialStates, warnings, ...(mcpServers.size > 0 ? { mcpServers } : {}) };
+  const mcpImports = mcpImportsOf(manifest.actions_from);
+  return {
+    name: manifest.name ?? path.basename(dir),
+    dir,
+    stateSchema,
+    actions,
+    rewards,
+    initialStates,
+    warnings,
+    ...(mcpServers.size > 0 ? { mcpServers } : {}),
+    ...(mcpImports.length > 0 ? { mcpImports: { imports: mcpImports, policy: { timeoutMs: DEFAULT_TIMEOUT_MS, ...defaults } } } : {}),
+  };
 }
 
 function invalid(dir: string, issues: Issue[]): ValidationError {

@@ -7,17 +7,13 @@ import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
-import type { McpServerSpec } from './definition.js';
+import { deepEqual } from '../state/patch.js';
+import { parseActionDocument } from './actions.js';
+import type { ActionDefinition, EnvDefinition, McpImportSpec, McpServerSpec, McpToolInfo } from './definition.js';
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 
-export interface McpImport {
-  readonly server: string;
-  readonly include?: readonly string[];
-  readonly exclude?: readonly string[];
-  readonly rename?: Readonly<Record<string, string>>;
-  readonly prefix?: string;
-}
+export type McpImport = McpImportSpec;
 
 /** `mcp_servers` as specs (the manifest's shape is checked by its schema already). */
 export function mcpServerSpecs(raw: Readonly<Record<string, unknown>> | undefined, dir: string): Map<string, McpServerSpec> {
@@ -34,6 +30,18 @@ export function mcpServerSpecs(raw: Readonly<Record<string, unknown>> | undefine
   return specs;
 }
 
+/** The action name an import gives a server's tool, or undefined when the import leaves it out. */
+export function importedName(imp: McpImport, tool: string): string | undefined {
+  if (imp.include && !imp.include.includes(tool)) return undefined;
+  if (imp.exclude?.includes(tool)) return undefined;
+  return `${imp.prefix ?? ''}${imp.rename?.[tool] ?? tool}`;
+}
+
+/** `actions_from` as a list of imports. */
+export function mcpImportsOf(raw: unknown): McpImport[] {
+  return (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).map((entry) => (typeof entry === 'string' ? { server: entry } : (entry as McpImport)));
+}
+
 export interface ImportedTools {
   /** MCP tool objects ({name, description, inputSchema}) under their action names, for the action parser. */
   readonly tools: { readonly name: string; readonly description?: string; readonly inputSchema: unknown }[];
@@ -43,7 +51,7 @@ export interface ImportedTools {
 
 /** Lists each `actions_from` server's tools and maps them to actions (filtered, renamed, prefixed). */
 export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, McpServerSpec>, file: string, issues: Issue[], signal?: AbortSignal): Promise<ImportedTools> {
-  const imports: McpImport[] = (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).map((entry) => (typeof entry === 'string' ? { server: entry } : (entry as McpImport)));
+  const imports = mcpImportsOf(raw);
   const out: ImportedTools = { tools: [], origins: new Map() };
   for (const [i, imp] of imports.entries()) {
     const pointer = Array.isArray(raw) ? `/actions_from/${i}` : '/actions_from';
@@ -71,9 +79,8 @@ export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, 
     }
     for (const n of Object.keys(imp.rename ?? {})) if (!names.has(n)) issues.push({ file, pointer: `${pointer}/rename/${escapePointerToken(n)}`, message: `MCP server '${imp.server}' has no tool '${n}' to rename` });
     for (const t of listed) {
-      if (imp.include && !imp.include.includes(t.name)) continue;
-      if (imp.exclude?.includes(t.name)) continue;
-      const name = `${imp.prefix ?? ''}${imp.rename?.[t.name] ?? t.name}`;
+      const name = importedName(imp, t.name);
+      if (name === undefined) continue;
       if (out.origins.has(name)) {
         issues.push({ file, pointer, message: `action '${name}' is imported twice (from '${out.origins.get(name)?.server}' and '${imp.server}'): rename or prefix one` });
         continue;
@@ -83,4 +90,47 @@ export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, 
     }
   }
   return out;
+}
+
+export interface ImportRefresh {
+  readonly added: readonly ActionDefinition[];
+  readonly removed: readonly string[];
+  /** The actions whose parameters changed, with their new parameters. */
+  readonly changed: readonly ActionDefinition[];
+}
+
+/**
+ * What a server's new tool list does to the actions imported from it: tools it added become
+ * actions (with `tool_defaults`' policy), tools it dropped are dropped, and a changed inputSchema
+ * replaces the action's parameters. Actions declared by hand are never touched.
+ */
+export function refreshImported(def: EnvDefinition, server: string, tools: readonly McpToolInfo[]): ImportRefresh {
+  const next = new Map<string, McpToolInfo>();
+  for (const imp of def.mcpImports?.imports ?? []) {
+    if (imp.server !== server) continue;
+    for (const t of tools) {
+      const name = importedName(imp, t.name);
+      if (name !== undefined) next.set(name, t);
+    }
+  }
+  const ours = (a: ActionDefinition | undefined): boolean => a?.binding?.kind === 'mcp' && a.binding.imported === true && a.binding.server === server;
+  const removed = [...def.actions.values()].filter((a) => ours(a) && !next.has(a.name)).map((a) => a.name);
+  const added: ActionDefinition[] = [];
+  const changed: ActionDefinition[] = [];
+  for (const [name, tool] of next) {
+    const known = def.actions.get(name);
+    if (known && !ours(known)) continue;
+    if (known && deepEqual(known.parameters, tool.inputSchema)) continue;
+    const parsed = parseActionDocument([{ name, ...(tool.description !== undefined ? { description: tool.description } : {}), inputSchema: tool.inputSchema }], { file: `mcp:${server}`, pointer: '' });
+    const fresh = parsed.actions[0];
+    if (!fresh || parsed.issues.length > 0) continue;
+    const { enabledIf: _condition, ...action } = fresh;
+    if (known) {
+      const { unsatisfiable: _was, ...rest } = known;
+      changed.push({ ...rest, parameters: action.parameters, ...(action.unsatisfiable ? { unsatisfiable: action.unsatisfiable } : {}) });
+    } else {
+      added.push({ ...action, policy: def.mcpImports?.policy ?? {}, binding: { kind: 'mcp', server, tool: tool.name, imported: true } });
+    }
+  }
+  return { added, removed, changed };
 }

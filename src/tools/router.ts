@@ -79,23 +79,25 @@ export class ToolRouter implements AsyncDisposable {
   /** Worker and process pools, closed with the router. */
   readonly #disposables: AsyncDisposable[] = [];
   readonly #seed: number;
+  readonly #maxTimeoutMs: number | undefined;
   #mcp: McpServers | undefined;
 
-  private constructor(seed: number) {
+  private constructor(seed: number, maxTimeoutMs: number | undefined) {
     this.#seed = seed;
+    this.#maxTimeoutMs = maxTimeoutMs;
   }
 
   /** Bind every action. Throws TOOL_NOT_FOUND listing every action that has no tool. */
   static async create(def: EnvDefinition, options: RouterOptions = {}): Promise<ToolRouter> {
     const seed = options.seed ?? 0;
-    const router = new ToolRouter(seed);
+    const router = new ToolRouter(seed, options.maxTimeoutMs);
     const config = { seed, options: options.toolOptions ?? {} };
     const threshold = options.blockThresholdMs ?? 100;
     const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
     const unbound: string[] = [];
     // The MCP SDK is loaded only by envs that have MCP servers.
-    const mcp = def.mcpServers && def.mcpServers.size > 0 ? await import('./mcp/mcp-tools.js') : undefined;
-    if (mcp && def.mcpServers) {
+    if (def.mcpServers && def.mcpServers.size > 0) {
+      const mcp = await import('./mcp/mcp-tools.js');
       const onToolsChanged = options.onMcpToolsChanged;
       router.#mcp = new mcp.McpServers(def.mcpServers, onToolsChanged ? { onToolsChanged } : {});
       router.#disposables.push(router.#mcp);
@@ -134,18 +136,15 @@ export class ToolRouter implements AsyncDisposable {
           run = subprocessExecutor(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes });
         } else if (binding?.kind === 'http') {
           run = httpExecutor(tool, binding.url, binding.headers, binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
-        } else if (binding?.kind === 'mcp' && router.#mcp && mcp) {
-          const servers = router.#mcp;
-          run = mcp.mcpExecutor(tool, binding, servers);
-          prepare = async (signal, instanceId) => void (await servers.connection(binding.server, instanceId).tools(signal));
+        } else if (binding?.kind === 'mcp' && router.#mcp) {
+          await router.routeMcpAction(action);
+          continue;
         }
         if (!run) {
           unbound.push(tool);
           continue;
         }
-        const cap = options.maxTimeoutMs;
-        const policy = cap === undefined ? action.policy : { ...action.policy, timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) };
-        router.#routes.set(tool, { action, run, policies: buildPolicyStack(tool, policy), ...(prepare ? { prepare } : {}) });
+        router.#routes.set(tool, { action, run, policies: router.#policies(action), ...(prepare ? { prepare } : {}) });
       }
     } catch (err) {
       await router[Symbol.asyncDispose]();
@@ -189,6 +188,34 @@ export class ToolRouter implements AsyncDisposable {
       const outcome = await this.call(fallback.action, call);
       return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
     }
+  }
+
+  /**
+   * Routes an action that appeared while the env was open (a tool an MCP server added), or takes an
+   * action's new definition (new parameters): its policies and connection stay.
+   */
+  async routeMcpAction(action: ActionDefinition): Promise<void> {
+    const binding = action.binding;
+    if (binding?.kind !== 'mcp' || !this.#mcp) return;
+    const known = this.#routes.get(action.name);
+    if (known) {
+      this.#routes.set(action.name, { ...known, action });
+      return;
+    }
+    const { mcpExecutor } = await import('./mcp/mcp-tools.js');
+    const servers = this.#mcp;
+    this.#routes.set(action.name, {
+      action,
+      run: mcpExecutor(action.name, binding, servers),
+      prepare: async (signal, instanceId) => void (await servers.connection(binding.server, instanceId).tools(signal)),
+      policies: this.#policies(action),
+    });
+  }
+
+  /** The action's resilience policies, its timeout capped by `maxTimeoutMs`. */
+  #policies(action: ActionDefinition): PolicyStack {
+    const cap = this.#maxTimeoutMs;
+    return buildPolicyStack(action.name, cap === undefined ? action.policy : { ...action.policy, timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) });
   }
 
   /** An instance is gone: the MCP servers it started for itself (`per_instance`) are closed. */

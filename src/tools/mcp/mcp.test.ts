@@ -46,8 +46,8 @@ describe('importing the reference servers', () => {
       const names = [...e.definition.actions.keys()];
       expect(names.length).toBe(14 + 9 + 13);
       expect(names).toEqual(expect.arrayContaining(['read_text_file', 'write_file', 'create_entities', 'read_graph', 'ev_echo', 'ev_get-sum', 'ev_get-structured-content']));
-      expect(e.definition.actions.get('write_file')?.binding).toEqual({ kind: 'mcp', server: 'fs', tool: 'write_file' });
-      expect(e.definition.actions.get('ev_echo')?.binding).toEqual({ kind: 'mcp', server: 'everything', tool: 'echo' });
+      expect(e.definition.actions.get('write_file')?.binding).toEqual({ kind: 'mcp', server: 'fs', tool: 'write_file', imported: true });
+      expect(e.definition.actions.get('ev_echo')?.binding).toEqual({ kind: 'mcp', server: 'everything', tool: 'echo', imported: true });
       // Calls: a write then a read through the filesystem server; an entity into memory and back.
       const agent = e.createInstance();
       await agent.reset({});
@@ -129,12 +129,22 @@ describe('calls', () => {
     expect(() => process.kill(pb, 0)).not.toThrow();
   });
 
-  it('list_changed: the new tool list is reported as an event (the actions stay as loaded)', async () => {
+  it('list_changed: imported actions follow the tool list (added, dropped, new parameters), reported with a schema diff', async () => {
     const events: EnvEvent[] = [];
     const e = await env({ mcp_servers: { t: { command: TEST_SERVER } }, actions_from: 't' }, events);
-    await step(e, 'grow');
-    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_8'], removed: [], changed: [] }), { timeout: 5_000, interval: 20 });
-    expect(e.definition.actions.has('extra_8')).toBe(false);
+    const agent = e.createInstance();
+    await agent.reset({});
+    await step(e, 'grow', {}, agent);
+    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_9'], removed: [], changed: [], actions: { added: ['extra_9'], removed: [], changed: [] } }), { timeout: 5_000, interval: 20 });
+    expect(agent.availableActions().map((a) => a.name)).toContain('extra_9');
+    expect((await step(e, 'extra_9', {}, agent)).info.error).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringContaining('no tool extra_9') });
+    await step(e, 'retype', {}, agent);
+    await vi.waitFor(() => expect(events.filter((x) => x.type === 'mcp_tools_changed')).toHaveLength(2), { timeout: 5_000, interval: 20 });
+    expect(events.filter((x) => x.type === 'mcp_tools_changed')[1]).toMatchObject({ removed: ['fail'], changed: [{ tool: 'add', findings: expect.arrayContaining([expect.objectContaining({ rule: 'required-added', severity: 'breaking', message: expect.stringContaining("property 'c' is now required") })]) }], actions: { removed: ['fail'], changed: ['add'] } });
+    expect(e.definition.actions.has('fail')).toBe(false);
+    // The old params break the new schema: refused before anything is sent.
+    expect(() => agent.dispatch({ name: 'add', params: { a: 1, b: 2 } })).toThrow(/params of 'add' do not match its schema/);
+    expect((await step(e, 'add', { a: 1, b: 2, c: 3 }, agent)).observation).toEqual({ sum: 3 });
   });
 });
 
