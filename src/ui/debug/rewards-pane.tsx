@@ -1,21 +1,16 @@
 /** Rewards: per step and source, the value, where it stands, its arrival delay and deadline; late ones in red. */
 import { Box, Text } from 'ink';
 import { useMemo, useState } from 'react';
-import type { RewardRow, RunIndex } from '../../replay/run-index.js';
+import type { RewardRow } from '../../replay/run-index.js';
 import { formatDuration, formatNumber } from '../format.js';
 import { matches, parseQuery } from './query.js';
 import { arrayRows } from './rows.js';
 import { fit, pad, Tone, windowOf, type ToneColor } from './tone.js';
+import type { IndexPaneProps } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
 
-export interface RewardsPaneProps {
-  readonly index: RunIndex<unknown>;
-  readonly version: number;
+export interface RewardsPaneProps extends IndexPaneProps {
   readonly now: number;
-  readonly query: string;
-  readonly width: number;
-  readonly height: number;
-  readonly active: boolean;
 }
 
 /** A value as short as it can be said (three decimals at most). */

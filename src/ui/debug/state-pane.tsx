@@ -8,17 +8,15 @@ import type { DebugFeed, EpisodeHistory } from '../../replay/debug-feed.js';
 import { escapePointerToken, valueAtPointer, type JsonValue } from '../../shared/json.js';
 import { fit, Tone, windowOf } from './tone.js';
 import { useEpisodeData } from './use-episode.js';
+import type { PaneArea } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
 
-export interface StatePaneProps {
+export interface StatePaneProps extends PaneArea {
   readonly feed: DebugFeed;
   readonly episode: number | undefined;
   /** The seq to show; undefined: the episode's latest. */
   readonly seq: number | undefined;
   readonly onSeq: (seq: number) => void;
-  readonly width: number;
-  readonly height: number;
-  readonly active: boolean;
 }
 
 interface TreeRow {

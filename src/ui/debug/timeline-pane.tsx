@@ -10,14 +10,12 @@ import type { IndexedEvent } from '../../replay/run-index.js';
 import { formatDuration } from '../format.js';
 import { fit, pad, Tone, windowOf, type ToneColor } from './tone.js';
 import { useEpisodeData } from './use-episode.js';
+import type { PaneArea } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
 
-export interface TimelinePaneProps {
+export interface TimelinePaneProps extends PaneArea {
   readonly feed: DebugFeed;
   readonly episode: number | undefined;
-  readonly width: number;
-  readonly height: number;
-  readonly active: boolean;
   /** Enter on a trace: the state after it. */
   readonly onState: (episode: number, seq: number) => void;
 }

@@ -6,16 +6,11 @@ import { formatDuration } from '../format.js';
 import { matches, parseQuery } from './query.js';
 import { arrayRows, mapThenArray, type Rows } from './rows.js';
 import { fit, pad, Tone, windowOf } from './tone.js';
+import type { IndexPaneProps } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
 
-export interface TracesPaneProps {
-  readonly index: RunIndex<unknown>;
-  readonly version: number;
+export interface TracesPaneProps extends IndexPaneProps {
   readonly now: number;
-  readonly query: string;
-  readonly width: number;
-  readonly height: number;
-  readonly active: boolean;
   /** Enter on a trace: open its episode's timeline. */
   readonly onOpen: (trace: TraceRow) => void;
 }

@@ -1,19 +1,12 @@
 /** Validation: every schema violation of the run (params, tool results, patches, rewards) with its JSON pointer and the offending value. */
 import { Box, Text } from 'ink';
 import { useMemo, useState } from 'react';
-import type { RunIndex } from '../../replay/run-index.js';
 import { matches, parseQuery } from './query.js';
 import { fit, pad, Tone, windowOf } from './tone.js';
+import type { IndexPaneProps } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
 
-export interface ValidationPaneProps {
-  readonly index: RunIndex<unknown>;
-  readonly version: number;
-  readonly query: string;
-  readonly width: number;
-  readonly height: number;
-  readonly active: boolean;
-}
+export type ValidationPaneProps = IndexPaneProps;
 
 export function ValidationPane({ index, version, query, width, height, active }: ValidationPaneProps) {
   const rows = useMemo(() => {
