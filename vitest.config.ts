@@ -14,6 +14,8 @@ export default defineConfig({
     // Open handles after a run are failures: vitest reports hanging processes on teardown.
     teardownTimeout: 5_000,
     testTimeout: 60_000,
+    // Setup and cleanup move files too (an installed package, run folders): under load, past 10 s.
+    hookTimeout: 120_000,
     pool: 'forks',
     // Many files wait on child processes, servers and Redis rather than the CPU: more files than
     // cores at once keeps both cores busy.

@@ -49,6 +49,8 @@ export type ToolBinding =
       readonly resultTo?: string;
       /** Imported with `actions_from`: the action follows the server's tools/list_changed. */
       readonly imported?: true;
+      /** Cap on one reply (default 16 MB): past it, TOOL_OUTPUT_TOO_LARGE. */
+      readonly maxOutputBytes?: number;
     };
 
 /** A tool as an MCP server lists it (the part the toolkit reads; the SDK's own type stays internal). */

@@ -243,7 +243,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     }
     const origin = imported.origins.get(a.name);
     if (typeof cfg['mcp'] === 'string' && !mcpServers.has(cfg['mcp'])) issues.push({ file: manifestFile, pointer: `${cfgPointer}/mcp`, message: `no MCP server '${cfg['mcp']}' in mcp_servers` });
-    const resultTo = typeof cfg['result_to'] === 'string' ? { resultTo: cfg['result_to'] } : {};
+    const resultTo = { ...(typeof cfg['result_to'] === 'string' ? { resultTo: cfg['result_to'] } : {}), ...(typeof cfg['max_output_bytes'] === 'number' ? { maxOutputBytes: cfg['max_output_bytes'] } : {}) };
     if (cfg['result_to'] !== undefined && typeof cfg['mcp'] !== 'string' && !origin) issues.push({ file: manifestFile, pointer: `${cfgPointer}/result_to`, message: 'result_to applies to MCP tools only (set mcp, or import the action with actions_from)' });
     const binding: ToolBinding | undefined =
       typeof cfg['mcp'] === 'string' ? { kind: 'mcp', server: cfg['mcp'], tool: typeof cfg['tool'] === 'string' ? cfg['tool'] : a.name, ...resultTo } : origin ? { kind: 'mcp', server: origin.server, tool: origin.tool, imported: true, ...resultTo } : bindingOf(cfg, a.name, dir, moduleFile);

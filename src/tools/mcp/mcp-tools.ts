@@ -12,6 +12,7 @@ import type { McpServerSpec, ToolBinding } from '../../schema/definition.js';
 import { formatIssues, ToolError } from '../../shared/errors.js';
 import type { JsonValue } from '../../shared/json.js';
 import type { Executor } from '../executors.js';
+import { DEFAULT_MAX_OUTPUT_BYTES } from '../subprocess.js';
 import type { ToolResult } from '../types.js';
 import { McpConnection } from './mcp-connection.js';
 
@@ -68,9 +69,13 @@ export class McpServers implements AsyncDisposable {
 }
 
 export function mcpExecutor(action: string, binding: McpBinding, servers: McpServers): Executor {
+  const max = binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   return async (params, ctx) => {
     const conn = servers.connection(binding.server, ctx.instanceId);
     const result = await conn.call(binding.tool, params, ctx.signal);
+    // The SDK has read the reply already; the cap keeps a flood out of the state, the logs and the policy's context.
+    const size = Buffer.byteLength(JSON.stringify(result));
+    if (size > max) throw new ToolError('TOOL_OUTPUT_TOO_LARGE', action, `MCP server '${binding.server}' answered ${size} bytes, more than ${max}`, { hint: 'Ask for less (a range, a page), or raise max_output_bytes for this tool.' });
     const tool = (await conn.tools(ctx.signal)).find((t) => t.name === binding.tool);
     return toToolResult(action, result, tool?.outputSchema as JsonSchema | undefined, binding.resultTo);
   };

@@ -91,6 +91,15 @@ describe('calls', () => {
     expect((await step(e, 'add', { a: 1, b: 2 })).observation).toEqual({ sum: 3 });
   });
 
+  it('caps a reply (max_output_bytes), and a server that hangs in initialize fails after startup_timeout_ms with a typed error', async () => {
+    const e = await env({ mcp_servers: { t: { command: TEST_SERVER } }, actions_from: [{ server: 't', include: ['flood'] }], tools: { flood: { max_output_bytes: 1_000 } } });
+    expect((await step(e, 'flood', { n: 900 })).info.status).toBe('resolved');
+    expect((await step(e, 'flood', { n: 5_000 })).info.error).toMatchObject({ code: 'TOOL_OUTPUT_TOO_LARGE', message: expect.stringContaining('more than 1000') });
+    await expect(env({ mcp_servers: { hang: { command: ['node', '-e', 'setInterval(() => {}, 1000)'], startup_timeout_ms: 300 } }, actions_from: 'hang' })).rejects.toMatchObject({
+      issues: [expect.objectContaining({ pointer: '/mcp_servers/hang', message: expect.stringContaining('did not initialize: no answer in 300 ms') })],
+    });
+  });
+
   it('writes a result into the state with result_to (MCP tools produce state deltas)', async () => {
     const e = await env({ state: { type: 'object', properties: { total: { type: 'object' } } }, mcp_servers: { t: { command: TEST_SERVER } }, actions_from: 't', tools: { add: { result_to: '/total' } } });
     const r = await step(e, 'add', { a: 20, b: 22 });
@@ -135,9 +144,9 @@ describe('calls', () => {
     const agent = e.createInstance();
     await agent.reset({});
     await step(e, 'grow', {}, agent);
-    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_9'], removed: [], changed: [], actions: { added: ['extra_9'], removed: [], changed: [] } }), { timeout: 5_000, interval: 20 });
-    expect(agent.availableActions().map((a) => a.name)).toContain('extra_9');
-    expect((await step(e, 'extra_9', {}, agent)).info.error).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringContaining('no tool extra_9') });
+    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_10'], removed: [], changed: [], actions: { added: ['extra_10'], removed: [], changed: [] } }), { timeout: 5_000, interval: 20 });
+    expect(agent.availableActions().map((a) => a.name)).toContain('extra_10');
+    expect((await step(e, 'extra_10', {}, agent)).info.error).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringContaining('no tool extra_10') });
     await step(e, 'retype', {}, agent);
     await vi.waitFor(() => expect(events.filter((x) => x.type === 'mcp_tools_changed')).toHaveLength(2), { timeout: 5_000, interval: 20 });
     expect(events.filter((x) => x.type === 'mcp_tools_changed')[1]).toMatchObject({ removed: ['fail'], changed: [{ tool: 'add', findings: expect.arrayContaining([expect.objectContaining({ rule: 'required-added', severity: 'breaking', message: expect.stringContaining("property 'c' is now required") })]) }], actions: { removed: ['fail'], changed: ['add'] } });
