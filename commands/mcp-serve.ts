@@ -49,7 +49,7 @@ export function registerMcpServe(program: Command, io: Io): void {
             out: flags.out,
             toolOptions: flags.toolOption,
             ...(flags.port !== undefined ? { port: flags.port } : {}),
-            onReady: (run) => io.stderr.write(`agent mcp-serve: env ${envDir}, recording to ${run.dir ?? flags.out}; serving MCP on stdin/stdout\n`),
+            onReady: (dir) => io.stderr.write(`agent mcp-serve: env ${envDir}, recording to ${dir}; serving MCP on stdin/stdout (agent debug ${dir} follows it)\n`),
           },
           controller.signal,
         );

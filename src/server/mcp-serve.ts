@@ -91,7 +91,8 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
   };
 
   const run = await Run.prepare({ ...options, policy, concurrency: 1 });
-  options.onReady?.(run);
+  const onReady = options.onReady;
+  const offStarted = onReady ? run.events.on('run_started', (e) => onReady(e.dir)) : undefined;
   const offSettled = run.events.on('trace_settled', (e) => {
     const call = inFlight;
     inFlight = undefined;
@@ -121,6 +122,7 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
     return await run.execute(stop.signal);
   } finally {
     offSettled();
+    offStarted?.();
     signal?.removeEventListener('abort', onAbort);
     for (const call of queue.splice(0)) call.answer(refuse('the environment stopped'));
     inFlight?.answer(refuse('the environment stopped'));
