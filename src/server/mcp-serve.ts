@@ -50,9 +50,10 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
   const names = (): string => (latest?.actions ?? []).map((a) => a.name).join(',');
 
   const policy: Policy = async (obs, ctx) => {
-    const before = names();
+    const before = latest === undefined ? undefined : names();
     latest = obs;
-    if (names() !== before) await server.sendToolListChanged().catch(() => undefined);
+    // Only a change is announced: the first list is what the client asks for after initializing.
+    if (before !== undefined && names() !== before) await server.sendToolListChanged().catch(() => undefined);
     if (resetting) {
       resetting.answer({ content: text({ episode: obs.episode, state: obs.state }), structuredContent: { episode: obs.episode, state: obs.state } });
       resetting = undefined;
