@@ -4,7 +4,10 @@
  * live run's event stream. Either way the console asks the same questions: the index, an
  * episode's events, and an episode's history (its initial state and every commit).
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { JsonValue } from '../shared/json.js';
+import { archiveFile, readArchive } from '../state/archive.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import type { IndexedEvent, RunIndex } from './run-index.js';
 
@@ -56,6 +59,16 @@ export function dedupeCommits(commits: readonly Commit[]): Commit[] {
   const bySeq = new Map<number, Commit>();
   for (const c of commits) bySeq.set(c.seq, c);
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * An episode's commits: a durable run's archive (`<run>/history/`) when it has one, since that is
+ * what Redis committed (events may also hold steps a crash undid); else its `state_committed` events.
+ */
+export async function episodeCommits(runDir: string, instanceId: string, events: readonly IndexedEvent[]): Promise<Commit[]> {
+  const archived = path.join(runDir, 'history');
+  if (!existsSync(archiveFile(archived, instanceId))) return commitsOf(events);
+  return dedupeCommits((await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })));
 }
 
 /** An episode's commits, from its `state_committed` events. */

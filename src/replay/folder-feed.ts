@@ -10,8 +10,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
-import { archiveFile, readArchive } from '../state/archive.js';
-import { commitsOf, dedupeCommits, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
+import { episodeCommits, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
 import { RunIndex, type IndexedEvent } from './run-index.js';
 import { forEachLine, readManifest } from './run-rewards.js';
 import { RUN_FILES } from './run-writer.js';
@@ -239,12 +238,7 @@ export class FolderFeed implements DebugFeed {
     const row = this.index.episodes.get(episode);
     if (!row) throw new AgentError('BAD_USAGE', `no episode ${episode} in ${this.#dir}`);
     const initial = await this.#initialState(row.initialStateId);
-    const archived = path.join(this.#dir, 'history');
-    // A durable run's archive is what Redis committed; events may also hold steps a crash undid.
-    const commits = existsSync(archiveFile(archived, row.instanceId))
-      ? dedupeCommits((await readArchive(archived, row.instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })))
-      : commitsOf(events);
-    return historyOf(episode, row.instanceId, initial, commits);
+    return historyOf(episode, row.instanceId, initial, await episodeCommits(this.#dir, row.instanceId, events));
   }
 
   async #initialState(stateId: string): Promise<JsonValue> {

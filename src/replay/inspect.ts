@@ -5,13 +5,12 @@
  * patches: the archived history (history/, durable runs) when there is one, else the
  * `state_committed` events.
  */
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentError } from '../shared/errors.js';
 import { parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js';
-import { dedupeCommits, type Commit } from './debug-feed.js';
-import { archiveFile, readArchive } from '../state/archive.js';
-import { applyPatch, type Patch } from '../state/patch.js';
+import { episodeCommits, type Commit } from './debug-feed.js';
+import type { IndexedEvent } from './run-index.js';
+import { applyPatch } from '../state/patch.js';
 import { forEachLine, readManifest } from './run-rewards.js';
 import { RUN_FILES } from './run-writer.js';
 
@@ -82,13 +81,13 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
   await readManifest(dir);
   let instanceId: string | undefined;
   let stateId: string | undefined;
-  const fromEvents: Commit[] = [];
+  const committed: IndexedEvent[] = [];
   await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
     if (r['type'] === 'episode_started' && r['episode'] === episode) {
       instanceId = r['instanceId'] as string;
       stateId = r['initialStateId'] as string;
     } else if (r['type'] === 'state_committed' && instanceId !== undefined && r['instanceId'] === instanceId) {
-      fromEvents.push({ seq: r['seq'] as number, time: r['time'] as number, traceId: r['traceId'] as string, patch: r['patch'] as Patch });
+      committed.push(r as IndexedEvent);
     }
   });
   if (instanceId === undefined || stateId === undefined) throw new AgentError('BAD_USAGE', `no episode ${episode} in ${dir}`, { hint: 'Episodes are numbered from 0: see episodes.jsonl.' });
@@ -97,10 +96,7 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
     if (r['state_id'] === stateId) initial = r['state'] as JsonValue;
   });
   if (initial === undefined) throw new AgentError('STATE_CORRUPT', `states.jsonl has no ${stateId}, the initial state of episode ${episode}`);
-  const archived = path.join(dir, 'history');
-  // A durable run's archive is what Redis committed; events may also hold steps a crash undid.
-  const commits = existsSync(archiveFile(archived, instanceId)) ? (await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })) : dedupeCommits(fromEvents);
-  return { instanceId, initial, commits };
+  return { instanceId, initial, commits: await episodeCommits(dir, instanceId, committed) };
 }
 
 export interface StateReport {
