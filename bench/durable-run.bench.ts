@@ -103,7 +103,7 @@ for (let from = 1; from <= TOTAL; from += 10_000) {
   const batch: Promise<number>[] = [];
   for (let seq = from; seq < from + 10_000; seq++) {
     const snapshot = seq % 50 === 0 ? JSON.stringify({ seq, time: seq, state: { n: seq, label: 'bench' } }) : '';
-    batch.push(send(...keys, seq, String(seq), JSON.stringify([{ op: 'replace', path: '/n', value: seq }]), '', snapshot, `b${seq}`));
+    batch.push(send(...keys, '', seq, String(seq), JSON.stringify([{ op: 'replace', path: '/n', value: seq }]), '', snapshot, `b${seq}`));
   }
   await Promise.all(batch);
   await store.trim(id, KEEP);

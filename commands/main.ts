@@ -17,6 +17,7 @@ import { registerExport } from './export.js';
 import { registerBenchmark } from './benchmark.js';
 import { registerDebug } from './debug.js';
 import { registerMcpServe } from './mcp-serve.js';
+import { registerWorker } from './worker.js';
 
 export type { Io } from './io.js';
 
@@ -63,6 +64,7 @@ export function createProgram(io: Io): Command {
   registerBenchmark(program, io);
   registerDebug(program, io);
   registerMcpServe(program, io);
+  registerWorker(program, io);
   return program;
 }
 

@@ -18,6 +18,8 @@ interface RunFlags {
   storeWait: number;
   json?: boolean;
   port?: number;
+  distributed?: boolean;
+  queue: string;
   toolOption: Record<string, JsonValue>;
   rewardSource: Record<string, JsonValue>;
 }
@@ -39,8 +41,10 @@ export function registerRun(program: Command, io: Io): void {
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
     .option('--port <port>', 'serve POST /rewards on 127.0.0.1:<port> while the run is live (0: any free port)', integer)
+    .option('--distributed', 'run the episodes on `agent worker` processes (needs a Redis --store): this process queues them, shows them live and writes the run folder')
+    .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', 'agent:queue')
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
-    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
       if ((envDir === undefined) === (flags.resume === undefined)) {
         io.stderr.write(`error: ${flags.resume === undefined ? "missing required argument 'env-dir'" : 'pass an env folder or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
@@ -66,6 +70,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     store: flags.store,
     toolOptions: flags.toolOption,
     ...(flags.port !== undefined ? { port: flags.port } : {}),
+    ...(flags.distributed ? { distributed: true, queue: flags.queue } : {}),
     ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);

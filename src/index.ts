@@ -48,8 +48,11 @@ export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
 export type { JsonObject, JsonValue } from './shared/json.js';
 
-export { Run, type RunOptions, type RunSummary, type SourceSummary } from './run/run.js';
-export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from './run/run-events.js';
+export { Run, type WorkerEpisodeOutcome, type RunOptions, type RunSummary, type SourceSummary } from './run/run.js';
+export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from './run/run-events.js';
+export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary } from './run/rollout-worker.js';
+export { EpisodeQueue, DEFAULT_QUEUE, type Claim, type WorkerHeartbeat } from './run/episode-queue.js';
+export { serveWorkerHealth } from './server/worker-health.js';
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';

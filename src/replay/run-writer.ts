@@ -162,7 +162,7 @@ export class RunWriter implements AsyncDisposable {
    * removed (the run is live again), events.jsonl appended to, and the other logs started afresh:
    * the caller rewrites them from the run's journal, which is what was committed.
    */
-  static async reopen(outDir: string, runId: string, manifest: object): Promise<RunWriter> {
+  static async reopen(outDir: string, runId: string, manifest: object, options: { readonly rewriteEvents?: boolean } = {}): Promise<RunWriter> {
     const dir = path.resolve(outDir, runId);
     const opened: FileHandle[] = [];
     try {
@@ -171,7 +171,7 @@ export class RunWriter implements AsyncDisposable {
       await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
       await rename(tmp, path.join(dir, RUN_FILES.manifest));
       await rm(path.join(dir, RUN_FILES.summary), { force: true });
-      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), name === 'events' ? 'a' : 'w'));
+      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), name === 'events' && !options.rewriteEvents ? 'a' : 'w'));
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       throw new UsageError(`cannot reopen the run folder '${dir}': ${(err as NodeJS.ErrnoException).code ?? describeError(err)}`, 'The run resumes into the folder it started in: check that it is still there and writable.');

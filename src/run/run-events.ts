@@ -4,7 +4,17 @@ import type { EnvEvent, EnvEventOf, ErrorInfo } from '../env/events.js';
 /** A settled step as a run reports it: with the actions the policy chose among. */
 export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availableActions?: readonly string[] };
 
-export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted';
+/** `worker_lost`: a distributed run's episode whose worker died every time it ran it (retried, then given up). */
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost';
+
+/** A worker of a distributed run as its coordinator sees it. */
+export interface WorkerRow {
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly running: number;
+  readonly concurrency: number;
+}
 
 export interface RunConfig {
   readonly env: string;
@@ -45,4 +55,6 @@ export type RunEvent =
   | { readonly type: 'run_resumed'; readonly time: number; readonly runId: string; readonly steps: number; readonly episodesFinished: number; readonly inflight: number; readonly lostSteps: number }
   /** The state store stopped answering: the run waits (with backoff) for it, up to its store wait. */
   | { readonly type: 'store_unavailable'; readonly time: number; readonly store: string; readonly since: number }
-  | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly downMs: number };
+  | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly downMs: number }
+  /** A distributed run's live workers, whenever they change (none: nobody is taking its episodes). */
+  | { readonly type: 'workers'; readonly time: number; readonly queue: string; readonly workers: readonly WorkerRow[] };

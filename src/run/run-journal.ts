@@ -37,6 +37,8 @@ export interface JournalRun {
   readonly config: RunConfig;
   readonly tool_options?: Readonly<Record<string, JsonValue>>;
   readonly reward_sources?: Readonly<Record<string, unknown>>;
+  /** Set when the run's episodes run on workers: the queue they take them from. */
+  readonly distributed?: { readonly queue: string };
 }
 
 export type EpisodeFinishedEvent = Extract<RunEvent, { type: 'episode_finished' }>;

@@ -4,7 +4,7 @@
  */
 import type { EnvEventOf, ErrorInfo } from '../env/events.js';
 import { oneLine } from '../shared/errors.js';
-import type { EpisodeEndReason, RunEvent } from './run-events.js';
+import type { EpisodeEndReason, RunEvent, WorkerRow } from './run-events.js';
 import type { SlaCounts } from '../reward/ledger.js';
 
 export interface PendingCall {
@@ -48,6 +48,8 @@ export interface RunProgress {
   readonly firstPolicyError?: string;
   /** Set while the state store is unreachable: since when (epoch ms), and where. */
   readonly storeDown?: { readonly since: number; readonly store: string };
+  /** A distributed run: its live workers, and since when there have been none (epoch ms). */
+  readonly workers?: { readonly queue: string; readonly alive: readonly WorkerRow[]; readonly noneSince?: number };
 }
 
 export interface RecentReward {
@@ -77,6 +79,8 @@ export class RunStats {
   #firstError: string | undefined;
   #firstPolicyError: string | undefined;
   #storeDown: { since: number; store: string } | undefined;
+  #workers: RunProgress['workers'];
+  readonly #workersSeen = new Set<string>();
 
   constructor(clock: () => number) {
     this.#clock = clock;
@@ -119,6 +123,12 @@ export class RunStats {
       case 'store_recovered':
         this.#storeDown = undefined;
         break;
+      case 'workers': {
+        for (const w of e.workers) this.#workersSeen.add(w.id);
+        const noneSince = e.workers.length > 0 ? undefined : (this.#workers?.noneSince ?? e.time);
+        this.#workers = { queue: e.queue, alive: e.workers, ...(noneSince !== undefined ? { noneSince } : {}) };
+        break;
+      }
       case 'loop_blocked':
         this.#blocked.push({ tool: e.tool, blockedMs: e.blockedMs });
         break;
@@ -184,6 +194,12 @@ export class RunStats {
       ...(this.#firstError !== undefined ? { firstError: this.#firstError } : {}),
       ...(this.#firstPolicyError !== undefined ? { firstPolicyError: this.#firstPolicyError } : {}),
       ...(this.#storeDown ? { storeDown: { ...this.#storeDown } } : {}),
+      ...(this.#workers ? { workers: this.#workers } : {}),
     };
+  }
+
+  /** Every worker a distributed run has seen alive. */
+  workersSeen(): ReadonlySet<string> {
+    return this.#workersSeen;
   }
 }

@@ -31,7 +31,7 @@ import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
-import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from './run-events.js';
+import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from './run-events.js';
 import { RunJournal, type EpisodeFinishedEvent, type InflightCall, type JournalContents, type JournalRun } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
 import type { RunningCall } from '../tools/router.js';
@@ -40,6 +40,10 @@ import type { SourceSla } from '../reward/ledger.js';
 import type { EvaluatorStats } from '../reward/evaluators.js';
 import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
+import { raceAbort } from '../shared/abort.js';
+import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-queue.js';
+import { distributedKeys, FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
+import { findEnvDir } from './env-dirs.js';
 
 export interface RunOptions {
   /** The env folder. */
@@ -79,8 +83,25 @@ export interface RunOptions {
   readonly storeWaitMs?: number;
   /** Start the run's local server on 127.0.0.1 (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
   readonly port?: number;
+  /**
+   * Run the episodes on `agent worker` processes instead of here (needs a Redis `store`): this
+   * process queues them, follows their progress and writes the run folder. With `resume`, a
+   * distributed run is continued in the same way whether or not this is set.
+   */
+  readonly distributed?: boolean;
+  /** The queue of a distributed run (`agent:queue` by default): workers started with the same `--queue` take its episodes. */
+  readonly queue?: string;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
+}
+
+/** How a worker's episode ended: its reason, and whether the worker's lease on it was lost on the way. */
+export interface WorkerEpisodeOutcome {
+  readonly reason: EpisodeEndReason;
+  readonly steps: number;
+  readonly leaseLost: boolean;
+  /** It had finished already (its worker died before acknowledging it): nothing was run. */
+  readonly alreadyFinished: boolean;
 }
 
 export interface RunSummary {
@@ -106,6 +127,8 @@ export interface RunSummary {
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
   /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
   readonly problem?: string;
+  /** A distributed run: the workers that sent events, and writes refused because their worker had lost its lease. */
+  readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
 }
 
 /** One reward source over the run: values that arrived, their mean, and for delayed sources the SLA and what computing them cost. */
@@ -142,9 +165,12 @@ interface Durable {
   readonly url: string;
   readonly redis: Redis;
   readonly store: RedisStateStore;
-  readonly journal: RunJournal;
+  /** A worker of a distributed run writes through the fenced journal; every other durable run through its own. */
+  readonly journal: RunJournal | FencedJournal;
   /** What the journal held when this process resumed the run. */
   readonly resumed?: JournalContents;
+  /** A distributed run's queue (the coordinator's). */
+  readonly queue?: EpisodeQueue;
 }
 
 interface RunSetup {
@@ -161,6 +187,13 @@ interface RunSetup {
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
+}
+
+/** The episode a worker runs: its abort (lease lost, hand-back) and what the journal held of it. */
+interface HeldEpisode {
+  readonly controller: AbortController;
+  readonly progress: EpisodeProgress;
+  leaseLost: boolean;
 }
 
 /** Where an episode picks up after a resume. */
@@ -200,6 +233,11 @@ export class Run implements AsyncDisposable {
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
   #firstIndex: Map<JsonValue, number> | undefined;
+  /** A worker's episodes in hand. */
+  readonly #held = new Map<number, HeldEpisode>();
+  #fencedWrites = 0;
+  /** A joined run's subscriptions (store watch, env events), undone on dispose. */
+  #detach: (() => void) | undefined;
 
   private constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -212,6 +250,11 @@ export class Run implements AsyncDisposable {
     this.events = new Emitter<RunEvent>();
     this.events.onAny((e) => this.#stats.apply(e));
     if (setup.durable) setup.durable.journal.onFailure = (err) => this.#fail(err);
+    const journal = setup.durable?.journal;
+    if (journal instanceof FencedJournal) {
+      journal.onLeaseLost = (episode) => this.#leaseLost(episode);
+      this.events.onAny((e) => this.#publish(journal, e));
+    }
   }
 
   /** Validate options, load the env and the policy (or the journal of a run to resume). Nothing is written yet; errors here are the user's (exit 2). */
@@ -219,9 +262,13 @@ export class Run implements AsyncDisposable {
     const clock = options.clock ?? systemClock;
     const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
     if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
+    if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
+    if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
     const saved = durable?.resumed?.run;
     try {
+      const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
+      if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
       const episodes = positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
       const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
       const maxSteps = positiveInt('max-steps', saved?.config.maxSteps ?? options.maxSteps, 10);
@@ -231,6 +278,7 @@ export class Run implements AsyncDisposable {
       if (saved && typeof options.policy !== 'function' && policyName === 'custom') {
         throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
       }
+      if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
       const policy = typeof options.policy === 'function' ? options.policy : await loadPolicy(policyName);
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? 'runs');
@@ -249,15 +297,7 @@ export class Run implements AsyncDisposable {
         ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
       });
-      let initialStates = options.initialStates ?? env.definition.initialStates;
-      if (initialStates.length === 0) {
-        const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
-        if (generated.value === undefined) {
-          await env[Symbol.asyncDispose]();
-          throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
-        }
-        initialStates = [generated.value];
-      }
+      const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
       if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535)) {
         await env[Symbol.asyncDispose]();
         throw new UsageError(`port must be a whole number from 0 to 65535 (got ${options.port})`, 'Pass --port 0 for any free port.');
@@ -271,12 +311,134 @@ export class Run implements AsyncDisposable {
         config,
         ...(toolOptions ? { tool_options: toolOptions } : {}),
         ...(rewardSources ? { reward_sources: rewardSources } : {}),
+        ...(queueName !== undefined ? { distributed: { queue: queueName } } : {}),
       };
-      return new Run({ runId, env, ownedStore: owned, durable, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
+      const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
     } catch (err) {
       await closeDurable(durable);
       throw err;
     }
+  }
+
+  /**
+   * A distributed run as a worker takes part in it: env, policy and settings from the run's journal
+   * in Redis (the env found by name under `envs` when given, else at the coordinator's path), its
+   * state and journal writes fenced by the worker's leases. Undefined when Redis no longer has the
+   * run (it completed). Episodes run with `runEpisode`.
+   */
+  static async join(runId: string, options: { readonly store: string; readonly workerId: string; readonly envs?: readonly string[]; readonly storeWaitMs?: number; readonly signal?: AbortSignal }): Promise<Run | undefined> {
+    const redis = await openRedis(options.store, options.signal);
+    redis.options.maxRetriesPerRequest = null;
+    let env: AgentEnv | undefined;
+    try {
+      const journal = new FencedJournal(redis, runId, options.workerId);
+      const saved = await journal.run(options.signal);
+      if (!saved) {
+        redis.disconnect();
+        return undefined;
+      }
+      const { config } = saved;
+      const envDir = options.envs && options.envs.length > 0 ? await findEnvDir(config.env, options.envs, options.signal) : saved.env_dir;
+      const policy = await loadPolicy(config.policy);
+      const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, fence: (id) => journal.token(episodeOfInstance(id) ?? -1) }, true);
+      env = await AgentEnv.open(envDir, {
+        seed: config.seed,
+        clock: systemClock,
+        store,
+        watchEventLoop: true,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(saved.tool_options ? { toolOptions: saved.tool_options } : {}),
+        ...(saved.reward_sources ? { rewardSources: saved.reward_sources } : {}),
+      });
+      const durable: Durable = { url: options.store, redis, store, journal };
+      const run = new Run({ runId, env, ownedStore: undefined, durable, policy, config, out: saved.out, clock: systemClock, initialStates: await initialStatesOf(env, config.seed), port: undefined, storeWaitMs: options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS, journalRun: saved, onEpisodeEnd: undefined });
+      const unwatch = run.#watchStore(durable);
+      const unsubscribe = env.events.onAny((e) => run.#forward(e));
+      run.#detach = () => {
+        unwatch();
+        unsubscribe();
+      };
+      return run;
+    } catch (err) {
+      await env?.[Symbol.asyncDispose]();
+      redis.disconnect();
+      throw err;
+    }
+  }
+
+  /** Writes this worker made after losing a lease, refused by their fence. */
+  get fencedWrites(): number {
+    return this.#fencedWrites;
+  }
+
+  /** Whether this worker's part of the run stopped on a store failure (the worker lets the run go). */
+  get failure(): AgentError | undefined {
+    return this.#failure;
+  }
+
+  get #fenced(): FencedJournal {
+    const journal = this.#durable?.journal;
+    if (!(journal instanceof FencedJournal)) throw new AgentError('INTERNAL', 'runEpisode is for runs joined by a worker (Run.join)');
+    return journal;
+  }
+
+  /**
+   * Run one episode of a distributed run under the lease `token`: from its start, or from its last
+   * committed step when another worker began it. Aborting `signal` (a hand-back, a lost lease)
+   * stops it as interrupted, its progress kept for whoever takes it next.
+   */
+  async runEpisode(episode: number, token: number, signal: AbortSignal): Promise<WorkerEpisodeOutcome> {
+    const journal = this.#fenced;
+    journal.hold(episode, token);
+    using linked = linkedController(signal, this.#internal.signal);
+    try {
+      const progress = await journal.progress(episode, linked.signal);
+      if (progress.entry?.status === 'finished') return { reason: progress.entry.event.reason, steps: progress.entry.event.steps, leaseLost: false, alreadyFinished: true };
+      const held: HeldEpisode = { controller: linked.controller, progress, leaseLost: false };
+      this.#held.set(episode, held);
+      const finished = await this.#episode(episode, linked.signal);
+      return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost, alreadyFinished: false };
+    } finally {
+      this.#held.delete(episode);
+      journal.release(episode);
+    }
+  }
+
+  /** End an episode that keeps killing its workers: finished as `worker_lost` with `error`, never run again. */
+  async failEpisode(episode: number, token: number, error: ErrorInfo, signal?: AbortSignal): Promise<void> {
+    const journal = this.#fenced;
+    journal.hold(episode, token);
+    try {
+      const { entry, steps } = await journal.progress(episode, signal);
+      if (entry?.status === 'finished') return;
+      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: this.#clock.now(), instanceId: `ep-${episode}`, episode, steps: steps[steps.length - 1]?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
+      await journal.episodeFinished(episode, undefined, event, signal);
+    } finally {
+      journal.release(episode);
+    }
+  }
+
+  /** The call in flight when the episode's last worker stopped, for the cause of a poisoned episode. */
+  async inflightOf(episode: number, signal?: AbortSignal): Promise<InflightCall | undefined> {
+    return (await this.#fenced.progress(episode, signal)).inflight;
+  }
+
+  /** A worker's write of `episode` was refused: stop working on it (its new holder continues it). */
+  #leaseLost(episode: number): void {
+    this.#fencedWrites++;
+    const held = this.#held.get(episode);
+    if (!held || held.leaseLost) return;
+    held.leaseLost = true;
+    held.controller.abort(new AgentError('LEASE_LOST', `the lease on episode ${episode} passed to another worker`));
+  }
+
+  /** A worker's events onto the run's stream (steps and episode ends go with their journal writes). */
+  #publish(journal: FencedJournal, e: RunEvent): void {
+    if (e.type === 'trace_settled' || e.type === 'episode_finished') return;
+    const episode = 'episode' in e && typeof e.episode === 'number' ? e.episode : 'instanceId' in e && typeof e.instanceId === 'string' ? episodeOfInstance(e.instanceId) : undefined;
+    if (episode === undefined || journal.token(episode) === undefined) return;
+    journal.publish(episode, e).catch(() => undefined);
   }
 
   /** The local server's port, once `execute` has started it (with the `port` option). */
@@ -310,6 +472,9 @@ export class Run implements AsyncDisposable {
     this.#signal = signal;
     setMaxListeners(0, signal);
     const durable = this.#durable;
+    const local = durable?.journal instanceof RunJournal ? durable.journal : undefined;
+    if (durable && !local) throw new AgentError('INTERNAL', 'a worker runs episodes with runEpisode, not execute');
+    const queue = durable?.queue;
     const resumed = durable?.resumed;
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
@@ -318,35 +483,40 @@ export class Run implements AsyncDisposable {
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.
     const lost = resumed ? await readLostSteps(dir, resumed.steps) : 0;
-    await using writer = resumed ? await RunWriter.reopen(this.#setup.out, runId, this.#manifest(started, resumed)) : await RunWriter.create(this.#setup.out, runId, this.#manifest(started, undefined));
+    // A distributed run's folder is rewritten whole from the run's events stream, events.jsonl too.
+    await using writer = resumed ? await RunWriter.reopen(this.#setup.out, runId, this.#manifest(started, resumed), { rewriteEvents: queue !== undefined }) : await RunWriter.create(this.#setup.out, runId, this.#manifest(started, undefined));
     this.#dir = writer.dir;
     this.#writer = writer;
-    if (durable && !resumed) {
-      await durable.journal.create(this.#setup.journalRun, signal);
-      await durable.journal.acquire(signal);
+    if (local && !resumed) {
+      await local.create(this.#setup.journalRun, signal);
+      await local.acquire(signal);
     }
     // With a journal, the folder shows a record only once Redis has acknowledged it: a crash never leaves the folder ahead of what a resume continues from.
     // (A step goes to the folder once its own journal write succeeded: see #forward.)
+    // (A distributed run's events come from its stream, where they are committed already.)
     const toWriter = (e: RunEvent): void => {
-      if (!durable) writer.write(e);
+      if (!durable || queue) writer.write(e);
       else if (e.type !== 'trace_settled') durable.journal.after(() => writer.write(e));
     };
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
     const unwatch = durable ? this.#watchStore(durable) : undefined;
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port } : {}) });
-      if (resumed) {
+      if (resumed && !queue) {
         this.#replay(writer, resumed);
         // Episodes that finished just before the crash may still have their history in Redis.
         for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
         this.events.emit({ type: 'run_resumed', time: this.#clock.now(), runId, steps: resumed.steps.length, episodesFinished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lostSteps: lost });
       }
-      const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (!signal.aborted && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
-      };
-      await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
+      if (queue && durable) await this.#coordinate(durable, queue, writer, signal);
+      else {
+        const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
+        let next = 0;
+        const worker = async (): Promise<void> => {
+          while (!signal.aborted && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
+        };
+        await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
+      }
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
@@ -357,9 +527,9 @@ export class Run implements AsyncDisposable {
       if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
       await durable?.journal.flushed().catch(() => undefined);
-      const summary = withLoss(this.#summary(runId, status, started, abandoned), writer.loss);
+      const summary = withLoss(await this.#withWorkers(this.#summary(runId, status, started, abandoned)), writer.loss);
       await writer.finish(summary);
-      if (durable) await this.#closeJournal(durable, status);
+      if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
       return withLoss(summary, writer.loss);
     } finally {
@@ -418,16 +588,96 @@ export class Run implements AsyncDisposable {
   }
 
   /** A completed run is retired (its episodes' keys and journal removed: the folder has it all); an interrupted one stays, resumable. */
-  async #closeJournal(durable: Durable, status: RunSummary['status']): Promise<void> {
+  async #closeJournal(durable: Durable, journal: RunJournal, status: RunSummary['status']): Promise<void> {
     try {
       if (status === 'completed' && !this.#failure) {
         await Promise.all(Array.from({ length: this.config.episodes }, (_, i) => durable.store.drop(`ep-${i}`)));
-        await durable.journal.retire();
-      } else if (!this.#failure) await durable.journal.setStatus('interrupted');
+        if (durable.queue) await retireDistributed(durable.redis, durable.queue, this.runId, this.config.episodes);
+        await journal.retire();
+      } else if (!this.#failure) await journal.setStatus('interrupted');
     } catch {
       // Redis went away as the run ended: the journal still says running, which a resume handles the same.
     }
-    await durable.journal.release();
+    await journal.release();
+  }
+
+  /**
+   * A distributed run, as its coordinator: queue the episodes (a resumed coordinator finds them
+   * queued), then follow the run's events stream from its start, showing and writing what workers
+   * committed, until every episode has finished. Which workers are alive is checked every second.
+   */
+  async #coordinate(durable: Durable, queue: EpisodeQueue, writer: RunWriter, signal: AbortSignal): Promise<void> {
+    const runId = this.runId;
+    if (!durable.resumed) await queue.enqueue(runId, Array.from({ length: this.config.episodes }, (_, i) => i), signal);
+    else await queue.ensure(signal);
+    const reader = durable.redis.duplicate();
+    reader.on('error', () => undefined);
+    const finished = new Set<number>();
+    /** The newest write seen per writer: a write resent after a lost reply is in the stream twice. */
+    const newest = new Map<string, number>();
+    let alive = '';
+    const checkWorkers = async (): Promise<void> => {
+      const workers = await queue.workers(this.#clock.now(), WORKER_STALE_MS, signal).catch(() => undefined);
+      if (!workers) return;
+      const key = workers.map((w) => `${w.id}/${w.running}`).join(',');
+      if (key === alive) return;
+      alive = key;
+      this.events.emit({ type: 'workers', time: this.#clock.now(), queue: queue.name, workers: workers.map(workerRow) });
+    };
+    await checkWorkers();
+    const timer = setInterval(() => void checkWorkers(), 1_000);
+    let from = '0';
+    try {
+      while (!signal.aborted && finished.size < this.config.episodes) {
+        const batch = await raceAbort(readEvents(reader, runId, from, 1_000, 1_000), signal).catch((err: unknown) => {
+          if (signal.aborted) return [];
+          throw err;
+        });
+        for (const p of batch) {
+          from = p.id;
+          const cut = p.uid.lastIndexOf(':');
+          const writerId = p.uid.slice(0, cut);
+          const n = Number(p.uid.slice(cut + 1));
+          if (n <= (newest.get(writerId) ?? 0)) continue;
+          newest.set(writerId, n);
+          this.#account(p.event);
+          this.events.emit(p.event);
+          if (p.event.type !== 'episode_finished') continue;
+          const e = p.event;
+          if (p.record) {
+            writer.writeState(p.record.initial_state_id, this.#initialStates[Number(p.record.initial_state_id.slice('initial-'.length))] ?? null);
+            writer.writeEpisode(p.record);
+          }
+          await archiveAndDrop(durable.store, e.instanceId, this.#historyDir);
+          if (e.reason !== 'interrupted') this.#counted.add(e.episode);
+          finished.add(e.episode);
+        }
+        await this.#breathe();
+      }
+    } finally {
+      clearInterval(timer);
+      reader.disconnect();
+    }
+  }
+
+  /** A committed step or reward of a distributed run into the reward ledger (per-episode rewards with delayed sources). */
+  #account(e: RunEvent): void {
+    const ledger = this.#env.rewards.ledger;
+    if (e.type === 'trace_settled') {
+      if (ledger.hasDelayed) openTrajectoryStep(ledger, trajectoryRecord(this.runId, e), this.#sources);
+    } else if (isLoggedReward(e)) ledger.replay(e);
+  }
+
+  get #sources(): Map<string, { binding: RewardBinding['kind']; weight: number }> {
+    return new Map([...this.#env.definition.rewards.values()].map((r) => [r.name, { binding: r.binding.kind, weight: r.weight }]));
+  }
+
+  /** A distributed run's summary names its workers and the writes their fences refused. */
+  async #withWorkers(summary: RunSummary): Promise<RunSummary> {
+    const durable = this.#durable;
+    if (!durable?.queue) return summary;
+    const fenced = Number((await durable.redis.hget(distributedKeys(this.runId).meta, 'fenced').catch(() => null)) ?? 0);
+    return { ...summary, distributed: { queue: durable.queue.name, workers: [...this.#stats.workersSeen()].sort(), fenced_writes: fenced } };
   }
 
   /**
@@ -435,7 +685,7 @@ export class Run implements AsyncDisposable {
    * statistics and the reward ledger rebuilt (deadlines that passed meanwhile apply now).
    */
   #replay(writer: RunWriter, resumed: JournalContents): void {
-    const sources = new Map([...this.#env.definition.rewards.values()].map((r) => [r.name, { binding: r.binding.kind, weight: r.weight }]));
+    const sources = this.#sources;
     const ledger = this.#env.rewards.ledger;
     for (const step of resumed.steps) {
       writer.writeStep(step);
@@ -495,14 +745,21 @@ export class Run implements AsyncDisposable {
   #forward(e: EnvEvent | SettledStepEvent): void {
     const journal = this.#durable?.journal;
     if (e.type !== 'trace_settled') {
-      if (journal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
+      if (journal instanceof RunJournal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
       return this.events.emit(e);
     }
     // The run is stopping on a store failure: a step settling now was not committed. A durable run
     // that is being interrupted does not commit the calls it cancels either: they stay in flight,
     // for the resume to run again (idempotent tools) or settle as TOOL_LOST.
     if (this.#failure) return;
-    if (journal && this.#signal?.aborted && e.error?.code === 'TOOL_CANCELLED') return;
+    const held = this.#held.get(e.episode);
+    if (journal && (this.#signal?.aborted || held?.controller.signal.aborted) && e.error?.code === 'TOOL_CANCELLED') return;
+    if (e.error?.code === 'LEASE_LOST') {
+      // The state store refused the step's write: count it with the run's other refused writes.
+      this.#durable?.redis.hincrby(distributedKeys(this.runId).meta, 'fenced', 1).catch(() => undefined);
+      this.#leaseLost(e.episode);
+      return;
+    }
     if (e.error && STORE_FAILURES.has(e.error.code)) {
       this.#fail(new AgentError(e.error.code as 'STORE_WRITES_LOST', e.error.message, e.error.hint ? { hint: e.error.hint } : {}));
       return;
@@ -563,7 +820,7 @@ export class Run implements AsyncDisposable {
     this.#lastYield = performance.now();
   }
 
-  async #episode(index: number, signal: AbortSignal): Promise<void> {
+  async #episode(index: number, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
     const started = this.#clock.monotonic();
     const agent = this.#env.createInstance({ id: `ep-${index}` });
     const counts = { steps: 0 };
@@ -669,6 +926,7 @@ export class Run implements AsyncDisposable {
       this.#setup.onEpisodeEnd?.(index, agent.state);
     }
     this.events.emit(finished);
+    return finished;
   }
 
   /**
@@ -692,7 +950,8 @@ export class Run implements AsyncDisposable {
     try {
       await durable.journal.episodeFinished(finished.episode, record, finished);
       if (record) this.#writer?.writeEpisode(record);
-      await archiveAndDrop(durable.store, instanceId, this.#historyDir);
+      // A worker leaves the history in Redis: the coordinator archives it into the run folder.
+      if (durable.journal instanceof RunJournal) await archiveAndDrop(durable.store, instanceId, this.#historyDir);
       return true;
     } catch {
       // The journal's failure stops the run (see #fail); the episode continues on resume.
@@ -707,17 +966,17 @@ export class Run implements AsyncDisposable {
    */
   async #continue(agent: AgentInstance, index: number, initial: JsonValue, counts: { steps: number }, signal: AbortSignal): Promise<Continued | undefined> {
     const durable = this.#durable;
-    const resumed = durable?.resumed;
-    if (!durable || resumed?.episodes.get(index)?.status !== 'running') return undefined;
+    const prior = this.#priorOf(index);
+    if (!durable || !prior) return undefined;
     if (!(await durable.store.bounds(agent.id, signal))) return undefined;
-    const steps = this.#priorSteps.get(index) ?? [];
+    const steps = prior.steps;
     this.#priorSteps.delete(index);
     const last = steps[steps.length - 1];
     const seq = last?.seq ?? 0;
     await durable.store.rewind(agent.id, seq, signal);
     let traces = Math.max(0, ...steps.map((s) => traceNumber(s.traceId)));
     let taken = last?.step ?? 0;
-    const call = last?.done ? undefined : resumed.inflight.get(index);
+    const call = last?.done ? undefined : prior.inflight;
     let lost: SettledStepEvent | undefined;
     let redo: InflightCall | undefined;
     if (call) {
@@ -758,6 +1017,15 @@ export class Run implements AsyncDisposable {
     };
   }
 
+  /** What the journal holds of an episode that was running (a resumed run's, or one a worker took over). */
+  #priorOf(index: number): { readonly steps: readonly SettledStepEvent[]; readonly inflight: InflightCall | undefined } | undefined {
+    const held = this.#held.get(index);
+    if (held) return held.progress.entry?.status === 'running' ? { steps: held.progress.steps, inflight: held.progress.inflight } : undefined;
+    const resumed = this.#durable?.resumed;
+    if (resumed?.episodes.get(index)?.status !== 'running') return undefined;
+    return { steps: this.#priorSteps.get(index) ?? [], inflight: resumed.inflight.get(index) };
+  }
+
   /** Ask the policy for an action; null when it stops. */
   async #choose(observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<Action | null> {
     try {
@@ -782,6 +1050,7 @@ export class Run implements AsyncDisposable {
 
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
+    this.#detach?.();
     await this.#env[Symbol.asyncDispose]();
     await this.#setup.ownedStore?.[Symbol.asyncDispose]();
     await closeDurable(this.#durable);
@@ -855,6 +1124,23 @@ export class Run implements AsyncDisposable {
   }
 }
 
+/** The env's initial states, or one generated from its state schema when it declares none. */
+async function initialStatesOf(env: AgentEnv, seed: number): Promise<readonly JsonValue[]> {
+  if (env.definition.initialStates.length > 0) return env.definition.initialStates;
+  const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
+  if (generated.value === undefined) {
+    await env[Symbol.asyncDispose]();
+    throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
+  }
+  return [generated.value];
+}
+
+/** `ep-3` → 3 (the instance of an episode); undefined for other ids. */
+function episodeOfInstance(instanceId: string): number | undefined {
+  const m = /^ep-(\d+)$/.exec(instanceId);
+  return m ? Number(m[1]) : undefined;
+}
+
 function isRedisUrl(spec: unknown): spec is string {
   return typeof spec === 'string' && /^rediss?:\/\//.test(spec);
 }
@@ -901,7 +1187,7 @@ async function resumeJournal(runId: string, spec: RunOptions['store'], signal: A
 
 async function closeDurable(durable: Durable | undefined): Promise<void> {
   if (!durable) return;
-  durable.journal[Symbol.dispose]();
+  if (durable.journal instanceof RunJournal) durable.journal[Symbol.dispose]();
   await durable.store[Symbol.asyncDispose]();
 }
 
@@ -922,6 +1208,21 @@ async function archiveAndDrop(store: RedisStateStore, instanceId: string, dir: s
   const from = Math.max(bounds.oldestSeq, archived) + 1;
   if (from <= bounds.headSeq) await archiveToFolder(dir)(instanceId, await store.read(instanceId, from, bounds.headSeq));
   await store.drop(instanceId);
+}
+
+/** How long a worker may go without reporting before a coordinator counts it dead (workers report every second). */
+const WORKER_STALE_MS = 5_000;
+
+function workerRow(w: WorkerHeartbeat): WorkerRow {
+  return { id: w.id, host: w.host, pid: w.pid, running: w.running, concurrency: w.concurrency };
+}
+
+/** A completed distributed run's keys beside its journal: the events stream, per-episode steps, the queue's tokens. */
+async function retireDistributed(redis: Redis, queue: EpisodeQueue, runId: string, episodes: number): Promise<void> {
+  const keys = distributedKeys(runId);
+  for (let i = 0; i < episodes; i += 500) await redis.del(...Array.from({ length: Math.min(500, episodes - i) }, (_, j) => keys.steps(i + j)));
+  await redis.del(keys.events);
+  await queue.retire(runId);
 }
 
 /** The number at the end of a trace id (`ep-3:7` → 7). */

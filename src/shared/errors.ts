@@ -36,6 +36,10 @@ export type ErrorCode =
   | 'STATE_CORRUPT'
   | 'STORE_UNAVAILABLE'
   | 'STORE_WRITES_LOST'
+  /** A distributed worker's lease on an episode passed to another worker: its writes are refused (fenced). */
+  | 'LEASE_LOST'
+  /** An episode whose worker died every time it ran it: not retried further. */
+  | 'WORKER_LOST'
   | 'POLICY_FAILED'
   | 'INTERRUPTED'
   | 'INTERNAL';

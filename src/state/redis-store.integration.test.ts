@@ -120,7 +120,7 @@ describe.runIf(available)('RedisStateStore', () => {
     const store = new RedisStateStore(redis, { prefix: PREFIX });
     await store.init('resend', { n: 0 }, 0);
     const keys = ['meta', 'deltas', 'snaps', 'times'].map((k) => `${PREFIX}{resend}:${k}`);
-    const send = (token: string): Promise<number> => (redis as unknown as { appendOnce: (...a: (string | number)[]) => Promise<number> }).appendOnce(...keys, 1, '5', '[]', 't1', '', token);
+    const send = (token: string): Promise<number> => (redis as unknown as { appendOnce: (...a: (string | number)[]) => Promise<number> }).appendOnce(...keys, '', 1, '5', '[]', 't1', '', token);
     // A reply lost to a dropped connection: the client sends the same command again.
     expect(await send('tok-1')).toBe(1);
     expect(await send('tok-1')).toBe(1);

@@ -22,45 +22,63 @@ export interface RedisStateStoreOptions extends StateStoreOptions {
   readonly prefix?: string;
   /** The connection's name in `CLIENT LIST` (with `connect`), to tell the toolkit's connections apart. */
   readonly connectionName?: string;
+  /**
+   * The fencing token this process holds for an instance (a distributed worker's lease on an
+   * episode), or undefined for none. A fenced write is refused (LEASE_LOST) once a higher token
+   * wrote to the instance: a worker that lost its lease can never overwrite its successor's history.
+   */
+  readonly fence?: (instanceId: string) => number | undefined;
 }
+
+// The fencing check every write script starts with (ARGV[1] the token, '' when unfenced): a write
+// with a token below the instance's highest is refused; a higher one raises it.
+const FENCE = `
+if ARGV[1] ~= '' then
+  local held = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')
+  local token = tonumber(ARGV[1])
+  if held > token then return redis.error_reply('FENCED ' .. held) end
+  if held < token and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'fence', token) end
+end`;
 
 /** Sorted-set members are seqs padded so that their lexical order is their numeric order. */
 const pad = (seq: number): string => String(seq).padStart(15, '0');
 
-// KEYS: meta, deltas, snaps, times. ARGV: expected seq, time, patch, trace id, snapshot JSON ('' for
-// none), append token. The token makes a retried append idempotent: a reply lost to a dropped
+// KEYS: meta, deltas, snaps, times. ARGV: fence, expected seq, time, patch, trace id, snapshot JSON
+// ('' for none), append token. The append token makes a retried append idempotent: a reply lost to a dropped
 // connection is retried by the client, and finds its own entry already written at its seq.
 export const APPEND_SCRIPT = `
 local head = redis.call('HGET', KEYS[1], 'head_seq')
 if not head then return redis.error_reply('NOHISTORY') end
-local expected = tonumber(ARGV[1])
+${FENCE}
+local expected = tonumber(ARGV[2])
 local seq = tonumber(head) + 1
 if seq ~= expected then
   local mine = redis.call('XRANGE', KEYS[2], expected .. '-1', expected .. '-1')
   if mine[1] then
     local fields = mine[1][2]
     for i = 1, #fields, 2 do
-      if fields[i] == 'a' and fields[i + 1] == ARGV[6] then return expected end
+      if fields[i] == 'a' and fields[i + 1] == ARGV[7] then return expected end
     end
   end
   return redis.error_reply('CONFLICT ' .. head)
 end
-local time = ARGV[2]
+local time = ARGV[3]
 local headTime = redis.call('HGET', KEYS[1], 'head_time')
 if tonumber(headTime) > tonumber(time) then time = headTime end
 -- The stream entry first: if it fails, nothing else has changed.
-redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[3], 'r', ARGV[4], 'a', ARGV[6])
+redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[4], 'r', ARGV[5], 'a', ARGV[7])
 redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
 redis.call('ZADD', KEYS[4], time, string.format('%015d', seq))
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[5]) end
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[6]) end
 return seq`;
 
-// KEYS: meta, deltas, snaps, times. ARGV: seq. Drops every delta after seq (and their snapshots and
+// KEYS: meta, deltas, snaps, times. ARGV: fence, seq. Drops every delta after seq (and their snapshots and
 // time index entries) and makes seq the head: the deltas of a step that was never committed.
 export const REWIND_SCRIPT = `
 local head = tonumber(redis.call('HGET', KEYS[1], 'head_seq'))
 if not head then return redis.error_reply('NOHISTORY') end
-local seq = tonumber(ARGV[1])
+${FENCE}
+local seq = tonumber(ARGV[2])
 if seq >= head then return 0 end
 if seq < tonumber(redis.call('HGET', KEYS[1], 'oldest_seq')) then return redis.error_reply('TRIMMED') end
 local time = redis.call('HGET', KEYS[1], 'base_time')
@@ -80,6 +98,18 @@ redis.call('XSETID', KEYS[2], seq .. '-1')
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '(' .. seq, '+inf')
 redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
 return head - seq`;
+
+// KEYS: meta, deltas, snaps, times. ARGV: fence, time, snapshot JSON. A new history (reset): a
+// fenced one keeps the instance's token, so a worker that lost its lease cannot reset it either.
+export const INIT_SCRIPT = `
+${FENCE}
+local fence = redis.call('HGET', KEYS[1], 'fence')
+if ARGV[1] ~= '' then fence = ARGV[1] end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('HSET', KEYS[1], 'head_seq', 0, 'head_time', ARGV[2], 'oldest_seq', 0, 'base_time', ARGV[2])
+if fence then redis.call('HSET', KEYS[1], 'fence', fence) end
+redis.call('ZADD', KEYS[3], 0, ARGV[3])
+return 0`;
 
 interface Keys {
   readonly meta: string;
@@ -102,6 +132,7 @@ export class RedisStateStore implements StateStore {
   #appends = 0;
   /** Appends of one instance from this process go one after another (they would only conflict). */
   readonly #chains = new Map<string, Promise<unknown>>();
+  readonly #fence: RedisStateStoreOptions['fence'];
 
   /** Wrap a connected ioredis client (it stays the caller's to close). */
   constructor(redis: Client, options: RedisStateStoreOptions = {}, ownsClient = false) {
@@ -113,6 +144,18 @@ export class RedisStateStore implements StateStore {
     this.#archive = options.archive;
     redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND_SCRIPT });
     redis.defineCommand('agentRewind', { numberOfKeys: 4, lua: REWIND_SCRIPT });
+    redis.defineCommand('agentInit', { numberOfKeys: 4, lua: INIT_SCRIPT });
+    this.#fence = options.fence;
+  }
+
+  #fenceArg(instanceId: string): string {
+    const token = this.#fence?.(instanceId);
+    return token === undefined ? '' : String(token);
+  }
+
+  #script(name: 'agentAppend' | 'agentRewind' | 'agentInit'): (...args: (string | number)[]) => Promise<number> {
+    const run = (this.#redis as unknown as Record<string, (...args: (string | number)[]) => Promise<number>>)[name] as (...args: (string | number)[]) => Promise<number>;
+    return (...args) => run.call(this.#redis, ...args);
   }
 
   /** The connection (shared with the run's journal, so that their commands reach Redis in one order). */
@@ -135,15 +178,9 @@ export class RedisStateStore implements StateStore {
 
   async init(instanceId: string, state: JsonValue, time: number, signal?: AbortSignal): Promise<void> {
     const k = this.#keys(instanceId);
-    await raceAbort(
-      this.#redis
-        .multi()
-        .del(k.meta, k.deltas, k.snaps, k.times)
-        .hset(k.meta, 'head_seq', 0, 'head_time', String(time), 'oldest_seq', 0, 'base_time', String(time))
-        .zadd(k.snaps, 0, JSON.stringify({ seq: 0, time, state }))
-        .exec(),
-      signal,
-    );
+    await raceAbort(this.#script('agentInit')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), String(time), JSON.stringify({ seq: 0, time, state })), signal).catch((err: unknown) => {
+      throw fencedError(err, instanceId) ?? err;
+    });
     this.#heads.set(instanceId, 0);
   }
 
@@ -166,8 +203,7 @@ export class RedisStateStore implements StateStore {
       const seq = head + 1;
       const snapshot = seq % this.#snapshotEvery === 0 ? JSON.stringify({ seq, time: delta.time, state: stateAfter }) : '';
       try {
-        const run = (this.#redis as unknown as { agentAppend: (...args: (string | number)[]) => Promise<number> }).agentAppend;
-        const written = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot, token), signal);
+        const written = await raceAbort(this.#script('agentAppend')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot, token), signal);
         this.#heads.set(instanceId, written);
         if (this.#retainDeltas !== undefined && written % this.#snapshotEvery === 0) {
           const bounds = await this.bounds(instanceId, signal);
@@ -176,6 +212,8 @@ export class RedisStateStore implements StateStore {
         return written;
       } catch (err) {
         const message = describeError(err);
+        const fenced = fencedError(err, instanceId);
+        if (fenced) throw fenced;
         if (message.includes('NOHISTORY')) {
           // This process wrote the instance's history, and Redis no longer has it: it lost writes.
           if (this.#heads.has(instanceId)) {
@@ -292,16 +330,15 @@ export class RedisStateStore implements StateStore {
    */
   async rewind(instanceId: string, seq: number, signal?: AbortSignal): Promise<number> {
     const k = this.#keys(instanceId);
-    const run = (this.#redis as unknown as { agentRewind: (...args: (string | number)[]) => Promise<number> }).agentRewind;
     try {
-      const removed = await raceAbort(run.call(this.#redis, k.meta, k.deltas, k.snaps, k.times, seq), signal);
+      const removed = await raceAbort(this.#script('agentRewind')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), seq), signal);
       this.#heads.delete(instanceId);
       return removed;
     } catch (err) {
       const message = describeError(err);
       if (message.includes('NOHISTORY')) throw new AgentError('STATE_SEQ_UNKNOWN', `instance '${instanceId}' has no state history`);
       if (message.includes('TRIMMED')) throw new AgentError('STATE_SEQ_TRIMMED', `instance '${instanceId}': cannot rewind to seq ${seq}, it was trimmed`);
-      throw err;
+      throw fencedError(err, instanceId) ?? err;
     }
   }
 
@@ -342,6 +379,15 @@ function fieldsOf(list: readonly string[]): Record<string, string> {
  * A connected ioredis client (auto-pipelining on), or a usage error that names the address
  * (never the password), the socket's own error and what to check.
  */
+/** A write refused by the fence: this process's lease on the instance has passed to another. */
+function fencedError(err: unknown, instanceId: string): AgentError | undefined {
+  const held = /FENCED (\d+)/.exec(describeError(err));
+  if (!held) return undefined;
+  return new AgentError('LEASE_LOST', `'${instanceId}' is held by a newer lease (token ${held[1]}): this worker lost its lease, so its write was refused`, {
+    hint: 'Another worker continues the episode from its last committed step; nothing to do.',
+  });
+}
+
 export async function openRedis(url: string, signal?: AbortSignal, connectionName = 'agentic-rl-toolkit'): Promise<Redis> {
   const { Redis: RedisClient } = await import('ioredis');
   // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.

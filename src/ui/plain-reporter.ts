@@ -36,6 +36,10 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
         out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
         if (e.port !== undefined) out.write(`rewards: POST http://127.0.0.1:${e.port}/rewards\n`);
         break;
+      case 'workers':
+        if (e.workers.length > 0) out.write(`workers: ${e.workers.length} alive (${e.workers.map((w) => `${w.id} ${w.running}/${w.concurrency}`).join(', ')})\n`);
+        else err.write(`warning: ${warningOf(e) ?? ''}\n`);
+        break;
       case 'run_resumed':
         out.write(`resumed: ${e.episodesFinished} episodes finished before, ${e.steps} steps committed, ${e.inflight} call(s) were in flight\n`);
         if (e.lostSteps > 0) err.write(`warning: ${warningOf(e) ?? ''}\n`);
@@ -78,6 +82,8 @@ export function warningOf(e: RunEvent): string | undefined {
       return `the state store ${e.store} is unreachable: the run is paused and retries with backoff`;
     case 'store_recovered':
       return `the state store ${e.store} is back after ${formatDuration(e.downMs)}: the run goes on`;
+    case 'workers':
+      return e.workers.length === 0 ? noWorkers(e.queue) : undefined;
     case 'run_resumed':
       return e.lostSteps > 0 ? `${e.lostSteps} step(s) in the run folder were no longer in Redis (lost by a Redis restart); they are kept in trajectories.lost.jsonl and their episodes continue from what Redis kept` : undefined;
     case 'calls_abandoned':
@@ -85,6 +91,11 @@ export function warningOf(e: RunEvent): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** Shared with the live view: what a distributed run without live workers says. */
+export function noWorkers(queue: string): string {
+  return `no live workers on queue ${queue}: the episodes wait. Start some: agent worker --store <the same redis URL>${queue === 'agent:queue' ? '' : ` --queue ${queue}`}`;
 }
 
 /** Shared with the live view: what a `loop_lag` event says. */

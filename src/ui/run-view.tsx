@@ -3,6 +3,7 @@ import { Box, Static, Text } from 'ink';
 import type { RunConfig } from '../run/run-events.js';
 import type { RunProgress } from '../run/run-stats.js';
 import { bar, formatDuration, formatNumber } from './format.js';
+import { noWorkers } from './plain-reporter.js';
 import type { RunSource } from './run-source.js';
 import { useRunView, type EpisodeRow } from './use-run-view.js';
 
@@ -82,6 +83,7 @@ export function RunPanel({ config, progress, warnings, headline }: { readonly co
           ⏸ paused: state store {progress.storeDown.store} unreachable for {formatDuration(progress.now - progress.storeDown.since)}, retrying
         </Text>
       ) : null}
+      {progress.workers ? <WorkersLine workers={progress.workers} now={progress.now} /> : null}
       <PendingTable progress={progress} />
       <Text bold>Errors by tool</Text>
       {failures.length === 0 ? <Text dimColor>  none</Text> : null}
@@ -98,6 +100,24 @@ export function RunPanel({ config, progress, warnings, headline }: { readonly co
         </Text>
       ))}
     </Box>
+  );
+}
+
+/** A distributed run's workers: how many are alive and what they hold, or how long there have been none. */
+export function WorkersLine({ workers, now }: { readonly workers: NonNullable<RunProgress['workers']>; readonly now: number }) {
+  if (workers.alive.length === 0) {
+    return (
+      <Text color="red" bold>
+        ⏸ {noWorkers(workers.queue)} ({formatDuration(now - (workers.noneSince ?? now))})
+      </Text>
+    );
+  }
+  const running = workers.alive.reduce((n, w) => n + w.running, 0);
+  const slots = workers.alive.reduce((n, w) => n + w.concurrency, 0);
+  return (
+    <Text>
+      <Text bold>Workers</Text> {workers.alive.length} alive · {running}/{slots} episodes in hand <Text dimColor>({workers.alive.map((w) => w.id).slice(0, 4).join(', ')}{workers.alive.length > 4 ? ', …' : ''})</Text>
+    </Text>
   );
 }
 

@@ -1,0 +1,240 @@
+/**
+ * A distributed run's journal as its workers write it. Many processes write one run, each only the
+ * episodes it holds a lease on; every write is a Lua script that first checks the episode's
+ * fencing token (issued by the queue's claim), so a worker that lost its lease (paused past it, cut
+ * off from Redis) can never write again: its writes are refused and counted in the run's `fenced`.
+ *
+ * Per episode, beside the run's `episodes` and `inflight` hashes (the same as a local durable
+ * run's): `steps:<episode>`, its committed steps with stream ids numbered by step, so a step is
+ * written once (a resend is recognised) and never skipped (a gap is Redis losing writes). Every
+ * committed record also goes, in the same script, onto the run's `events` stream: what the
+ * coordinator shows live and writes to the run folder, exactly what was committed.
+ */
+import type { Redis } from 'ioredis';
+import { raceAbort } from '../shared/abort.js';
+import { AgentError, describeError } from '../shared/errors.js';
+import type { EpisodeRecord } from '../replay/run-writer.js';
+import type { RunEvent, SettledStepEvent } from './run-events.js';
+import type { EpisodeFinishedEvent, InflightCall, JournalEpisode, JournalRun } from './run-journal.js';
+import { runKeys } from './episode-queue.js';
+
+/** What a worker needs to continue an episode: its journal entry, the call in flight, its committed steps. */
+export interface EpisodeProgress {
+  readonly entry?: JournalEpisode;
+  readonly inflight?: InflightCall;
+  readonly steps: readonly SettledStepEvent[];
+}
+
+/** An entry of the run's `events` stream: an event, the episode record with an episode_finished. */
+export interface PublishedEvent {
+  readonly id: string;
+  readonly event: RunEvent;
+  readonly record?: EpisodeRecord;
+  /** Unique per write: a write resent after a lost reply shows up once. */
+  readonly uid: string;
+}
+
+const FENCE = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then
+  redis.call('HINCRBY', KEYS[2], 'fenced', 1)
+  return redis.error_reply('FENCED')
+end`;
+
+// KEYS: fences, meta, steps, inflight, events. ARGV: episode, token, step n, event JSON, uid.
+const STEP_SCRIPT = `${FENCE}
+local n = tonumber(ARGV[3])
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+local lastN = 0
+if last[1] then lastN = tonumber(string.match(last[1][1], '^(%d+)')) end
+if lastN >= n then
+  if redis.call('XRANGE', KEYS[3], n .. '-0', n .. '-0')[1] then return 0 end
+  return redis.error_reply('GAP ' .. lastN)
+end
+if lastN ~= n - 1 then return redis.error_reply('GAP ' .. lastN) end
+redis.call('XADD', KEYS[3], n .. '-0', 'd', ARGV[4])
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'u', ARGV[5])
+return n`;
+
+// KEYS: fences, meta, hash. ARGV: episode, token, value.
+const SET_SCRIPT = `${FENCE}
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+return 1`;
+
+// KEYS: fences, meta, events. ARGV: episode, token, event JSON, uid.
+const PUBLISH_SCRIPT = `${FENCE}
+redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'u', ARGV[4])
+return 1`;
+
+// KEYS: fences, meta, episodes, inflight, events. ARGV: episode, token, entry JSON, event JSON, record JSON or '', uid.
+const FINISH_SCRIPT = `${FENCE}
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if ARGV[5] ~= '' then
+  redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'r', ARGV[5], 'u', ARGV[6])
+else
+  redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'u', ARGV[6])
+end
+return 1`;
+
+type Script = (...args: (string | number)[]) => Promise<unknown>;
+
+/** The keys of a distributed run under its hash tag (the coordinator reads and retires them too). */
+export function distributedKeys(runId: string): { readonly meta: string; readonly episodes: string; readonly inflight: string; readonly events: string; readonly steps: (episode: number) => string } {
+  const base = `agent:${runId}:{${runId}}:`;
+  return { meta: `${base}meta`, episodes: `${base}episodes`, inflight: `${base}inflight`, events: `${base}events`, steps: (episode) => `${base}steps:${episode}` };
+}
+
+export class FencedJournal {
+  readonly runId: string;
+  readonly #redis: Redis;
+  readonly #keys: ReturnType<typeof distributedKeys>;
+  readonly #fences: string;
+  readonly #tokens = new Map<number, number>();
+  readonly #uidPrefix: string;
+  #uids = 0;
+  #tail: Promise<unknown> = Promise.resolve();
+  #failure: AgentError | undefined;
+  /** Told of the first write that fails for a reason other than a lost lease (the worker drops the run). */
+  onFailure: (err: AgentError) => void = () => undefined;
+  /** Told when a write of `episode` was refused: this worker lost its lease on it. */
+  onLeaseLost: (episode: number) => void = () => undefined;
+
+  constructor(redis: Redis, runId: string, writerId: string) {
+    this.#redis = redis;
+    this.runId = runId;
+    this.#keys = distributedKeys(runId);
+    this.#fences = runKeys(runId).fences;
+    this.#uidPrefix = `${writerId}:`;
+    redis.defineCommand('agentFencedStep', { numberOfKeys: 5, lua: STEP_SCRIPT });
+    redis.defineCommand('agentFencedSet', { numberOfKeys: 3, lua: SET_SCRIPT });
+    redis.defineCommand('agentFencedPublish', { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
+    redis.defineCommand('agentFencedFinish', { numberOfKeys: 5, lua: FINISH_SCRIPT });
+  }
+
+  get failure(): AgentError | undefined {
+    return this.#failure;
+  }
+
+  /** The run as its coordinator recorded it, or undefined when Redis has no such run (it completed, or never was). */
+  async run(signal?: AbortSignal): Promise<JournalRun | undefined> {
+    const json = await raceAbort(this.#redis.hget(this.#keys.meta, 'run'), signal);
+    return json === null ? undefined : (parse(json, this.#keys.meta) as JournalRun);
+  }
+
+  /** This worker holds `episode` under `token` (from its claim) until `release`. */
+  hold(episode: number, token: number): void {
+    this.#tokens.set(episode, token);
+  }
+
+  release(episode: number): void {
+    this.#tokens.delete(episode);
+  }
+
+  token(episode: number): number | undefined {
+    return this.#tokens.get(episode);
+  }
+
+  async progress(episode: number, signal?: AbortSignal): Promise<EpisodeProgress> {
+    const k = this.#keys;
+    const [entry, inflight, steps] = await raceAbort(Promise.all([this.#redis.hget(k.episodes, String(episode)), this.#redis.hget(k.inflight, String(episode)), this.#redis.xrange(k.steps(episode), '-', '+')]), signal);
+    return {
+      ...(entry !== null ? { entry: parse(entry, k.episodes) as JournalEpisode } : {}),
+      ...(inflight !== null ? { inflight: parse(inflight, k.inflight) as InflightCall } : {}),
+      steps: steps.map(([id, fields]) => parse(fields[1] ?? '', k.steps(episode), id) as SettledStepEvent),
+    };
+  }
+
+  async episodeStarted(episode: number, entry: Extract<JournalEpisode, { status: 'running' }>, signal?: AbortSignal): Promise<void> {
+    await raceAbort(this.#write(episode, 'agentFencedSet', [this.#keys.episodes], [JSON.stringify(entry)]), signal);
+  }
+
+  async dispatching(episode: number, call: InflightCall, signal?: AbortSignal): Promise<void> {
+    await raceAbort(this.#write(episode, 'agentFencedSet', [this.#keys.inflight], [JSON.stringify(call)]), signal);
+  }
+
+  step(event: SettledStepEvent): Promise<void> {
+    return this.#write(event.episode, 'agentFencedStep', [this.#keys.steps(event.episode), this.#keys.inflight, this.#keys.events], [event.step, JSON.stringify(event), this.#uid()]);
+  }
+
+  publish(episode: number, event: RunEvent): Promise<void> {
+    return this.#write(episode, 'agentFencedPublish', [this.#keys.events], [JSON.stringify(event), this.#uid()]);
+  }
+
+  async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
+    const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
+    await raceAbort(this.#write(episode, 'agentFencedFinish', [this.#keys.episodes, this.#keys.inflight, this.#keys.events], [JSON.stringify(entry), JSON.stringify(event), record ? JSON.stringify(record) : '', this.#uid()]), signal);
+  }
+
+  async flushed(): Promise<void> {
+    await this.#tail.catch(() => undefined);
+    if (this.#failure) throw this.#failure;
+  }
+
+  after(fn: () => void): void {
+    void this.#tail.then(fn, fn);
+  }
+
+  #uid(): string {
+    return `${this.#uidPrefix}${++this.#uids}`;
+  }
+
+  #write(episode: number, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<void> {
+    const token = this.#tokens.get(episode);
+    if (token === undefined) return Promise.reject(leaseLost(this.runId, episode));
+    const fn = (this.#redis as unknown as Record<string, Script>)[script] as Script;
+    const done = fn.call(this.#redis, this.#fences, this.#keys.meta, ...keys, episode, token, ...args).then(
+      () => undefined,
+      (err: unknown) => {
+        const message = describeError(err);
+        if (message.includes('FENCED')) {
+          this.onLeaseLost(episode);
+          throw leaseLost(this.runId, episode);
+        }
+        const gap = /GAP (\d+)/.exec(message);
+        const failure = gap
+          ? new AgentError('STORE_WRITES_LOST', `Redis lost acknowledged writes of run ${this.runId}: episode ${episode}'s steps end at ${gap[1]}`, { hint: 'Redis restarted without its last writes on disk. The episode continues from what Redis kept once it is claimed again.' })
+          : new AgentError('STORE_UNAVAILABLE', `writing run ${this.runId} to Redis failed: ${message}`, { cause: err, hint: 'Check Redis; the worker takes episodes again once it answers.' });
+        if (!this.#failure) {
+          this.#failure = failure;
+          this.onFailure(failure);
+        }
+        throw failure;
+      },
+    );
+    this.#tail = done.catch(() => undefined);
+    return done;
+  }
+}
+
+function leaseLost(runId: string, episode: number): AgentError {
+  return new AgentError('LEASE_LOST', `this worker's lease on episode ${episode} of run ${runId} passed to another worker; its write was refused`, { hint: 'Another worker continues the episode from its last committed step; nothing to do.' });
+}
+
+function parse(json: string, key: string, where = 'its value'): unknown {
+  try {
+    return JSON.parse(json);
+  } catch (err) {
+    throw new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: not JSON (${describeError(err)})`, { hint: 'Something other than the toolkit wrote there.' });
+  }
+}
+
+/** Read the events stream after `from` (exclusive; '0' for all), up to `count`, waiting up to `blockMs` on `redis`. */
+export async function readEvents(redis: Redis, runId: string, from: string, count: number, blockMs: number): Promise<PublishedEvent[]> {
+  const key = distributedKeys(runId).events;
+  const reply = (await redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, from)) as [string, [string, string[]][]][] | null;
+  const out: PublishedEvent[] = [];
+  for (const [, entries] of reply ?? []) {
+    for (const [id, fields] of entries) {
+      const get = (name: string): string | undefined => {
+        const at = fields.indexOf(name);
+        return at >= 0 ? fields[at + 1] : undefined;
+      };
+      const e = get('e');
+      if (e === undefined) continue;
+      const r = get('r');
+      out.push({ id, event: parse(e, key, id) as RunEvent, ...(r !== undefined ? { record: parse(r, key, id) as EpisodeRecord } : {}), uid: get('u') ?? id });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,286 @@
+/**
+ * `agent worker` as a library: takes episodes of distributed runs from the queue in Redis, C at a
+ * time, and runs them on the async core, committing to Redis under a fenced lease per episode.
+ *
+ * - A lease is renewed every third of its length; a worker that cannot renew (it lost the lease
+ *   while paused, or Redis fenced one of its writes) stops the episode: its new holder continues
+ *   it from the last committed step.
+ * - An episode claimed more than `maxAttempts` times (its workers died running it) is ended as
+ *   `worker_lost` with the cause, not run again.
+ * - Aborting `work`'s signal drains: no new claims, episodes in hand are interrupted and handed
+ *   back at once (another worker continues them), then `work` returns.
+ *
+ * @example
+ * const worker = await RolloutWorker.start({ store: 'redis://127.0.0.1:6379/0', concurrency: 8 });
+ * worker.events.on('episode_done', (e) => console.log(e.runId, e.episode, e.reason));
+ * await worker.work(controller.signal);
+ */
+import type { Redis } from 'ioredis';
+import { hostname } from 'node:os';
+import { errorInfo } from '../env/agent-instance.js';
+import { Emitter } from '../shared/emitter.js';
+import { AgentError, describeError, UsageError } from '../shared/errors.js';
+import { sleep } from '../shared/abort.js';
+import { openRedis, redactUrl } from '../state/redis-store.js';
+import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
+import type { EpisodeEndReason } from './run-events.js';
+import { Run } from './run.js';
+
+export interface WorkerOptions {
+  /** `redis://host:port/db`: the Redis of the runs to work on. */
+  readonly store: string;
+  /** The queue to take episodes from (`agent:queue`): a coordinator's `--queue`. */
+  readonly queue?: string;
+  /** Episodes in hand at once (default 4). */
+  readonly concurrency?: number;
+  /** Folders holding the envs on this machine (default: the path the coordinator recorded). */
+  readonly envs?: readonly string[];
+  /** How long an episode stays this worker's without a renewal (default 10 s): a dead worker's episodes wait this long. */
+  readonly leaseMs?: number;
+  /** Claims of one episode before it is given up as `worker_lost` (default 3). */
+  readonly maxAttempts?: number;
+  /** How long to wait for an unreachable Redis before giving a run up (default 60 s). */
+  readonly storeWaitMs?: number;
+  readonly id?: string;
+  readonly signal?: AbortSignal;
+}
+
+export type WorkerEvent =
+  | { readonly type: 'claimed'; readonly runId: string; readonly episode: number; readonly attempts: number; readonly previousOwner?: string }
+  | { readonly type: 'episode_done'; readonly runId: string; readonly episode: number; readonly reason: EpisodeEndReason; readonly steps: number }
+  | { readonly type: 'handed_back'; readonly runId: string; readonly episode: number }
+  | { readonly type: 'lease_lost'; readonly runId: string; readonly episode: number }
+  | { readonly type: 'given_up'; readonly runId: string; readonly episode: number; readonly attempts: number; readonly cause: string }
+  | { readonly type: 'problem'; readonly runId?: string; readonly message: string };
+
+export interface WorkerSummary {
+  readonly id: string;
+  readonly finished: number;
+  readonly handedBack: number;
+  readonly leasesLost: number;
+  readonly givenUp: number;
+  /** Writes refused by a fence after this worker lost a lease. */
+  readonly fencedWrites: number;
+}
+
+const HEARTBEAT_MS = 1_000;
+const CLAIM_BLOCK_MS = 1_000;
+
+export class RolloutWorker {
+  readonly id: string;
+  readonly events = new Emitter<WorkerEvent>();
+  readonly #options: WorkerOptions;
+  readonly #redis: Redis;
+  readonly #blocking: Redis;
+  readonly #queue: EpisodeQueue;
+  readonly #concurrency: number;
+  readonly #leaseMs: number;
+  readonly #maxAttempts: number;
+  /** Runs this worker has joined (a promise: concurrent claims of one run join it once). */
+  readonly #runs = new Map<string, Promise<Run | undefined>>();
+  readonly #inHand = new Map<string, { readonly claim: Claim; readonly controller: AbortController; lost: boolean }>();
+  #draining = false;
+  #counts = { finished: 0, handedBack: 0, leasesLost: 0, givenUp: 0 };
+  #wake: (() => void) | undefined;
+
+  private constructor(options: WorkerOptions, redis: Redis, blocking: Redis, id: string) {
+    this.#options = options;
+    this.#redis = redis;
+    this.#blocking = blocking;
+    this.id = id;
+    this.#queue = new EpisodeQueue(redis, options.queue ?? DEFAULT_QUEUE);
+    this.#concurrency = options.concurrency ?? 4;
+    this.#leaseMs = options.leaseMs ?? 10_000;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+  }
+
+  /** Check the options and connect (a wrong URL fails here, naming it). */
+  static async start(options: WorkerOptions): Promise<RolloutWorker> {
+    for (const [name, v, min] of [['concurrency', options.concurrency, 1], ['max-attempts', options.maxAttempts, 1]] as const) {
+      if (v !== undefined && (!Number.isInteger(v) || v < min)) throw new UsageError(`${name} must be a whole number ≥ ${min} (got ${v})`);
+    }
+    if (options.leaseMs !== undefined && !(options.leaseMs >= 300)) throw new UsageError(`lease must be at least 300 ms (got ${options.leaseMs} ms)`, 'Pass --lease 10s (a dead worker\'s episodes wait this long; renewals go every third of it).');
+    if (!/^rediss?:\/\//.test(options.store)) throw new UsageError(`'${options.store}' is not a Redis URL`, 'Pass --store redis://host:port/db (or set AGENT_STORE), the Redis of the coordinator.');
+    const redis = await openRedis(options.store, options.signal, 'agent-worker');
+    // Commands wait while Redis restarts (the run's writes are fenced and numbered: a resend is safe).
+    redis.options.maxRetriesPerRequest = null;
+    const blocking = redis.duplicate();
+    blocking.on('error', () => undefined);
+    const worker = new RolloutWorker(options, redis, blocking, options.id ?? workerId());
+    try {
+      await worker.#queue.ensure(options.signal);
+    } catch (err) {
+      redis.disconnect();
+      blocking.disconnect();
+      throw err;
+    }
+    return worker;
+  }
+
+  /** Connected and taking episodes (a readiness probe's answer). */
+  get ready(): boolean {
+    return !this.#draining && this.#redis.status === 'ready';
+  }
+
+  get running(): number {
+    return this.#inHand.size;
+  }
+
+  /** Take and run episodes until `signal` aborts; then hand back what is in hand and return. */
+  async work(signal: AbortSignal): Promise<WorkerSummary> {
+    const beat = setInterval(() => void this.#heartbeat(), HEARTBEAT_MS);
+    const renew = setInterval(() => void this.#renewAll(), Math.max(100, Math.floor(this.#leaseMs / 3)));
+    const onAbort = (): void => this.#drain();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const episodes = new Set<Promise<void>>();
+    try {
+      await this.#heartbeat();
+      while (!signal.aborted) {
+        if (this.#inHand.size >= this.#concurrency) {
+          await new Promise<void>((resolve) => (this.#wake = resolve));
+          continue;
+        }
+        let claims: Claim[];
+        try {
+          claims = await this.#queue.claim(this.id, { count: this.#concurrency - this.#inHand.size, leaseMs: this.#leaseMs, blockMs: CLAIM_BLOCK_MS, blocking: this.#blocking, signal });
+        } catch (err) {
+          if (signal.aborted) break;
+          this.events.emit({ type: 'problem', message: `taking episodes from ${redactUrl(this.#options.store)} failed: ${describeError(err)}; retrying` });
+          await sleep(1_000, signal).catch(() => undefined);
+          continue;
+        }
+        for (const claim of claims) {
+          if (signal.aborted) {
+            // Claimed as the drain began: give it straight back.
+            await this.#queue.handBack(claim).catch(() => undefined);
+            continue;
+          }
+          const p = this.#take(claim).finally(() => {
+            episodes.delete(p);
+            this.#wake?.();
+          });
+          episodes.add(p);
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.#drain();
+      await Promise.all(episodes);
+      clearInterval(beat);
+      clearInterval(renew);
+      await this.#queue.leave(this.id).catch(() => undefined);
+    }
+    return { id: this.id, ...this.#counts, fencedWrites: await this.#fencedWrites() };
+  }
+
+  /** Stop claiming; interrupt the episodes in hand (each is handed back as it stops). */
+  #drain(): void {
+    this.#draining = true;
+    for (const held of this.#inHand.values()) held.controller.abort(new AgentError('INTERRUPTED', 'the worker is shutting down; the episode is handed back'));
+    this.#wake?.();
+  }
+
+  async #take(claim: Claim): Promise<void> {
+    const key = `${claim.runId}/${claim.episode}`;
+    this.events.emit({ type: 'claimed', runId: claim.runId, episode: claim.episode, attempts: claim.attempts, ...(claim.previousOwner ? { previousOwner: claim.previousOwner } : {}) });
+    const run = await this.#run(claim.runId);
+    if (!run) {
+      // The run is gone from Redis (it completed, or its keys were removed): nothing to do for it.
+      await this.#queue.ack(claim).catch(() => undefined);
+      return;
+    }
+    if (claim.attempts > this.#maxAttempts) return this.#giveUp(run, claim);
+    const held = { claim, controller: new AbortController(), lost: false };
+    this.#inHand.set(key, held);
+    try {
+      const outcome = await run.runEpisode(claim.episode, claim.token, held.controller.signal);
+      if (outcome.leaseLost || held.lost) {
+        this.#counts.leasesLost++;
+        this.events.emit({ type: 'lease_lost', runId: claim.runId, episode: claim.episode });
+      } else if (outcome.reason === 'interrupted') {
+        if (this.#draining && (await this.#queue.handBack(claim).catch(() => false))) {
+          this.#counts.handedBack++;
+          this.events.emit({ type: 'handed_back', runId: claim.runId, episode: claim.episode });
+        }
+        // Otherwise the run stopped on a store failure: the lease lapses and another worker (or this one) takes it again.
+        if (run.failure) this.#forget(claim.runId, run, run.failure.message);
+      } else if (await this.#queue.ack(claim).catch(() => false)) {
+        this.#counts.finished++;
+        this.events.emit({ type: 'episode_done', runId: claim.runId, episode: claim.episode, reason: outcome.reason, steps: outcome.steps });
+      }
+    } catch (err) {
+      this.events.emit({ type: 'problem', runId: claim.runId, message: `episode ${claim.episode}: ${describeError(err)}` });
+    } finally {
+      this.#inHand.delete(key);
+    }
+  }
+
+  /** Joined once per run; a run that fails to load is reported and its episode left to lapse. */
+  async #run(runId: string): Promise<Run | undefined> {
+    let joining = this.#runs.get(runId);
+    if (!joining) {
+      const { store, envs, storeWaitMs, signal } = this.#options;
+      joining = Run.join(runId, { store, workerId: this.id, ...(envs ? { envs } : {}), ...(storeWaitMs !== undefined ? { storeWaitMs } : {}), ...(signal ? { signal } : {}) });
+      this.#runs.set(runId, joining);
+    }
+    try {
+      return await joining;
+    } catch (err) {
+      this.#runs.delete(runId);
+      this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
+      return undefined;
+    }
+  }
+
+  #forget(runId: string, run: Run, why: string): void {
+    if (this.#runs.get(runId) === undefined) return;
+    this.#runs.delete(runId);
+    this.events.emit({ type: 'problem', runId, message: `left run ${runId}: ${why}` });
+    void run[Symbol.asyncDispose]().catch(() => undefined);
+  }
+
+  async #giveUp(run: Run, claim: Claim): Promise<void> {
+    const inflight = await run.inflightOf(claim.episode).catch(() => undefined);
+    const cause = `its worker stopped without finishing it ${claim.attempts - 1} times (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;
+    const error = errorInfo(new AgentError('WORKER_LOST', `episode ${claim.episode} was given up: ${cause}`, { hint: 'A tool crashes or hangs its worker on this episode: run it alone with agent run --episodes … to see why.' }));
+    try {
+      await run.failEpisode(claim.episode, claim.token, error);
+      await this.#queue.ack(claim);
+      this.#counts.givenUp++;
+      this.events.emit({ type: 'given_up', runId: claim.runId, episode: claim.episode, attempts: claim.attempts - 1, cause });
+    } catch (err) {
+      this.events.emit({ type: 'problem', runId: claim.runId, message: `giving up episode ${claim.episode} failed: ${describeError(err)}` });
+    }
+  }
+
+  async #renewAll(): Promise<void> {
+    await Promise.all(
+      [...this.#inHand.values()].map(async (held) => {
+        const kept = await this.#queue.renew(this.id, held.claim).catch(() => true);
+        if (kept || held.lost) return;
+        held.lost = true;
+        held.controller.abort(new AgentError('LEASE_LOST', `the lease on episode ${held.claim.episode} passed to another worker`));
+      }),
+    );
+  }
+
+  async #fencedWrites(): Promise<number> {
+    let n = 0;
+    for (const joining of this.#runs.values()) n += (await joining.catch(() => undefined))?.fencedWrites ?? 0;
+    return n;
+  }
+
+  async #heartbeat(): Promise<void> {
+    await this.#queue
+      .heartbeat({ id: this.id, host: hostname(), pid: process.pid, concurrency: this.#concurrency, running: this.#inHand.size, finished: this.#counts.finished, fenced: await this.#fencedWrites(), at: Date.now() })
+      .catch(() => undefined);
+  }
+
+  /** Leave every run and close the connections. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    for (const joining of this.#runs.values()) await (await joining.catch(() => undefined))?.[Symbol.asyncDispose]();
+    this.#runs.clear();
+    this.#redis.disconnect();
+    this.#blocking.disconnect();
+  }
+}

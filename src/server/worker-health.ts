@@ -1,0 +1,34 @@
+/**
+ * A worker's health endpoint for an orchestrator: `GET /ready` answers 200 while the worker is
+ * connected and taking episodes, 503 while it drains or Redis is away (take it out of rotation,
+ * do not kill it); `GET /live` answers 200 while the process serves at all.
+ */
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { UsageError } from '../shared/errors.js';
+
+export async function serveWorkerHealth(port: number, status: () => { readonly ready: boolean; readonly running: number }, host = '0.0.0.0'): Promise<{ readonly port: number; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const s = status();
+    const path = (req.url ?? '/').split('?')[0];
+    const ok = path === '/live' || (path === '/ready' && s.ready);
+    const known = path === '/live' || path === '/ready';
+    res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(known ? { ready: s.ready, running: s.running } : { error: 'GET /ready or /live' }));
+  });
+  server.listen(port, host);
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err as Error))]);
+  } catch (err) {
+    server.close();
+    throw new UsageError(`cannot serve the health endpoint on port ${port}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, 'Pass --health-port a free port (0: any).');
+  }
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
