@@ -183,25 +183,29 @@ export class RolloutWorker {
   async #take(claim: Claim): Promise<void> {
     const key = `${claim.runId}/${claim.episode}`;
     this.events.emit({ type: 'claimed', runId: claim.runId, episode: claim.episode, attempts: claim.attempts, ...(claim.previousOwner ? { previousOwner: claim.previousOwner } : {}) });
-    const run = await this.#run(claim.runId);
-    if (!run) {
-      // The run is gone from Redis (it completed, or its keys were removed): nothing to do for it.
-      await this.#queue.ack(claim).catch(() => undefined);
-      return;
-    }
-    if (claim.attempts > this.#maxAttempts) return this.#giveUp(run, claim);
+    // In hand (renewed) from now: joining a run the first time loads its env, which takes a while.
     const held = { claim, controller: new AbortController(), lost: false };
     this.#inHand.set(key, held);
     try {
+      const run = await this.#run(claim.runId);
+      if (run === 'gone') {
+        // The run is gone from Redis (it completed, or its keys were removed): nothing to do for it.
+        await this.#queue.ack(claim).catch(() => undefined);
+        return;
+      }
+      if (!run) {
+        // Joining failed (the worker is draining, or the env does not load here): someone else may run it.
+        if (!this.#draining) await sleep(1_000);
+        await this.#handBack(claim);
+        return;
+      }
+      if (claim.attempts > this.#maxAttempts) return await this.#giveUp(run, claim);
       const outcome = await run.runEpisode(claim.episode, claim.token, held.controller.signal);
       if (outcome.leaseLost || held.lost) {
         this.#counts.leasesLost++;
         this.events.emit({ type: 'lease_lost', runId: claim.runId, episode: claim.episode });
       } else if (outcome.reason === 'interrupted') {
-        if (this.#draining && (await this.#queue.handBack(claim).catch(() => false))) {
-          this.#counts.handedBack++;
-          this.events.emit({ type: 'handed_back', runId: claim.runId, episode: claim.episode });
-        }
+        if (this.#draining) await this.#handBack(claim);
         // Otherwise the run stopped on a store failure: the lease lapses and another worker (or this one) takes it again.
         if (run.failure) this.#forget(claim.runId, run, run.failure.message);
       } else if (await this.#queue.ack(claim).catch(() => false)) {
@@ -215,8 +219,14 @@ export class RolloutWorker {
     }
   }
 
-  /** Joined once per run; a run that fails to load is reported and its episode left to lapse. */
-  async #run(runId: string): Promise<Run | undefined> {
+  async #handBack(claim: Claim): Promise<void> {
+    if (!(await this.#queue.handBack(claim).catch(() => false))) return;
+    this.#counts.handedBack++;
+    this.events.emit({ type: 'handed_back', runId: claim.runId, episode: claim.episode });
+  }
+
+  /** Joined once per run: 'gone' when Redis no longer has it, undefined when it failed to load (reported). */
+  async #run(runId: string): Promise<Run | 'gone' | undefined> {
     let joining = this.#runs.get(runId);
     if (!joining) {
       const { store, envs, storeWaitMs, signal } = this.#options;
@@ -224,10 +234,12 @@ export class RolloutWorker {
       this.#runs.set(runId, joining);
     }
     try {
-      return await joining;
+      const run = await joining;
+      if (!run) this.#runs.delete(runId);
+      return run ?? 'gone';
     } catch (err) {
-      this.#runs.delete(runId);
-      this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
+      if (this.#runs.get(runId) === joining) this.#runs.delete(runId);
+      if (!this.#draining) this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
       return undefined;
     }
   }

@@ -23,7 +23,7 @@ import { openTrajectoryStep } from '../replay/run-rewards.js';
 import { readLostSteps } from '../replay/lost-steps.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
-import { linkedController } from '../shared/abort.js';
+import { linkedController, raceAbort, sleep } from '../shared/abort.js';
 import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { archiveToFolder, readArchive } from '../state/archive.js';
@@ -40,7 +40,6 @@ import type { SourceSla } from '../reward/ledger.js';
 import type { EvaluatorStats } from '../reward/evaluators.js';
 import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
-import { raceAbort } from '../shared/abort.js';
 import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-queue.js';
 import { distributedKeys, FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
 import { findEnvDir } from './env-dirs.js';
@@ -398,6 +397,8 @@ export class Run implements AsyncDisposable {
       const held: HeldEpisode = { controller: linked.controller, progress, leaseLost: false };
       this.#held.set(episode, held);
       const finished = await this.#episode(episode, linked.signal);
+      // Judges and reward models still working on its steps deliver before the worker acknowledges the episode.
+      if (!linked.signal.aborted) await this.#env.rewards.settle(linked.signal);
       return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost, alreadyFinished: false };
     } finally {
       this.#held.delete(episode);
@@ -615,7 +616,7 @@ export class Run implements AsyncDisposable {
     const finished = new Set<number>();
     /** The newest write seen per writer: a write resent after a lost reply is in the stream twice. */
     const newest = new Map<string, number>();
-    let alive = '';
+    let alive: string | undefined;
     const checkWorkers = async (): Promise<void> => {
       const workers = await queue.workers(this.#clock.now(), WORKER_STALE_MS, signal).catch(() => undefined);
       if (!workers) return;
@@ -629,9 +630,10 @@ export class Run implements AsyncDisposable {
     let from = '0';
     try {
       while (!signal.aborted && finished.size < this.config.episodes) {
-        const batch = await raceAbort(readEvents(reader, runId, from, 1_000, 1_000), signal).catch((err: unknown) => {
-          if (signal.aborted) return [];
-          throw err;
+        // While Redis is away the read fails: try again (the store watch stops the run past its store wait).
+        const batch = await raceAbort(readEvents(reader, runId, from, 1_000, 1_000), signal).catch(async () => {
+          await sleep(250, signal).catch(() => undefined);
+          return [];
         });
         for (const p of batch) {
           from = p.id;

@@ -1,0 +1,218 @@
+/**
+ * Distributed runs under faults, on real Redis with `agent worker` processes: workers killed
+ * (SIGKILL), paused past their lease (SIGSTOP), stopped (SIGTERM, twice), Redis restarted, an
+ * episode that kills every worker running it, and the coordinator itself killed and resumed.
+ * CI runs reduced kill counts; scripts/distributed-crash-test.ts runs the full 25.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canStartRedis, sharedRedisAvailable, startOwnRedis, TEST_REDIS_URL } from '../src/state/redis-testing.js';
+import { verify } from '../scripts/crash-harness.js';
+import { coordinate, dropQueue, killWorkers, startWorker, stopWorkers, type WorkerProcess } from '../scripts/distributed-harness.js';
+import type { RunEvent } from '../src/run/run-events.js';
+
+const ENV = 'fixtures/distributed';
+const available = await sharedRedisAvailable('the distributed-run fault tests');
+const ownRedis = available && (await canStartRedis());
+
+async function lines<T>(file: string): Promise<T[]> {
+  return (await readFile(file, 'utf8'))
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as T);
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(!available)('agent worker: distributed runs under faults', () => {
+  let dir: string;
+  let redis: Redis;
+  const queues: string[] = [];
+  const queue = (): string => {
+    const q = `agent-test:${process.pid}:${Math.random().toString(36).slice(2, 8)}:queue`;
+    queues.push(q);
+    return q;
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'agent-worker-'));
+    redis = new Redis(TEST_REDIS_URL);
+  });
+  afterAll(async () => {
+    for (const q of queues) await dropQueue(TEST_REDIS_URL, q);
+    await redis.quit();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('kill -9 of random workers mid-episode: every episode finishes once, every (episode, step) once, nothing left in Redis', async () => {
+    const q = queue();
+    const kills = 5;
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 40, maxSteps: 8, toolOptions: { step_ms: 100 } });
+    const drill = await killWorkers({ store: TEST_REDIS_URL, queue: q, leaseMs: 1500 }, 4, kills, [200, 500], done);
+    const summary = await done;
+    expect(drill.kills).toBe(kills);
+    expect(summary.status).toBe('completed');
+    const report = await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL);
+    expect(report.problems).toEqual([]);
+    expect(report.episodes).toBe(40);
+    expect(report.keysLeft).toBe(0);
+    // Episodes cut off by a kill were continued elsewhere: started more than once, finished once.
+    const events = await lines<RunEvent>(path.join(dir, run.runId, 'events.jsonl'));
+    const starts = events.filter((e) => e.type === 'episode_started').length;
+    expect(starts).toBeGreaterThan(40);
+    expect(summary.distributed?.workers.length).toBeGreaterThan(4);
+  });
+
+  it('a worker paused past its lease (SIGSTOP) cannot commit once resumed: its late writes are refused and counted', async () => {
+    const q = queue();
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 1, maxSteps: 2, toolOptions: { step_ms: 1500 } });
+    const base = `agent:${run.runId}:{${run.runId}}:`;
+    const zombie = await startWorker({ store: TEST_REDIS_URL, queue: q, leaseMs: 800, concurrency: 1 });
+    await until('the first call in flight', async () => (await redis.hexists(`${base}inflight`, '0')) === 1);
+    zombie.child.kill('SIGSTOP');
+    const paused = Date.now();
+    const successor = await startWorker({ store: TEST_REDIS_URL, queue: q, leaseMs: 800, concurrency: 1 });
+    // The successor took the episode and fenced its history (rewound it under the new token).
+    await until('the successor to fence the episode', async () => Number(await redis.hget(`agent:${run.runId}:{ep-0}:meta`, 'fence')) >= 2);
+    // Let the zombie's own tool call be overdue, so its commit is the first thing it does on waking.
+    await new Promise((r) => setTimeout(r, Math.max(0, 1_700 - (Date.now() - paused))));
+    zombie.child.kill('SIGCONT');
+    const summary = await done;
+    await stopWorkers([zombie, successor]);
+    expect(summary.status).toBe('completed');
+    expect(summary.distributed?.fenced_writes).toBeGreaterThanOrEqual(1);
+    expect(zombie.output()).toMatch(/lost the lease on \S+ episode 0/);
+    const report = await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL);
+    expect(report.problems).toEqual([]);
+    expect(report.steps).toBe(2);
+  });
+
+  it('a poison episode (its tool kills the worker) is retried, then ended as worker_lost with the cause; the others finish', async () => {
+    const q = queue();
+    // One episode per worker: a worker the poison kills takes no innocent episode down with it.
+    const pool = { store: TEST_REDIS_URL, queue: q, leaseMs: 1000, maxAttempts: 2, concurrency: 1 };
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 4, maxSteps: 3, toolOptions: { step_ms: 20, crash_on: 'ep-2' } });
+    // A supervisor, as Kubernetes would be: a worker that dies is replaced.
+    const workers: WorkerProcess[] = [];
+    let finished = false;
+    void done.finally(() => (finished = true));
+    const supervise = async (): Promise<void> => {
+      while (!finished) {
+        const w = await startWorker(pool);
+        workers.push(w);
+        await Promise.race([w.child, done.catch(() => undefined)]);
+      }
+    };
+    await Promise.all([supervise(), supervise()]);
+    const summary = await done;
+    await stopWorkers(workers);
+    expect(summary.episodes.by_reason).toEqual({ max_steps: 3, worker_lost: 1 });
+    const ends = (await lines<RunEvent>(path.join(dir, run.runId, 'events.jsonl'))).filter((e): e is Extract<RunEvent, { type: 'episode_finished' }> => e.type === 'episode_finished');
+    const poisoned = ends.find((e) => e.episode === 2);
+    expect(poisoned?.reason).toBe('worker_lost');
+    expect(poisoned?.error?.code).toBe('WORKER_LOST');
+    expect(poisoned?.error?.message).toMatch(/stopped without finishing it 2 times.*call in flight was work/);
+    expect(ends.filter((e) => e.episode === 2)).toHaveLength(1);
+  });
+
+  it('SIGTERM hands the episodes in hand back (another worker finishes them); a second SIGTERM exits at once', async () => {
+    const q = queue();
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 3, maxSteps: 3, toolOptions: { step_ms: 300 } });
+    const first = await startWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 3, leaseMs: 30_000 });
+    await until('three episodes in hand', async () => (first.output().match(/^took /gm) ?? []).length === 3);
+    first.child.kill('SIGTERM');
+    const result = await first.child;
+    expect(result.exitCode).toBe(0);
+    expect(first.output().match(/^handed back /gm)).toHaveLength(3);
+    // The lease is 30 s: finishing now means the episodes were handed back, not left to lapse.
+    const second = await startWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 3, leaseMs: 30_000 });
+    const summary = await done;
+    expect(summary.episodes.finished).toBe(3);
+    expect((await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL)).problems).toEqual([]);
+    second.child.kill('SIGTERM');
+    second.child.kill('SIGTERM');
+    const exited = await second.child;
+    expect(exited.signal === 'SIGTERM' || exited.exitCode === 0).toBe(true);
+  });
+
+  it('says within seconds that no worker is alive; the run waits for one', async () => {
+    const q = queue();
+    const controller = new AbortController();
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 1, maxSteps: 1, signal: controller.signal });
+    try {
+      await until('the workers check', async () => run.progress().workers !== undefined, 5_000);
+      expect(run.progress().workers).toMatchObject({ queue: q, alive: [] });
+    } finally {
+      controller.abort();
+    }
+    expect((await done).status).toBe('interrupted');
+    // Interrupted, it stays resumable; nothing else is left of it once removed.
+    await redis.del(...(await redis.keys(`agent:${run.runId}:*`)), q);
+  });
+
+  it('the coordinator killed with SIGKILL is resumed with --resume and writes the whole folder', async () => {
+    const q = queue();
+    const coordinator = execa('node', ['bin/agent.js', 'run', ENV, '--distributed', '--queue', q, '--store', TEST_REDIS_URL, '--episodes', '6', '--max-steps', '4', '--tool-option', 'step_ms=150', '--out', dir], { reject: false, stdin: 'ignore' });
+    let text = '';
+    const runId = await new Promise<string>((resolve) => {
+      coordinator.stdout?.on('data', (c: Buffer) => {
+        text += c.toString();
+        const m = /^run (\S+):/m.exec(text);
+        if (m) resolve(m[1] as string);
+      });
+    });
+    const workers = [await startWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 2 })];
+    await until('an episode to finish', async () => /\[\s*1\/6\]/.test(text));
+    coordinator.kill('SIGKILL');
+    await coordinator;
+    const resumed = await execa('node', ['bin/agent.js', 'run', '--resume', runId, '--store', TEST_REDIS_URL], { reject: false, stdin: 'ignore' });
+    await stopWorkers(workers);
+    expect(resumed.exitCode, resumed.stderr).toBe(0);
+    const report = await verify(path.join(dir, runId), runId, TEST_REDIS_URL);
+    expect(report.problems).toEqual([]);
+    expect(report.episodes).toBe(6);
+    expect(report.keysLeft).toBe(0);
+  });
+
+  it.skipIf(!ownRedis)('Redis restarting while workers run: they reconnect and continue, nothing acknowledged is lost', async () => {
+    const own = await startOwnRedis({ appendfsync: 'always' });
+    try {
+      const q = queue();
+      const { run, done } = await coordinate({ env: ENV, store: own.url, queue: q, out: dir, episodes: 10, maxSteps: 5, toolOptions: { step_ms: 60 } });
+      const workers = await Promise.all([startWorker({ store: own.url, queue: q, leaseMs: 3_000 }), startWorker({ store: own.url, queue: q, leaseMs: 3_000 })]);
+      await until('steps committed', async () => /episode_finished/.test(await readFile(path.join(dir, run.runId, 'events.jsonl'), 'utf8').catch(() => '')));
+      await own.kill();
+      await new Promise((r) => setTimeout(r, 500));
+      await own.start();
+      const summary = await done;
+      await stopWorkers(workers);
+      expect(summary.status).toBe('completed');
+      const report = await verify(path.join(dir, run.runId), run.runId, own.url);
+      expect(report.problems).toEqual([]);
+      expect(report.episodes).toBe(10);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe('agent worker: usage', () => {
+  it('refuses to start without a Redis URL, and a distributed run without a Redis store, saying what to pass', async () => {
+    const worker = await execa('node', ['bin/agent.js', 'worker'], { reject: false, env: { AGENT_STORE: '' }, extendEnv: true });
+    expect(worker.exitCode).toBe(2);
+    expect(worker.stderr).toMatch(/not a Redis URL|needs the Redis/);
+    const run = await execa('node', ['bin/agent.js', 'run', ENV, '--distributed'], { reject: false });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/needs a Redis store[\s\S]*--store redis:/);
+  });
+});

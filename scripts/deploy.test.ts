@@ -1,0 +1,61 @@
+/**
+ * The deployment examples cannot run here (no cluster, no Docker registry): their structure is
+ * checked instead. Every `agent` command line in them must parse with the real CLI's flags, the
+ * probes must hit the worker's health routes on a declared port, and KEDA must watch the queue
+ * stream and group that workers read.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { createProgram } from '../commands/main.js';
+import { DEFAULT_QUEUE } from '../src/run/episode-queue.js';
+
+type Doc = Record<string, unknown>;
+const load = (file: string): Doc[] => parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJSON() as Doc);
+const at = (v: unknown, ...keys: (string | number)[]): unknown => keys.reduce<unknown>((o, k) => (o as Record<string | number, unknown> | undefined)?.[k], v);
+
+/** Flags of `agent <command>` that the args use but the CLI does not have. */
+function unknownFlags(args: readonly string[]): string[] {
+  const program = createProgram({ stdout: process.stdout, stderr: process.stderr, exitCode: 0 });
+  const command = program.commands.find((c) => c.name() === args[0]);
+  if (!command) return [`unknown command ${String(args[0])}`];
+  const known = new Set(command.options.map((o) => o.long));
+  return args.filter((a) => a.startsWith('--') && !known.has(a));
+}
+
+describe('deployment examples', () => {
+  it('Kubernetes: a worker Deployment with readiness and liveness on the health port, and KEDA scaling on the queue', () => {
+    const [deployment] = load('deploy/kubernetes/worker-deployment.yaml');
+    expect(at(deployment, 'kind')).toBe('Deployment');
+    const container = at(deployment, 'spec', 'template', 'spec', 'containers', 0) as Doc;
+    const args = container['args'] as string[];
+    expect(args[0]).toBe('worker');
+    expect(unknownFlags(args)).toEqual([]);
+    const ports = (container['ports'] as Doc[]).map((p) => p['name']);
+    expect(at(container, 'readinessProbe', 'httpGet')).toMatchObject({ path: '/ready' });
+    expect(at(container, 'livenessProbe', 'httpGet')).toMatchObject({ path: '/live' });
+    expect(ports).toContain(at(container, 'readinessProbe', 'httpGet', 'port'));
+    expect(args[args.indexOf('--health-port') + 1]).toBe(String(at(container, 'ports', 0, 'containerPort')));
+    expect(at(deployment, 'spec', 'selector', 'matchLabels')).toEqual(at(deployment, 'spec', 'template', 'metadata', 'labels'));
+
+    const [scaled] = load('deploy/kubernetes/worker-scaledobject.yaml');
+    expect(at(scaled, 'kind')).toBe('ScaledObject');
+    expect(at(scaled, 'spec', 'scaleTargetRef', 'name')).toBe(at(deployment, 'metadata', 'name'));
+    const trigger = at(scaled, 'spec', 'triggers', 0) as Doc;
+    expect(trigger['type']).toBe('redis-streams');
+    expect(trigger['metadata']).toMatchObject({ stream: DEFAULT_QUEUE, consumerGroup: 'workers' });
+  });
+
+  it('docker compose: Redis with fsync per write, workers with a health check, a distributed coordinator', () => {
+    const [compose] = load('deploy/docker-compose.yml');
+    const services = at(compose, 'services') as Record<string, Doc>;
+    expect(Object.keys(services).sort()).toEqual(['coordinator', 'redis', 'worker']);
+    expect((services['redis']?.['command'] as string[]).join(' ')).toMatch(/--appendonly yes --appendfsync always/);
+    const worker = services['worker']?.['command'] as string[];
+    const coordinator = services['coordinator']?.['command'] as string[];
+    expect(unknownFlags(worker)).toEqual([]);
+    expect(unknownFlags(coordinator)).toEqual([]);
+    expect(coordinator).toContain('--distributed');
+    expect(JSON.stringify(services['worker']?.['healthcheck'])).toContain(`:${worker[worker.indexOf('--health-port') + 1]}/ready`);
+  });
+});
