@@ -9,6 +9,7 @@
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
 import { Run, type RunSummary } from '../src/run/run.js';
+import { RolloutWorker, type WorkerSummary } from '../src/run/rollout-worker.js';
 import { Rng } from '../src/shared/rng.js';
 
 export interface WorkerProcess {
@@ -39,6 +40,22 @@ export async function startWorker(o: PoolOptions): Promise<WorkerProcess> {
     void child.then((r) => reject(new Error(`the worker exited ${r.exitCode} before taking episodes: ${text.slice(-800)}`)));
   });
   return { child, pid: child.pid as number, output: () => text };
+}
+
+/** A worker in this process (where the test needs no signal or death of it): `stop` drains it and closes it. */
+export async function inProcessWorker(o: PoolOptions): Promise<{ readonly worker: RolloutWorker; stop(): Promise<WorkerSummary> }> {
+  const worker = await RolloutWorker.start({ store: o.store, queue: o.queue, concurrency: o.concurrency ?? 2, leaseMs: o.leaseMs ?? 1000, maxAttempts: o.maxAttempts ?? 3 });
+  const controller = new AbortController();
+  const working = worker.work(controller.signal);
+  return {
+    worker,
+    async stop() {
+      controller.abort();
+      const summary = await working;
+      await worker[Symbol.asyncDispose]();
+      return summary;
+    },
+  };
 }
 
 /** Start a distributed run as its coordinator (in this process); `execute` is under way when this returns. */

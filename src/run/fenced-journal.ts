@@ -15,7 +15,7 @@ import { raceAbort } from '../shared/abort.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { RunEvent, SettledStepEvent } from './run-events.js';
-import type { EpisodeFinishedEvent, InflightCall, JournalEpisode, JournalRun } from './run-journal.js';
+import { parseJson as parse, type EpisodeFinishedEvent, type InflightCall, type JournalEpisode, type JournalRun } from './run-journal.js';
 import { runKeys } from './episode-queue.js';
 
 /** What a worker needs to continue an episode: its journal entry, the call in flight, its committed steps. */
@@ -211,13 +211,6 @@ function leaseLost(runId: string, episode: number): AgentError {
   return new AgentError('LEASE_LOST', `this worker's lease on episode ${episode} of run ${runId} passed to another worker; its write was refused`, { hint: 'Another worker continues the episode from its last committed step; nothing to do.' });
 }
 
-function parse(json: string, key: string, where = 'its value'): unknown {
-  try {
-    return JSON.parse(json);
-  } catch (err) {
-    throw new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: not JSON (${describeError(err)})`, { hint: 'Something other than the toolkit wrote there.' });
-  }
-}
 
 /** Read the events stream after `from` (exclusive; '0' for all), up to `count`, waiting up to `blockMs` on `redis`. */
 export async function readEvents(redis: Redis, runId: string, from: string, count: number, blockMs: number): Promise<PublishedEvent[]> {

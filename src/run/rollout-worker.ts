@@ -253,7 +253,8 @@ export class RolloutWorker {
 
   async #giveUp(run: Run, claim: Claim): Promise<void> {
     const inflight = await run.inflightOf(claim.episode).catch(() => undefined);
-    const cause = `its worker stopped without finishing it ${claim.attempts - 1} times (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;
+    const lost = claim.attempts - 1;
+    const cause = `its worker stopped without finishing it ${lost === 1 ? 'once' : `${lost} times`} (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;
     const error = errorInfo(new AgentError('WORKER_LOST', `episode ${claim.episode} was given up: ${cause}`, { hint: 'A tool crashes or hangs its worker on this episode: run it alone with agent run --episodes … to see why.' }));
     try {
       await run.failEpisode(claim.episode, claim.token, error);

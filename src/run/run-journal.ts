@@ -285,7 +285,8 @@ function corrupt(key: string, where: string, what: string): AgentError {
   return new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: ${what}`, { hint: 'Something other than the toolkit wrote there. Restore it from a backup.' });
 }
 
-function parseJson(text: string, key: string, where = 'its value'): unknown {
+/** A JSON value read from Redis key `key`; STATE_CORRUPT naming the key when it is not JSON. */
+export function parseJson(text: string, key: string, where = 'its value'): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
