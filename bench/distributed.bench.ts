@@ -5,7 +5,8 @@
  * (target: lease + 1 s).
  */
 import { Redis } from 'ioredis';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { coordinate, dropQueue, startWorker, stopWorkers } from '../scripts/distributed-harness.js';
@@ -16,22 +17,38 @@ const redis = new Redis(store);
 const CONCURRENCY = 8;
 const STEP_MS = 20;
 
+/** CPU time (user + system) a live process has used, from /proc (Linux). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
 try {
   for (const n of [1, 2, 4]) {
     const queue = `agent-bench:${process.pid}:${n}:queue`;
     const workers = await Promise.all(Array.from({ length: n }, () => startWorker({ store, queue, concurrency: CONCURRENCY, leaseMs: 10_000 })));
     const episodes = 48 * n;
-    const cpu = process.cpuUsage();
+    // Booting the processes is not the run's cost; joining it (loading the env) is.
+    const booted = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const t0 = performance.now();
-    const { done } = await coordinate({ env: 'fixtures/distributed', store, queue, out, episodes, maxSteps: 10, toolOptions: { step_ms: STEP_MS } });
+    const { run, done } = await coordinate({ env: 'fixtures/distributed', store, queue, out, episodes, maxSteps: 10, toolOptions: { step_ms: STEP_MS } });
+    const cpu = process.cpuUsage();
     const summary = await done;
     const seconds = (performance.now() - t0) / 1000;
     const used = process.cpuUsage(cpu);
+    const workerCpuMs = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0) - booted;
     await stopWorkers(workers);
     await dropQueue(store, queue);
-    const perSecond = summary.steps.total / seconds;
+    // Steady state: from the first dispatch to the last settled step (without each worker's first join of the run).
+    const events = (await readFile(path.join(out, run.runId, 'events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; time: number });
+    const first = events.find((e) => e.type === 'dispatched')?.time ?? 0;
+    const last = events.filter((e) => e.type === 'trace_settled').at(-1)?.time ?? 0;
+    const steady = summary.steps.total / ((last - first) / 1000);
     const ideal = (n * CONCURRENCY * 1000) / STEP_MS;
-    console.log(`${n} worker(s) × ${CONCURRENCY}: ${summary.steps.total} steps in ${seconds.toFixed(2)} s = ${perSecond.toFixed(0)} steps/s, ${((perSecond / ideal) * 100).toFixed(0)}% of ideal (${ideal}); coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode`);
+    console.log(
+      `${n} worker(s) × ${CONCURRENCY}: ${summary.steps.total} steps in ${seconds.toFixed(2)} s = ${(summary.steps.total / seconds).toFixed(0)} steps/s; steady ${steady.toFixed(0)} steps/s = ${((steady / ideal) * 100).toFixed(0)}% of ideal (${ideal}); ` +
+        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step; coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode`,
+    );
   }
 
   // Takeover: a worker killed mid-call; an idle worker takes its episode once the lease lapses.

@@ -34,46 +34,50 @@ export interface PublishedEvent {
   readonly uid: string;
 }
 
-const FENCE = `
+// Every script starts here. KEYS: fences, meta, events, then its own. ARGV: episode, token, k, then
+// k (event JSON, uid) pairs (the episode's events queued since its last write, so they reach the
+// stream in order, ahead of this write, in the same round trip), then its own arguments from ARGV[o + 1].
+const PREAMBLE = `
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then
   redis.call('HINCRBY', KEYS[2], 'fenced', 1)
   return redis.error_reply('FENCED')
-end`;
+end
+local o = 3 + 2 * tonumber(ARGV[3])
+for i = 4, o, 2 do redis.call('XADD', KEYS[3], '*', 'e', ARGV[i], 'u', ARGV[i + 1]) end`;
 
-// KEYS: fences, meta, steps, inflight, events. ARGV: episode, token, step n, event JSON, uid.
-const STEP_SCRIPT = `${FENCE}
-local n = tonumber(ARGV[3])
-local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+// KEYS[4]: steps, KEYS[5]: inflight. Own ARGV: step n, event JSON, uid.
+const STEP_SCRIPT = `${PREAMBLE}
+local n = tonumber(ARGV[o + 1])
+local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
 local lastN = 0
 if last[1] then lastN = tonumber(string.match(last[1][1], '^(%d+)')) end
 if lastN >= n then
-  if redis.call('XRANGE', KEYS[3], n .. '-0', n .. '-0')[1] then return 0 end
+  if redis.call('XRANGE', KEYS[4], n .. '-0', n .. '-0')[1] then return 0 end
   return redis.error_reply('GAP ' .. lastN)
 end
 if lastN ~= n - 1 then return redis.error_reply('GAP ' .. lastN) end
-redis.call('XADD', KEYS[3], n .. '-0', 'd', ARGV[4])
-redis.call('HDEL', KEYS[4], ARGV[1])
-redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'u', ARGV[5])
+redis.call('XADD', KEYS[4], n .. '-0', 'd', ARGV[o + 2])
+redis.call('HDEL', KEYS[5], ARGV[1])
+redis.call('XADD', KEYS[3], '*', 'e', ARGV[o + 2], 'u', ARGV[o + 3])
 return n`;
 
-// KEYS: fences, meta, hash. ARGV: episode, token, value.
-const SET_SCRIPT = `${FENCE}
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+// KEYS[4]: a hash. Own ARGV: the episode's value.
+const SET_SCRIPT = `${PREAMBLE}
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[o + 1])
 return 1`;
 
-// KEYS: fences, meta, events. ARGV: episode, token, event JSON, uid.
-const PUBLISH_SCRIPT = `${FENCE}
-redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'u', ARGV[4])
+// Only the queued events.
+const PUBLISH_SCRIPT = `${PREAMBLE}
 return 1`;
 
-// KEYS: fences, meta, episodes, inflight, events. ARGV: episode, token, entry JSON, event JSON, record JSON or '', uid.
-const FINISH_SCRIPT = `${FENCE}
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-redis.call('HDEL', KEYS[4], ARGV[1])
-if ARGV[5] ~= '' then
-  redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'r', ARGV[5], 'u', ARGV[6])
+// KEYS[4]: episodes, KEYS[5]: inflight. Own ARGV: entry JSON, event JSON, record JSON or '', uid.
+const FINISH_SCRIPT = `${PREAMBLE}
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[o + 1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+if ARGV[o + 3] ~= '' then
+  redis.call('XADD', KEYS[3], '*', 'e', ARGV[o + 2], 'r', ARGV[o + 3], 'u', ARGV[o + 4])
 else
-  redis.call('XADD', KEYS[5], '*', 'e', ARGV[4], 'u', ARGV[6])
+  redis.call('XADD', KEYS[3], '*', 'e', ARGV[o + 2], 'u', ARGV[o + 4])
 end
 return 1`;
 
@@ -93,6 +97,9 @@ export class FencedJournal {
   readonly #tokens = new Map<number, number>();
   readonly #uidPrefix: string;
   #uids = 0;
+  /** Per episode, events not yet sent: (JSON, uid) pairs, flushed with its next write or at the end of the tick. */
+  readonly #queued = new Map<number, string[]>();
+  #flush: NodeJS.Immediate | undefined;
   #tail: Promise<unknown> = Promise.resolve();
   #failure: AgentError | undefined;
   /** Told of the first write that fails for a reason other than a lost lease (the worker drops the run). */
@@ -107,7 +114,7 @@ export class FencedJournal {
     this.#fences = runKeys(runId).fences;
     this.#uidPrefix = `${writerId}:`;
     redis.defineCommand('agentFencedStep', { numberOfKeys: 5, lua: STEP_SCRIPT });
-    redis.defineCommand('agentFencedSet', { numberOfKeys: 3, lua: SET_SCRIPT });
+    redis.defineCommand('agentFencedSet', { numberOfKeys: 4, lua: SET_SCRIPT });
     redis.defineCommand('agentFencedPublish', { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
     redis.defineCommand('agentFencedFinish', { numberOfKeys: 5, lua: FINISH_SCRIPT });
   }
@@ -127,7 +134,9 @@ export class FencedJournal {
     this.#tokens.set(episode, token);
   }
 
+  /** The episode is no longer this worker's: what it queued goes out first, under its token. */
   release(episode: number): void {
+    if (this.#queued.has(episode)) this.#write(episode, 'agentFencedPublish', [], []).catch(() => undefined);
     this.#tokens.delete(episode);
   }
 
@@ -154,16 +163,26 @@ export class FencedJournal {
   }
 
   step(event: SettledStepEvent): Promise<void> {
-    return this.#write(event.episode, 'agentFencedStep', [this.#keys.steps(event.episode), this.#keys.inflight, this.#keys.events], [event.step, JSON.stringify(event), this.#uid()]);
+    return this.#write(event.episode, 'agentFencedStep', [this.#keys.steps(event.episode), this.#keys.inflight], [event.step, JSON.stringify(event), this.#uid()]);
   }
 
-  publish(episode: number, event: RunEvent): Promise<void> {
-    return this.#write(episode, 'agentFencedPublish', [this.#keys.events], [JSON.stringify(event), this.#uid()]);
+  /**
+   * An event of the episode onto the run's stream: queued, and sent with the episode's next write
+   * or at the end of this tick (one round trip for the burst of events a step settles with).
+   */
+  publish(episode: number, event: RunEvent): void {
+    let queue = this.#queued.get(episode);
+    if (!queue) this.#queued.set(episode, (queue = []));
+    queue.push(JSON.stringify(event), this.#uid());
+    this.#flush ??= setImmediate(() => {
+      this.#flush = undefined;
+      for (const queued of [...this.#queued.keys()]) this.#write(queued, 'agentFencedPublish', [], []).catch(() => undefined);
+    });
   }
 
   async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
     const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
-    await raceAbort(this.#write(episode, 'agentFencedFinish', [this.#keys.episodes, this.#keys.inflight, this.#keys.events], [JSON.stringify(entry), JSON.stringify(event), record ? JSON.stringify(record) : '', this.#uid()]), signal);
+    await raceAbort(this.#write(episode, 'agentFencedFinish', [this.#keys.episodes, this.#keys.inflight], [JSON.stringify(entry), JSON.stringify(event), record ? JSON.stringify(record) : '', this.#uid()]), signal);
   }
 
   async flushed(): Promise<void> {
@@ -181,9 +200,11 @@ export class FencedJournal {
 
   #write(episode: number, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<void> {
     const token = this.#tokens.get(episode);
+    const queued = this.#queued.get(episode) ?? [];
+    this.#queued.delete(episode);
     if (token === undefined) return Promise.reject(leaseLost(this.runId, episode));
     const fn = (this.#redis as unknown as Record<string, Script>)[script] as Script;
-    const done = fn.call(this.#redis, this.#fences, this.#keys.meta, ...keys, episode, token, ...args).then(
+    const done = fn.call(this.#redis, this.#fences, this.#keys.meta, this.#keys.events, ...keys, episode, token, queued.length / 2, ...queued, ...args).then(
       () => undefined,
       (err: unknown) => {
         const message = describeError(err);

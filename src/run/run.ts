@@ -439,7 +439,7 @@ export class Run implements AsyncDisposable {
     if (e.type === 'trace_settled' || e.type === 'episode_finished') return;
     const episode = 'episode' in e && typeof e.episode === 'number' ? e.episode : 'instanceId' in e && typeof e.instanceId === 'string' ? episodeOfInstance(e.instanceId) : undefined;
     if (episode === undefined || journal.token(episode) === undefined) return;
-    journal.publish(episode, e).catch(() => undefined);
+    journal.publish(episode, e);
   }
 
   /** The local server's port, once `execute` has started it (with the `port` option). */
