@@ -174,7 +174,8 @@ export class FencedJournal {
     let queue = this.#queued.get(episode);
     if (!queue) this.#queued.set(episode, (queue = []));
     queue.push(JSON.stringify(event), this.#uid());
-    this.#flush ??= setImmediate(() => {
+    if (this.#flush) return;
+    this.#flush = setImmediate(() => {
       this.#flush = undefined;
       for (const queued of [...this.#queued.keys()]) this.#write(queued, 'agentFencedPublish', [], []).catch(() => undefined);
     });
