@@ -57,7 +57,10 @@ describe('FolderFeed', async () => {
     const live = await tmp.dir('feed-follow-');
     await copyFile(path.join(dir, 'run.json'), path.join(live, 'run.json'));
     await copyFile(path.join(dir, 'states.jsonl'), path.join(live, 'states.jsonl'));
-    const half = Math.floor(events.length / 2);
+    // Cut at the first line past the middle where a trace is in flight (which lines those are depends on timing).
+    const inFlight = (n: number): number => events.slice(0, n).reduce((k, l) => k + (l.includes('"type":"dispatched"') ? 1 : l.includes('"type":"trace_settled"') ? -1 : 0), 0);
+    let half = Math.floor(events.length / 2);
+    while (inFlight(half) === 0) half++;
     const torn = events[half] as string;
     await writeFile(path.join(live, 'events.jsonl'), `${events.slice(0, half).join('\n')}\n${torn.slice(0, 20)}`);
     await using feed = await FolderFeed.open(live, { pollMs: 5 });

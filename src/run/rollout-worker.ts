@@ -64,6 +64,8 @@ export interface WorkerSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
+/** A run with no episode here for this long is left: it has most likely completed. */
+const RUN_IDLE_MS = 30_000;
 const CLAIM_BLOCK_MS = 1_000;
 
 export class RolloutWorker {
@@ -78,6 +80,10 @@ export class RolloutWorker {
   readonly #maxAttempts: number;
   /** Runs this worker has joined (a promise: concurrent claims of one run join it once). */
   readonly #runs = new Map<string, Promise<Run | undefined>>();
+  /** When each joined run last had an episode here: a run idle for long is left (its env and connection closed). */
+  readonly #lastUsed = new Map<string, number>();
+  /** Fenced writes of runs already left. */
+  #fencedOfLeft = 0;
   readonly #inHand = new Map<string, { readonly claim: Claim; readonly controller: AbortController; lost: boolean }>();
   #draining = false;
   #counts = { finished: 0, handedBack: 0, leasesLost: 0, givenUp: 0 };
@@ -186,6 +192,7 @@ export class RolloutWorker {
     // In hand (renewed) from now: joining a run the first time loads its env, which takes a while.
     const held = { claim, controller: new AbortController(), lost: false };
     this.#inHand.set(key, held);
+    this.#lastUsed.set(claim.runId, Date.now());
     try {
       const run = await this.#run(claim.runId);
       if (run === 'gone') {
@@ -216,6 +223,7 @@ export class RolloutWorker {
       this.events.emit({ type: 'problem', runId: claim.runId, message: `episode ${claim.episode}: ${describeError(err)}` });
     } finally {
       this.#inHand.delete(key);
+      this.#lastUsed.set(claim.runId, Date.now());
     }
   }
 
@@ -246,9 +254,25 @@ export class RolloutWorker {
 
   #forget(runId: string, run: Run, why: string): void {
     if (this.#runs.get(runId) === undefined) return;
-    this.#runs.delete(runId);
     this.events.emit({ type: 'problem', runId, message: `left run ${runId}: ${why}` });
+    this.#leave(runId, run);
+  }
+
+  #leave(runId: string, run: Run): void {
+    this.#runs.delete(runId);
+    this.#lastUsed.delete(runId);
+    this.#fencedOfLeft += run.fencedWrites;
     void run[Symbol.asyncDispose]().catch(() => undefined);
+  }
+
+  /** Leave the runs that have had no episode here for a while (completed ones, mostly). */
+  async #leaveIdleRuns(): Promise<void> {
+    const busy = new Set([...this.#inHand.values()].map((h) => h.claim.runId));
+    for (const [runId, joining] of [...this.#runs]) {
+      if (busy.has(runId) || Date.now() - (this.#lastUsed.get(runId) ?? Date.now()) < RUN_IDLE_MS) continue;
+      const run = await joining.catch(() => undefined);
+      if (run && this.#runs.get(runId) === joining && !busy.has(runId)) this.#leave(runId, run);
+    }
   }
 
   async #giveUp(run: Run, claim: Claim): Promise<void> {
@@ -278,12 +302,13 @@ export class RolloutWorker {
   }
 
   async #fencedWrites(): Promise<number> {
-    let n = 0;
+    let n = this.#fencedOfLeft;
     for (const joining of this.#runs.values()) n += (await joining.catch(() => undefined))?.fencedWrites ?? 0;
     return n;
   }
 
   async #heartbeat(): Promise<void> {
+    await this.#leaveIdleRuns();
     await this.#queue
       .heartbeat({ id: this.id, host: hostname(), pid: process.pid, concurrency: this.#concurrency, running: this.#inHand.size, finished: this.#counts.finished, fenced: await this.#fencedWrites(), at: Date.now() })
       .catch(() => undefined);
