@@ -27,7 +27,7 @@ export function registerWorker(program: Command, io: Io): void {
     .option('--concurrency <c>', 'episodes in hand at once', positiveInt, 4)
     .option('--envs <dir...>', 'folders holding the envs on this machine (default: the path the coordinator recorded)')
     .option('--lease <duration>', "how long an episode stays this worker's without renewal: a dead worker's episodes wait this long", duration, 10_000)
-    .option('--max-attempts <n>', 'claims of one episode (its workers died running it) before it is given up as worker_lost', positiveInt, 3)
+    .option('--max-attempts <n>', 'claims of one episode without a step committed in between (its workers died running it) before it is given up as worker_lost', positiveInt, 3)
     .option('--store-wait <duration>', 'how long to wait for Redis when it goes away before leaving a run', duration, 60_000)
     .option('--health-port <port>', 'serve GET /ready and /live on this port (0: any free port)', integer)
     .option('--json', 'print worker events as JSON lines')

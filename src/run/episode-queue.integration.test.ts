@@ -5,8 +5,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js';
-import { EpisodeQueue, runKeys, type Claim } from './episode-queue.js';
-import { distributedKeys, FencedJournal, readEvents } from './fenced-journal.js';
+import { distributedKeys } from './distributed-keys.js';
+import { EpisodeQueue, type Claim } from './episode-queue.js';
+import { FencedJournal, readEvents } from './fenced-journal.js';
 import type { SettledStepEvent } from './run-events.js';
 
 const available = await sharedRedisAvailable('the episode queue tests');
@@ -58,7 +59,7 @@ describe.skipIf(!available)('EpisodeQueue and FencedJournal', () => {
   });
 
   it('refuses every write of a stale token, counting it; numbers steps so a resend is not doubled and a gap is reported', async () => {
-    await redis.hset(runKeys(RUN).fences, '5', 3);
+    await redis.hset(distributedKeys(RUN).fences, '5', 3);
     const journal = new FencedJournal(redis, RUN, 'w1');
     const step = (n: number): SettledStepEvent => ({ type: 'trace_settled', time: n, instanceId: 'ep-5', traceId: `ep-5:${n}`, episode: 5, step: n, action: 'work', params: {}, seqBefore: n - 1, status: 'resolved', reward: 0, rewards: {}, done: false, seq: n, durationMs: 1 });
 

@@ -17,6 +17,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { raceAbort } from '../shared/abort.js';
 import { describeError } from '../shared/errors.js';
+import { distributedKeys } from './distributed-keys.js';
 
 export const DEFAULT_QUEUE = 'agent:queue';
 const GROUP = 'workers';
@@ -45,16 +46,17 @@ export interface WorkerHeartbeat {
   readonly at: number;
 }
 
-/** The keys of one run the queue's scripts touch: under the run's hash tag, beside its journal. */
-export function runKeys(runId: string): { readonly fences: string; readonly attempts: string; readonly owners: string } {
-  const base = `agent:${runId}:{${runId}}:`;
-  return { fences: `${base}fences`, attempts: `${base}attempts`, owners: `${base}owners` };
-}
-
-// KEYS: fences, attempts, owners. ARGV: episode, consumer. Called once the entry is this consumer's:
-// a new token (every earlier holder's writes are refused from now on), one more attempt.
+// KEYS: fences, attempts, owners, marks, the episode's steps. ARGV: episode, consumer. Called once
+// the entry is this consumer's: a new token (every earlier holder's writes are refused from now on),
+// one more attempt. Attempts count claims since the episode last committed a step: an episode that
+// progressed between two deaths of its workers is not the one killing them.
 const CLAIM_SCRIPT = `
 local token = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+local done = redis.call('XLEN', KEYS[5])
+if done > tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '-1') then
+  redis.call('HSET', KEYS[4], ARGV[1], done)
+  redis.call('HSET', KEYS[2], ARGV[1], 0)
+end
 local attempts = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 local previous = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
@@ -94,7 +96,7 @@ export class EpisodeQueue {
     this.#redis = redis;
     this.name = name;
     this.#workersKey = `${name}:workers`;
-    redis.defineCommand('agentQueueClaim', { numberOfKeys: 3, lua: CLAIM_SCRIPT });
+    redis.defineCommand('agentQueueClaim', { numberOfKeys: 5, lua: CLAIM_SCRIPT });
     redis.defineCommand('agentQueueRenew', { numberOfKeys: 2, lua: RENEW_SCRIPT });
     redis.defineCommand('agentQueueRelease', { numberOfKeys: 3, lua: RELEASE_SCRIPT });
   }
@@ -146,8 +148,8 @@ export class EpisodeQueue {
         await this.#redis.xack(this.name, GROUP, entryId);
         continue;
       }
-      const k = runKeys(runId);
-      const [token, attempts, previous] = (await this.#script('agentQueueClaim')(k.fences, k.attempts, k.owners, episode, consumer)) as [number, number, string];
+      const k = distributedKeys(runId);
+      const [token, attempts, previous] = (await this.#script('agentQueueClaim')(k.fences, k.attempts, k.owners, k.marks, k.steps(episode), episode, consumer)) as [number, number, string];
       claims.push({ runId, episode, entryId, token, attempts, ...(previous !== '' && previous !== consumer ? { previousOwner: previous } : {}) });
     }
     return claims;
@@ -155,7 +157,7 @@ export class EpisodeQueue {
 
   /** Keep the lease; false when it passed to another worker (stop working on the episode). */
   async renew(consumer: string, claim: Claim): Promise<boolean> {
-    return (await this.#script('agentQueueRenew')(this.name, runKeys(claim.runId).fences, GROUP, consumer, claim.entryId, claim.episode, claim.token)) === 1;
+    return (await this.#script('agentQueueRenew')(this.name, distributedKeys(claim.runId).fences, GROUP, consumer, claim.entryId, claim.episode, claim.token)) === 1;
   }
 
   /** The episode is done (finished, or failed for good): off the queue. False when the lease was lost first. */
@@ -169,13 +171,13 @@ export class EpisodeQueue {
   }
 
   async #release(claim: Claim, mode: 'ack' | 'back'): Promise<boolean> {
-    const k = runKeys(claim.runId);
+    const k = distributedKeys(claim.runId);
     return (await this.#script('agentQueueRelease')(this.name, k.fences, k.attempts, GROUP, claim.entryId, claim.episode, claim.token, mode, claim.runId)) === 1;
   }
 
   /** Who held the episode last (for the cause of a poisoned episode). */
   async owner(runId: string, episode: number): Promise<string | undefined> {
-    return (await this.#redis.hget(runKeys(runId).owners, String(episode))) ?? undefined;
+    return (await this.#redis.hget(distributedKeys(runId).owners, String(episode))) ?? undefined;
   }
 
   async heartbeat(beat: WorkerHeartbeat): Promise<void> {
@@ -218,10 +220,10 @@ export class EpisodeQueue {
     return { waiting: 0, taken: 0 };
   }
 
-  /** Forget a run: its tokens, attempts and owners (the coordinator, once the run completed). */
+  /** Forget a run: its tokens, attempts, marks and owners (the coordinator, once the run completed). */
   async retire(runId: string): Promise<void> {
-    const k = runKeys(runId);
-    await this.#redis.del(k.fences, k.attempts, k.owners);
+    const k = distributedKeys(runId);
+    await this.#redis.del(k.fences, k.attempts, k.marks, k.owners);
   }
 }
 

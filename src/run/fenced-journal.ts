@@ -16,7 +16,7 @@ import { AgentError, describeError } from '../shared/errors.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { RunEvent, SettledStepEvent } from './run-events.js';
 import { parseJson as parse, type EpisodeFinishedEvent, type InflightCall, type JournalEpisode, type JournalRun } from './run-journal.js';
-import { runKeys } from './episode-queue.js';
+import { distributedKeys, type DistributedKeys } from './distributed-keys.js';
 
 /** What a worker needs to continue an episode: its journal entry, the call in flight, its committed steps. */
 export interface EpisodeProgress {
@@ -83,16 +83,11 @@ return 1`;
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
 
-/** The keys of a distributed run under its hash tag (the coordinator reads and retires them too). */
-export function distributedKeys(runId: string): { readonly meta: string; readonly episodes: string; readonly inflight: string; readonly events: string; readonly steps: (episode: number) => string } {
-  const base = `agent:${runId}:{${runId}}:`;
-  return { meta: `${base}meta`, episodes: `${base}episodes`, inflight: `${base}inflight`, events: `${base}events`, steps: (episode) => `${base}steps:${episode}` };
-}
 
 export class FencedJournal {
   readonly runId: string;
   readonly #redis: Redis;
-  readonly #keys: ReturnType<typeof distributedKeys>;
+  readonly #keys: DistributedKeys;
   readonly #fences: string;
   readonly #tokens = new Map<number, number>();
   readonly #uidPrefix: string;
@@ -111,7 +106,7 @@ export class FencedJournal {
     this.#redis = redis;
     this.runId = runId;
     this.#keys = distributedKeys(runId);
-    this.#fences = runKeys(runId).fences;
+    this.#fences = this.#keys.fences;
     this.#uidPrefix = `${writerId}:`;
     redis.defineCommand('agentFencedStep', { numberOfKeys: 5, lua: STEP_SCRIPT });
     redis.defineCommand('agentFencedSet', { numberOfKeys: 4, lua: SET_SCRIPT });

@@ -5,8 +5,8 @@
  * - A lease is renewed every third of its length; a worker that cannot renew (it lost the lease
  *   while paused, or Redis fenced one of its writes) stops the episode: its new holder continues
  *   it from the last committed step.
- * - An episode claimed more than `maxAttempts` times (its workers died running it) is ended as
- *   `worker_lost` with the cause, not run again.
+ * - An episode claimed more than `maxAttempts` times without committing a step in between (its
+ *   workers died running it) is ended as `worker_lost` with the cause, not run again.
  * - Aborting `work`'s signal drains: no new claims, episodes in hand are interrupted and handed
  *   back at once (another worker continues them), then `work` returns.
  *
@@ -37,7 +37,7 @@ export interface WorkerOptions {
   readonly envs?: readonly string[];
   /** How long an episode stays this worker's without a renewal (default 10 s): a dead worker's episodes wait this long. */
   readonly leaseMs?: number;
-  /** Claims of one episode before it is given up as `worker_lost` (default 3). */
+  /** Claims of one episode without a step committed in between before it is given up as `worker_lost` (default 3). */
   readonly maxAttempts?: number;
   /** How long to wait for an unreachable Redis before giving a run up (default 60 s). */
   readonly storeWaitMs?: number;
@@ -278,7 +278,7 @@ export class RolloutWorker {
   async #giveUp(run: Run, claim: Claim): Promise<void> {
     const inflight = await run.inflightOf(claim.episode).catch(() => undefined);
     const lost = claim.attempts - 1;
-    const cause = `its worker stopped without finishing it ${lost === 1 ? 'once' : `${lost} times`} (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;
+    const cause = `its worker stopped ${lost === 1 ? 'once' : `${lost} times`} without committing a step in between (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;
     const error = errorInfo(new AgentError('WORKER_LOST', `episode ${claim.episode} was given up: ${cause}`, { hint: 'A tool crashes or hangs its worker on this episode: run it alone with agent run --episodes … to see why.' }));
     try {
       await run.failEpisode(claim.episode, claim.token, error);

@@ -41,7 +41,8 @@ import type { EvaluatorStats } from '../reward/evaluators.js';
 import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
 import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-queue.js';
-import { distributedKeys, FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
+import { distributedKeys } from './distributed-keys.js';
+import { FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
 import { findEnvDir } from './env-dirs.js';
 
 export interface RunOptions {
