@@ -175,11 +175,6 @@ export class EpisodeQueue {
     return (await this.#script('agentQueueRelease')(this.name, k.fences, k.attempts, GROUP, claim.entryId, claim.episode, claim.token, mode, claim.runId)) === 1;
   }
 
-  /** Who held the episode last (for the cause of a poisoned episode). */
-  async owner(runId: string, episode: number): Promise<string | undefined> {
-    return (await this.#redis.hget(distributedKeys(runId).owners, String(episode))) ?? undefined;
-  }
-
   async heartbeat(beat: WorkerHeartbeat): Promise<void> {
     await this.#redis.hset(this.#workersKey, beat.id, JSON.stringify(beat));
   }
@@ -203,21 +198,6 @@ export class EpisodeQueue {
     }
     if (gone.length > 0) await this.#redis.hdel(this.#workersKey, ...gone);
     return alive.sort((a, b) => a.id.localeCompare(b.id));
-  }
-
-  /** Entries not yet taken plus entries taken and not done: what an autoscaler scales on. */
-  async depth(signal?: AbortSignal): Promise<{ readonly waiting: number; readonly taken: number }> {
-    try {
-      const groups = (await raceAbort(this.#redis.xinfo('GROUPS', this.name), signal)) as unknown[][];
-      for (const g of groups) {
-        const info = new Map<string, unknown>();
-        for (let i = 0; i < g.length; i += 2) info.set(String(g[i]), g[i + 1]);
-        if (info.get('name') === GROUP) return { waiting: Number(info.get('lag') ?? 0), taken: Number(info.get('pending') ?? 0) };
-      }
-    } catch (err) {
-      if (!/no such key/i.test(describeError(err))) throw err;
-    }
-    return { waiting: 0, taken: 0 };
   }
 
   /** Forget a run: its tokens, attempts, marks and owners (the coordinator, once the run completed). */

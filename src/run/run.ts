@@ -100,8 +100,6 @@ export interface WorkerEpisodeOutcome {
   readonly reason: EpisodeEndReason;
   readonly steps: number;
   readonly leaseLost: boolean;
-  /** It had finished already (its worker died before acknowledging it): nothing was run. */
-  readonly alreadyFinished: boolean;
 }
 
 export interface RunSummary {
@@ -394,13 +392,14 @@ export class Run implements AsyncDisposable {
     using linked = linkedController(signal, this.#internal.signal);
     try {
       const progress = await journal.progress(episode, linked.signal);
-      if (progress.entry?.status === 'finished') return { reason: progress.entry.event.reason, steps: progress.entry.event.steps, leaseLost: false, alreadyFinished: true };
+      // Finished already: its last worker died before acknowledging it.
+      if (progress.entry?.status === 'finished') return { reason: progress.entry.event.reason, steps: progress.entry.event.steps, leaseLost: false };
       const held: HeldEpisode = { controller: linked.controller, progress, leaseLost: false };
       this.#held.set(episode, held);
       const finished = await this.#episode(episode, linked.signal);
       // Judges and reward models still working on its steps deliver before the worker acknowledges the episode.
       if (!linked.signal.aborted) await this.#env.rewards.settle(linked.signal);
-      return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost, alreadyFinished: false };
+      return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost };
     } finally {
       this.#held.delete(episode);
       journal.release(episode);

@@ -34,6 +34,15 @@ function progress(overrides: Partial<RunProgress> = {}): RunProgress {
 }
 
 describe('RunPanel', () => {
+  it('shows a distributed run\'s workers, and says loudly when there are none', () => {
+    const alive = { queue: 'agent:queue', alive: [{ id: 'a:1:x', host: 'a', pid: 1, running: 3, concurrency: 8 }, { id: 'b:2:y', host: 'b', pid: 2, running: 8, concurrency: 8 }] };
+    expect(render(<RunPanel config={config} progress={progress({ workers: alive })} warnings={[]} />).lastFrame()).toContain('Workers 2 alive · 11/16 episodes in hand (a:1:x, b:2:y)');
+    const none = render(<RunPanel config={config} progress={progress({ workers: { queue: 'pool-b', alive: [], noneSince: 7_000 } })} warnings={[]} />).lastFrame() ?? '';
+    expect(none).toContain('no live workers on queue pool-b');
+    expect(none).toContain('--queue pool-b');
+    expect(none).toContain('(3.0s)');
+  });
+
   it('shows progress, pending trace ids with their age (oldest first), errors by tool and latest rewards', () => {
     const { lastFrame } = render(<RunPanel config={config} progress={progress()} warnings={[]} />);
     const frame = lastFrame() ?? '';
