@@ -30,7 +30,7 @@ export interface PublishedEvent {
   readonly id: string;
   readonly event: RunEvent;
   readonly record?: EpisodeRecord;
-  /** Unique per write: a write resent after a lost reply shows up once. */
+  /** `<writer>/<episode>/<n>`: an entry not above the last seen of its writer and episode is a resend. */
   readonly uid: string;
 }
 
@@ -88,7 +88,6 @@ export class FencedJournal {
   readonly runId: string;
   readonly #redis: Redis;
   readonly #keys: DistributedKeys;
-  readonly #fences: string;
   readonly #tokens = new Map<number, number>();
   readonly #uidPrefix: string;
   #uids = 0;
@@ -106,8 +105,7 @@ export class FencedJournal {
     this.#redis = redis;
     this.runId = runId;
     this.#keys = distributedKeys(runId);
-    this.#fences = this.#keys.fences;
-    this.#uidPrefix = `${writerId}:`;
+    this.#uidPrefix = `${writerId}/`;
     redis.defineCommand('agentFencedStep', { numberOfKeys: 5, lua: STEP_SCRIPT });
     redis.defineCommand('agentFencedSet', { numberOfKeys: 4, lua: SET_SCRIPT });
     redis.defineCommand('agentFencedPublish', { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
@@ -158,7 +156,7 @@ export class FencedJournal {
   }
 
   step(event: SettledStepEvent): Promise<void> {
-    return this.#write(event.episode, 'agentFencedStep', [this.#keys.steps(event.episode), this.#keys.inflight], [event.step, JSON.stringify(event), this.#uid()]);
+    return this.#write(event.episode, 'agentFencedStep', [this.#keys.steps(event.episode), this.#keys.inflight], [event.step, JSON.stringify(event), this.#uid(event.episode)]);
   }
 
   /**
@@ -168,7 +166,7 @@ export class FencedJournal {
   publish(episode: number, event: RunEvent): void {
     let queue = this.#queued.get(episode);
     if (!queue) this.#queued.set(episode, (queue = []));
-    queue.push(JSON.stringify(event), this.#uid());
+    queue.push(JSON.stringify(event), this.#uid(episode));
     if (this.#flush) return;
     this.#flush = setImmediate(() => {
       this.#flush = undefined;
@@ -178,7 +176,7 @@ export class FencedJournal {
 
   async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
     const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
-    await raceAbort(this.#write(episode, 'agentFencedFinish', [this.#keys.episodes, this.#keys.inflight], [JSON.stringify(entry), JSON.stringify(event), record ? JSON.stringify(record) : '', this.#uid()]), signal);
+    await raceAbort(this.#write(episode, 'agentFencedFinish', [this.#keys.episodes, this.#keys.inflight], [JSON.stringify(entry), JSON.stringify(event), record ? JSON.stringify(record) : '', this.#uid(episode)]), signal);
   }
 
   async flushed(): Promise<void> {
@@ -190,8 +188,13 @@ export class FencedJournal {
     void this.#tail.then(fn, fn);
   }
 
-  #uid(): string {
-    return `${this.#uidPrefix}${++this.#uids}`;
+  /**
+   * `<writer>/<episode>/<n>`, n increasing: one writer's writes of one episode reach the stream in
+   * the order they were numbered (its queued events go ahead of its next write), so a reader drops
+   * any entry not above the last it saw of that writer and episode: a resend.
+   */
+  #uid(episode: number): string {
+    return `${this.#uidPrefix}${episode}/${++this.#uids}`;
   }
 
   #write(episode: number, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<void> {
@@ -200,7 +203,7 @@ export class FencedJournal {
     this.#queued.delete(episode);
     if (token === undefined) return Promise.reject(leaseLost(this.runId, episode));
     const fn = (this.#redis as unknown as Record<string, Script>)[script] as Script;
-    const done = fn.call(this.#redis, this.#fences, this.#keys.meta, this.#keys.events, ...keys, episode, token, queued.length / 2, ...queued, ...args).then(
+    const done = fn.call(this.#redis, this.#keys.fences, this.#keys.meta, this.#keys.events, ...keys, episode, token, queued.length / 2, ...queued, ...args).then(
       () => undefined,
       (err: unknown) => {
         const message = describeError(err);

@@ -85,7 +85,8 @@ export class RolloutWorker {
   /** Fenced writes of runs already left. */
   #fencedOfLeft = 0;
   readonly #inHand = new Map<string, { readonly claim: Claim; readonly controller: AbortController; lost: boolean }>();
-  #draining = false;
+  /** Aborted when the worker starts draining (its waits end early). */
+  readonly #stopping = new AbortController();
   #counts = { finished: 0, handedBack: 0, leasesLost: 0, givenUp: 0 };
   #wake: (() => void) | undefined;
 
@@ -125,7 +126,7 @@ export class RolloutWorker {
 
   /** Connected and taking episodes (a readiness probe's answer). */
   get ready(): boolean {
-    return !this.#draining && this.#redis.status === 'ready';
+    return !this.#stopping.signal.aborted && this.#redis.status === 'ready';
   }
 
   get running(): number {
@@ -181,7 +182,7 @@ export class RolloutWorker {
 
   /** Stop claiming; interrupt the episodes in hand (each is handed back as it stops). */
   #drain(): void {
-    this.#draining = true;
+    this.#stopping.abort();
     for (const held of this.#inHand.values()) held.controller.abort(new AgentError('INTERRUPTED', 'the worker is shutting down; the episode is handed back'));
     this.#wake?.();
   }
@@ -202,17 +203,18 @@ export class RolloutWorker {
       }
       if (!run) {
         // Joining failed (the worker is draining, or the env does not load here): someone else may run it.
-        if (!this.#draining) await sleep(1_000);
+        await sleep(1_000, this.#stopping.signal).catch(() => undefined);
         await this.#handBack(claim);
         return;
       }
       if (claim.attempts > this.#maxAttempts) return await this.#giveUp(run, claim);
+      if (held.controller.signal.aborted) return await this.#handBack(claim);
       const outcome = await run.runEpisode(claim.episode, claim.token, held.controller.signal);
       if (outcome.leaseLost || held.lost) {
         this.#counts.leasesLost++;
         this.events.emit({ type: 'lease_lost', runId: claim.runId, episode: claim.episode });
       } else if (outcome.reason === 'interrupted') {
-        if (this.#draining) await this.#handBack(claim);
+        if (this.#stopping.signal.aborted) await this.#handBack(claim);
         // Otherwise the run stopped on a store failure: the lease lapses and another worker (or this one) takes it again.
         if (run.failure) this.#forget(claim.runId, run, run.failure.message);
       } else if (await this.#queue.ack(claim).catch(() => false)) {
@@ -220,7 +222,9 @@ export class RolloutWorker {
         this.events.emit({ type: 'episode_done', runId: claim.runId, episode: claim.episode, reason: outcome.reason, steps: outcome.steps });
       }
     } catch (err) {
-      this.events.emit({ type: 'problem', runId: claim.runId, message: `episode ${claim.episode}: ${describeError(err)}` });
+      // Stopped before it started (draining while reading its progress): hand it back like any other.
+      if (this.#stopping.signal.aborted && !held.lost) await this.#handBack(claim);
+      else this.events.emit({ type: 'problem', runId: claim.runId, message: `episode ${claim.episode}: ${describeError(err)}` });
     } finally {
       this.#inHand.delete(key);
       this.#lastUsed.set(claim.runId, Date.now());
@@ -247,7 +251,7 @@ export class RolloutWorker {
       return run ?? 'gone';
     } catch (err) {
       if (this.#runs.get(runId) === joining) this.#runs.delete(runId);
-      if (!this.#draining) this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
+      if (!this.#stopping.signal.aborted) this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
       return undefined;
     }
   }

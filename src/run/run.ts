@@ -614,7 +614,7 @@ export class Run implements AsyncDisposable {
     const reader = durable.redis.duplicate();
     reader.on('error', () => undefined);
     const finished = new Set<number>();
-    /** The newest write seen per writer: a write resent after a lost reply is in the stream twice. */
+    /** The newest write seen per writer and episode: a write resent after a lost reply is in the stream twice. */
     const newest = new Map<string, number>();
     let alive: string | undefined;
     const checkWorkers = async (): Promise<void> => {
@@ -637,11 +637,11 @@ export class Run implements AsyncDisposable {
         });
         for (const p of batch) {
           from = p.id;
-          const cut = p.uid.lastIndexOf(':');
-          const writerId = p.uid.slice(0, cut);
+          const cut = p.uid.lastIndexOf('/');
+          const source = p.uid.slice(0, cut);
           const n = Number(p.uid.slice(cut + 1));
-          if (n <= (newest.get(writerId) ?? 0)) continue;
-          newest.set(writerId, n);
+          if (n <= (newest.get(source) ?? 0)) continue;
+          newest.set(source, n);
           this.#account(p.event);
           this.events.emit(p.event);
           if (p.event.type !== 'episode_finished') continue;
