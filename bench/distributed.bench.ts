@@ -47,7 +47,7 @@ try {
     const ideal = (n * CONCURRENCY * 1000) / STEP_MS;
     console.log(
       `${n} worker(s) × ${CONCURRENCY}: ${summary.steps.total} steps in ${seconds.toFixed(2)} s = ${(summary.steps.total / seconds).toFixed(0)} steps/s; steady ${steady.toFixed(0)} steps/s = ${((steady / ideal) * 100).toFixed(0)}% of ideal (${ideal}); ` +
-        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step; coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode`,
+        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step (with each loading the env once); coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode`,
     );
   }
 
