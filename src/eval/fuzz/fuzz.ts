@@ -172,7 +172,18 @@ export class Fuzzer {
   }
 
   async #run(c: FuzzCase): Promise<CaseResult> {
-    return runCase(this.#env, c, this.#checks, (this.#options.toolTimeoutMs ?? 2_000) + 1_000);
+    return runCase(this.#env, c, this.#checks, this.#caseTimeoutMs(c.action));
+  }
+
+  /**
+   * How long a case may take before it counts as outliving its timeout: the tool's timeout plus a
+   * second, plus, for a tool an MCP server serves, the server's start-up time, which a call may
+   * wait through (a first call, a restart after a crash) and which its timeout does not count.
+   */
+  #caseTimeoutMs(action: string): number {
+    const binding = this.#env.definition.actions.get(action)?.binding;
+    const server = binding?.kind === 'mcp' ? this.#env.definition.mcpServers?.get(binding.server) : undefined;
+    return (this.#options.toolTimeoutMs ?? 2_000) + 1_000 + (server?.startupTimeoutMs ?? 0);
   }
 
   /** Run one case (a saved file's, or a planned one) and report its failure, if any. */

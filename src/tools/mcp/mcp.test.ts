@@ -211,6 +211,23 @@ describe('agent fuzz on the reference servers', () => {
   });
 });
 
+describe('agent fuzz on a server slow to start', () => {
+  it('does not count the start-up, which the tool timeout does not count either, as a call outliving its timeout', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mcp-slow-'));
+    try {
+      // One server per instance, so the fuzz case's own call waits for a fresh server to start.
+      const manifest = { name: 'slow-start', state: { type: 'object' }, initial_states: [{}], mcp_servers: { t: { command: TEST_SERVER, per_instance: true, env: { MCP_TEST_START_DELAY_MS: '1200' } } }, actions_from: 't' };
+      await writeFile(path.join(dir, 'env.json'), JSON.stringify(manifest));
+      await using fuzzer = await Fuzzer.prepare({ env: dir, actions: ['add'], runs: 1, invalidRatio: 0, checks: ['no-timeout'], storeDir: path.join(dir, '.fuzz'), toolTimeoutMs: 50, replaySaved: false });
+      const summary = await fuzzer.run(new AbortController().signal);
+      expect(summary.cases).toBe(1);
+      expect(summary.failures).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('fixtures/mcp-files', () => {
   it('agent run with the explore policy lists the sandbox and reads a file into the state', async () => {
     const out = await mkdtemp(path.join(os.tmpdir(), 'mcp-run-'));

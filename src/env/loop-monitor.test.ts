@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { watchEventLoop, type ProcessUsage } from './loop-monitor.js';
+
+/** Holds the loop for `ms`, then waits for the monitor's next tick to report (or not). */
+async function blockAndTick(ms: number, usage: () => ProcessUsage): Promise<number[]> {
+  const lags: number[] = [];
+  using _monitor = watchEventLoop({ thresholdMs: 30, intervalMs: 5, usage, onLag: (lag) => lags.push(lag) });
+  await new Promise((r) => setTimeout(r, 10));
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+  // Two intervals: the late tick has fired, and reported, by then.
+  await new Promise((r) => setTimeout(r, 12));
+  return lags;
+}
+
+describe('watchEventLoop', () => {
+  it('reports a block of the loop with its length', async () => {
+    const lags = await blockAndTick(80, () => process.resourceUsage());
+    expect(lags.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...lags)).toBeGreaterThanOrEqual(30);
+  });
+
+  it('does not blame the process for a late tick while it was preempted and burnt no CPU', async () => {
+    // The scheduler's doing, as on an oversubscribed machine: switches counted, no CPU time spent.
+    let switches = 0;
+    const lags = await blockAndTick(80, () => ({ userCPUTime: 0, systemCPUTime: 0, involuntaryContextSwitches: switches++ }));
+    expect(lags).toEqual([]);
+  });
+
+  it('counts only the CPU time the process burnt while it was preempted', async () => {
+    let switches = 0;
+    let cpuUs = 0;
+    // Every tick window shows 40 ms of CPU and a preemption: 40 ms held, whatever the wall lag.
+    const lags = await blockAndTick(80, () => ({ userCPUTime: (cpuUs += 40_000), systemCPUTime: 0, involuntaryContextSwitches: switches++ }));
+    expect(lags.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...lags)).toBe(40);
+  });
+});
