@@ -14,6 +14,7 @@ import { canStartRedis, sharedRedisAvailable, startOwnRedis, TEST_REDIS_URL } fr
 import { verify } from '../scripts/crash-harness.js';
 import { coordinate, dropQueue, inProcessWorker, killWorkers, startWorker, stopWorkers, type WorkerProcess } from '../scripts/distributed-harness.js';
 import type { RunEvent } from '../src/run/run-events.js';
+import type { EpisodeRecord } from '../src/replay/run-writer.js';
 
 const ENV = 'fixtures/distributed';
 const available = await sharedRedisAvailable('the distributed-run fault tests');
@@ -102,7 +103,7 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     const q = queue();
     // One episode per worker: a worker the poison kills takes no innocent episode down with it.
     const pool = { store: TEST_REDIS_URL, queue: q, leaseMs: 1000, maxAttempts: 1, concurrency: 1 };
-    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 4, maxSteps: 3, toolOptions: { step_ms: 20, crash_on: 'ep-2' } });
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 4, maxSteps: 3, toolOptions: { step_ms: 20, crash_on: 'ep-2', crash_at: 2 } });
     // A supervisor, as Kubernetes would be: a worker that dies is replaced.
     const workers: WorkerProcess[] = [];
     let finished = false;
@@ -124,6 +125,12 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     expect(poisoned?.error?.code).toBe('WORKER_LOST');
     expect(poisoned?.error?.message).toMatch(/stopped once without committing a step in between.*call in flight was work/);
     expect(ends.filter((e) => e.episode === 2)).toHaveLength(1);
+    // Its record in episodes.jsonl ends at its last committed step (2), not in the call that killed the workers.
+    const records = await lines<EpisodeRecord>(path.join(dir, run.runId, 'episodes.jsonl'));
+    expect(records.map((r) => r.episode).sort()).toEqual([0, 1, 2, 3]);
+    const record = records.find((r) => r.episode === 2);
+    expect(record).toMatchObject({ instance_id: 'ep-2', reason: 'worker_lost', steps: 2, final_seq: 2, terminated: false, truncated: true });
+    expect(record?.final_patch).toEqual(expect.arrayContaining([{ op: 'replace', path: '/count', value: 2 }]));
   });
 
   it('SIGTERM hands the episodes in hand back: another worker finishes them at once, not after the lease', async () => {

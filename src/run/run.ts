@@ -413,8 +413,29 @@ export class Run implements AsyncDisposable {
     try {
       const { entry, steps } = await journal.progress(episode, signal);
       if (entry?.status === 'finished') return;
-      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: this.#clock.now(), instanceId: `ep-${episode}`, episode, steps: steps[steps.length - 1]?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
-      await journal.episodeFinished(episode, undefined, event, signal);
+      const now = this.#clock.now();
+      const last = steps[steps.length - 1];
+      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instanceId: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
+      // Its record ends at its last committed step: deltas after it belong to the call that took the worker down.
+      const stateIndex = this.#stateIndex(episode);
+      const initial = this.#initialStates[stateIndex] ?? null;
+      const seq = last?.seq ?? 0;
+      const store = this.#durable?.store;
+      const final = store && (await store.bounds(event.instanceId, signal)) ? (await store.stateAt(event.instanceId, { seq }, signal)).state : initial;
+      const record: EpisodeRecord = {
+        episode,
+        instance_id: event.instanceId,
+        initial_state_id: `initial-${stateIndex}`,
+        final_patch: diffStates(initial, final),
+        final_seq: seq,
+        steps: event.steps,
+        reason: 'worker_lost',
+        terminated: false,
+        truncated: true,
+        started_at: entry?.started_at ?? now,
+        finished_at: now,
+      };
+      await journal.episodeFinished(episode, record, event, signal);
     } finally {
       journal.release(episode);
     }
