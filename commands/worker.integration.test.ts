@@ -15,6 +15,8 @@ import { verify } from '../scripts/crash-harness.js';
 import { coordinate, dropQueue, inProcessWorker, killWorkers, startWorker, stopWorkers, type WorkerProcess } from '../scripts/distributed-harness.js';
 import type { RunEvent } from '../src/run/run-events.js';
 import type { EpisodeRecord } from '../src/replay/run-writer.js';
+import { distributedKeys } from '../src/run/distributed-keys.js';
+import { RedisStateStore } from '../src/state/redis-store.js';
 
 const ENV = 'fixtures/distributed';
 const available = await sharedRedisAvailable('the distributed-run fault tests');
@@ -131,6 +133,31 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     const record = records.find((r) => r.episode === 2);
     expect(record).toMatchObject({ instance_id: 'ep-2', reason: 'worker_lost', steps: 2, final_seq: 2, terminated: false, truncated: true });
     expect(record?.final_patch).toEqual(expect.arrayContaining([{ op: 'replace', path: '/count', value: 2 }]));
+    // Its archived history replays to that record, as every other episode's does.
+    const report = await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL);
+    expect(report.problems).toEqual([]);
+    expect(report.keysLeft).toBe(0);
+  });
+
+  it('giving up an episode whose last worker died between its state write and its step: record and archived history end at the last committed step', async () => {
+    const q = queue();
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 1, maxSteps: 3, toolOptions: { step_ms: 20 } });
+    // As its workers left it: two deltas in its history, no step committed, more claims since than allowed.
+    const store = new RedisStateStore(redis, { prefix: `agent:${run.runId}:` });
+    await store.init('ep-0', { count: 0 }, Date.now());
+    for (const count of [1, 2]) await store.append('ep-0', { patch: [{ op: 'replace', path: '/count', value: count }], time: Date.now() }, { count });
+    const keys = distributedKeys(run.runId);
+    await redis.hset(keys.marks, '0', 0);
+    await redis.hset(keys.attempts, '0', 3);
+    const w = await inProcessWorker({ store: TEST_REDIS_URL, queue: q, maxAttempts: 3 });
+    const summary = await done;
+    await w.stop();
+    expect(summary.episodes.by_reason).toEqual({ worker_lost: 1 });
+    const [record] = await lines<EpisodeRecord>(path.join(dir, run.runId, 'episodes.jsonl'));
+    expect(record).toMatchObject({ episode: 0, reason: 'worker_lost', steps: 0, final_seq: 0, final_patch: [] });
+    const report = await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL);
+    expect(report.problems).toEqual([]);
+    expect(report.keysLeft).toBe(0);
   });
 
   it('SIGTERM hands the episodes in hand back: another worker finishes them at once, not after the lease', async () => {

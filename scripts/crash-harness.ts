@@ -5,11 +5,12 @@
  * each episode's history (archived from Redis) replaying to the final state the folder records.
  * Used by commands/run-resume.integration.test.ts (a few kills) and scripts/crash-test.ts (25).
  */
+import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
-import { readArchive } from '../src/state/archive.js';
+import { archiveFile, readArchive } from '../src/state/archive.js';
 import { applyPatch } from '../src/state/patch.js';
 import type { EpisodeRecord as Episode, TrajectoryRecord as Trajectory } from '../src/replay/run-writer.js';
 import { Rng } from '../src/shared/rng.js';
@@ -132,10 +133,13 @@ export async function verify(dir: string, runId: string, store: string): Promise
       problems.push(`episode ${episode}: initial state ${e.initial_state_id} missing from states.jsonl`);
       continue;
     }
-    const history = e.final_seq === 0 ? [] : await readArchive(path.join(dir, 'history'), e.instance_id);
+    // An episode that never wrote a delta may have no archive; one that did must end at its final seq.
+    const archived = existsSync(archiveFile(path.join(dir, 'history'), e.instance_id));
+    const history = archived || e.final_seq > 0 ? await readArchive(path.join(dir, 'history'), e.instance_id) : [];
     history.forEach((d, i) => {
       if (d.seq !== i + 1) problems.push(`episode ${episode}: history has seq ${d.seq} at position ${i + 1}`);
     });
+    if ((history[history.length - 1]?.seq ?? 0) !== e.final_seq) problems.push(`episode ${episode}: history ends at seq ${history[history.length - 1]?.seq ?? 0}, final seq ${e.final_seq}`);
     const replayed = history.reduce<JsonValue>((state, d) => applyPatch(state, d.patch), initial);
     const recorded = applyPatch(initial, e.final_patch);
     if (JSON.stringify(replayed) !== JSON.stringify(recorded)) problems.push(`episode ${episode}: the state replayed from its history differs from its recorded final state`);

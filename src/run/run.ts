@@ -416,12 +416,15 @@ export class Run implements AsyncDisposable {
       const now = this.#clock.now();
       const last = steps[steps.length - 1];
       const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instanceId: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
-      // Its record ends at its last committed step: deltas after it belong to the call that took the worker down.
+      // It ends at its last committed step: deltas after it belong to the call that took the worker
+      // down, and are dropped, so that the history the coordinator archives replays to the record.
       const stateIndex = this.#stateIndex(episode);
       const initial = this.#initialStates[stateIndex] ?? null;
       const seq = last?.seq ?? 0;
       const store = this.#durable?.store;
-      const final = store && (await store.bounds(event.instanceId, signal)) ? (await store.stateAt(event.instanceId, { seq }, signal)).state : initial;
+      const bounds = await store?.bounds(event.instanceId, signal);
+      if (store && bounds && bounds.headSeq > seq) await store.rewind(event.instanceId, seq, signal);
+      const final = store && bounds ? (await store.stateAt(event.instanceId, { seq }, signal)).state : initial;
       const record: EpisodeRecord = {
         episode,
         instance_id: event.instanceId,
