@@ -1,5 +1,6 @@
-import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { readFile, truncate, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
 import { applyPatch, archiveToFolder, MemoryStateStore, readArchive, type JsonValue, type Patch } from '../index.js';
@@ -32,5 +33,32 @@ describe('archiveToFolder', () => {
     const lines = execFileSync('zcat', [path.join(dir, 'ep_1.jsonl.gz')], { encoding: 'utf8' }).trim().split('\n');
     expect(lines).toHaveLength(archived.length);
     expect(archived.length).toBeGreaterThan(60);
+  });
+
+  it('after a crash mid-append, reads the whole batches and cuts the torn one off before the next append', async () => {
+    const delta = (seq: number) => ({ seq, time: seq, patch: [{ op: 'replace' as const, path: '/n', value: seq }] });
+    // The process died while writing the second batch: 1 byte of its gzip member on disk, part of
+    // the header, part of the deflate stream, all but the last byte of the trailer.
+    for (const cut of [1, 9, 12, -1]) {
+      const dir = await tmp.dir('agent-archive-torn-');
+      const file = path.join(dir, 'ep-0.jsonl.gz');
+      await archiveToFolder(dir)('ep-0', [delta(1), delta(2)]);
+      const whole = (await readFile(file)).length;
+      await archiveToFolder(dir)('ep-0', [delta(3), delta(4)]);
+      await truncate(file, cut > 0 ? whole + cut : (await readFile(file)).length + cut);
+      expect((await readArchive(dir, 'ep-0')).map((d) => d.seq)).toEqual([1, 2]);
+      // Its deltas were still in the store, so they come again, and the file is whole gzip once more.
+      const archive = archiveToFolder(dir);
+      await archive('ep-0', [delta(3), delta(4)]);
+      await archive('ep-0', [delta(5)]);
+      expect((await readArchive(dir, 'ep-0')).map((d) => d.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect(execFileSync('zcat', [file], { encoding: 'utf8' }).trim().split('\n')).toHaveLength(5);
+    }
+  });
+
+  it('refuses a file that is damaged rather than cut short, naming it', async () => {
+    const dir = await tmp.dir('agent-archive-bad-');
+    await writeFile(path.join(dir, 'ep-0.jsonl.gz'), 'not gzip at all');
+    await expect(readArchive(dir, 'ep-0')).rejects.toThrow(/ep-0\.jsonl\.gz is not a readable history archive/);
   });
 });

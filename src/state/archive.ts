@@ -2,16 +2,31 @@
  * An archiver for trimmed history: the deltas a store removes are appended, before removal, to
  * `<dir>/<instance>.jsonl.gz`, one JSON line per delta. Each batch is its own gzip member, so
  * appending never rewrites what is there and `zcat` (or {@link readArchive}) reads the file whole.
+ *
+ * A process killed while appending leaves a torn last member. Its deltas are still in the store
+ * (they are removed only once archived), so readers skip the torn member and the next append cuts
+ * it off first: the batch is archived again, whole.
  */
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { gunzip, gzip, inflateRaw, type ZlibOptions } from 'node:zlib';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { Delta, StateStoreOptions } from './store.js';
 
 const gz = promisify(gzip);
 const gunz = promisify(gunzip);
+/** One raw deflate stream from the start of `input`, and how many bytes of it the stream took. */
+function inflateMember(input: Buffer): Promise<{ readonly text: Buffer; readonly consumed: number }> {
+  return new Promise((resolve, reject) =>
+    // With `info`, the callback gets the engine beside the output (the typings know only the output).
+    inflateRaw(input, { info: true } as ZlibOptions, (err, result: unknown) => {
+      if (err) return reject(err);
+      const { buffer, engine } = result as { buffer: Buffer; engine: { bytesWritten: number } };
+      resolve({ text: buffer, consumed: engine.bytesWritten });
+    }),
+  );
+}
 
 /** File name of an instance's archive: its id, with what a file name cannot hold replaced. */
 export function archiveFile(dir: string, instanceId: string): string {
@@ -21,12 +36,23 @@ export function archiveFile(dir: string, instanceId: string): string {
 /** `options.archive` for a StateStore: trimmed deltas go to compressed JSON lines in `dir`. */
 export function archiveToFolder(dir: string): NonNullable<StateStoreOptions['archive']> {
   let ready: Promise<unknown> | undefined;
+  // Instances whose file this archiver has checked for a torn tail (once each: it appends whole members).
+  const checked = new Set<string>();
   return async (instanceId, deltas) => {
     ready ??= mkdir(dir, { recursive: true });
     await ready;
     const lines = deltas.map((d) => `${JSON.stringify({ instance_id: instanceId, seq: d.seq, time: d.time, patch: d.patch, ...(d.traceId ? { trace_id: d.traceId } : {}) })}\n`).join('');
+    const file = archiveFile(dir, instanceId);
     try {
-      await appendFile(archiveFile(dir, instanceId), await gz(lines));
+      if (!checked.has(instanceId)) {
+        const content = await readFile(file).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+        if (content) {
+          const { end } = await completeMembers(content, file);
+          if (end < content.length) await truncate(file, end);
+        }
+        checked.add(instanceId);
+      }
+      await appendFile(file, await gz(lines));
     } catch (err) {
       // Trimming waits on the archive: if it cannot be written, nothing is removed.
       throw new AgentError('BAD_USAGE', `cannot archive trimmed deltas of '${instanceId}' to ${dir}: ${describeError(err)}`, { cause: err, hint: 'Check that the archive folder is writable and has room.' });
@@ -34,10 +60,10 @@ export function archiveToFolder(dir: string): NonNullable<StateStoreOptions['arc
   };
 }
 
-/** The deltas archived for an instance, oldest first. */
+/** The deltas archived for an instance, oldest first (a torn last member, left by a crash, skipped). */
 export async function readArchive(dir: string, instanceId: string): Promise<Delta[]> {
   const file = archiveFile(dir, instanceId);
-  const text = (await gunz(await readFile(file))).toString('utf8');
+  const { text } = await completeMembers(await readFile(file), file);
   return text
     .split('\n')
     .filter((l) => l !== '')
@@ -46,3 +72,40 @@ export async function readArchive(dir: string, instanceId: string): Promise<Delt
       return r.trace_id ? { seq: r.seq, time: r.time, patch: r.patch, traceId: r.trace_id } : { seq: r.seq, time: r.time, patch: r.patch };
     });
 }
+
+const DAMAGED_HINT = 'More than a crash can do (it only cuts the last batch short): restore the file from a copy, or move it away to keep only the history the store still holds.';
+
+/**
+ * The text of the complete gzip members of an archive, and the offset where they end (before a
+ * torn member, if any). The whole file at once when it is whole; else member by member, which
+ * works for members as this module writes them: a 10-byte header without optional fields, a raw
+ * deflate stream, an 8-byte trailer.
+ */
+async function completeMembers(content: Buffer, file: string): Promise<{ readonly text: string; readonly end: number }> {
+  const damaged = (what: string): AgentError => new AgentError('STATE_CORRUPT', `${file} ${what}`, { hint: DAMAGED_HINT });
+  try {
+    return { text: (await gunz(content)).toString('utf8'), end: content.length };
+  } catch (err) {
+    // Cut short is what a crash mid-append leaves; any other damage is not a crash's doing.
+    if (!isCutShort(err)) throw damaged(`is not a readable history archive: ${describeError(err)}`);
+  }
+  const parts: Buffer[] = [];
+  let end = 0;
+  while (content.length - end >= 10) {
+    if (content[end] !== 0x1f || content[end + 1] !== 0x8b || content[end + 2] !== 8 || content[end + 3] !== 0) throw damaged(`has no gzip member of ours at byte ${end}`);
+    let member: { readonly text: Buffer; readonly consumed: number };
+    try {
+      member = await inflateMember(content.subarray(end + 10));
+    } catch (err) {
+      if (isCutShort(err)) break;
+      throw damaged(`is damaged at byte ${end}: ${describeError(err)}`);
+    }
+    const next = end + 10 + member.consumed + 8;
+    if (next > content.length) break;
+    parts.push(member.text);
+    end = next;
+  }
+  return { text: Buffer.concat(parts).toString('utf8'), end };
+}
+
+const isCutShort = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'Z_BUF_ERROR';
