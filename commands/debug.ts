@@ -17,6 +17,7 @@ interface Flags {
   field?: number;
   json?: boolean;
   attach?: string;
+  token?: string;
   follow?: boolean;
 }
 
@@ -38,11 +39,12 @@ export function registerDebug(program: Command, io: Io): void {
     .option('--time <iso>', 'with --state: the state as it stood at this time', isoTime)
     .option('--field <episode>', 'every change to the field at <pointer> in this episode', wholeNumber)
     .option('--json', 'print JSON')
-    .option('--attach <address>', 'open the console on a live run: the --port of `agent run` (host:port, or just the port)')
+    .option('--attach <address>', 'open the console on a live run: its run folder (reads server.json), or the --port of `agent run` (host:port, or just the port) with --token')
+    .option('--token <secret>', "with --attach host:port: the run server's token (default: $AGENT_TOKEN)", process.env['AGENT_TOKEN'])
     .option('--no-follow', 'open a folder as it is now, without following what the run appends')
     .addHelpText(
       'after',
-      '\nThe console (on a terminal): panes Traces, Timeline, State, Rewards, Validation; ? for keys.\n\nExamples:\n  agent debug runs/20261130-101500-3fa2c1\n  agent debug --attach 127.0.0.1:7070\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature',
+      '\nThe console (on a terminal): panes Traces, Timeline, State, Rewards, Validation; ? for keys.\n\nExamples:\n  agent debug runs/20261130-101500-3fa2c1\n  agent debug --attach runs/20261130-101500-3fa2c1\n  agent debug --attach 127.0.0.1:7070 --token $AGENT_TOKEN\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature',
     )
     .action(async (dir: string | undefined, pointer: string | undefined, flags: Flags) => {
       io.exitCode = await debugCommand(dir, pointer, flags, io);
@@ -92,7 +94,7 @@ async function consoleCommand(dir: string | undefined, flags: Flags, io: Io): Pr
     return 2;
   }
   const { AttachFeed, FolderFeed } = await core();
-  const feed = flags.attach !== undefined ? await AttachFeed.connect(flags.attach) : await FolderFeed.open(dir as string, { follow: flags.follow !== false });
+  const feed = flags.attach !== undefined ? await AttachFeed.connect(flags.attach, flags.token ? { token: flags.token } : {}) : await FolderFeed.open(dir as string, { follow: flags.follow !== false });
   try {
     // NO_COLOR (https://no-color.org): any non-empty value turns colour off.
     await (await ui()).renderDebugConsole(feed, { stdout: io.stdout as NodeJS.WriteStream, color: !process.env['NO_COLOR'] });

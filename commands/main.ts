@@ -33,6 +33,13 @@ const USER_ERRORS = new Set([
   'ACTION_UNSATISFIABLE',
   'TOOL_NOT_FOUND',
   'STATE_SEQ_UNKNOWN',
+  // Damaged data and a store that is away or lost writes: what is wrong and where, not a bug report.
+  'STATE_CORRUPT',
+  'STORE_WRITES_LOST',
+  'STORE_UNAVAILABLE',
+  'RECORD_INVALID',
+  'FOLDER_LOCKED',
+  'ENV_MISMATCH',
 ]);
 
 // bin/, commands/ and dist/commands/ are all one or two levels below the package root.
@@ -48,13 +55,21 @@ const VERSION = ((): string => {
   return 'unknown';
 })();
 
-export function createProgram(io: Io): Command {
+/** `onErrorPrinted`: told when commander has printed a parse error (so that it is not printed twice). */
+export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   const program = new Command('agent')
     .description('The runtime for agentic RL: schema-first environments, an async env core and a resilient tool router.')
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) });
+    .configureOutput({
+      writeOut: (s) => void io.stdout.write(s),
+      writeErr: (s) => void io.stderr.write(s),
+      outputError: (s, write) => {
+        onErrorPrinted?.();
+        write(s);
+      },
+    });
   registerRun(program, io);
   registerSchemaDiff(program, io);
   registerFuzz(program, io);
@@ -69,18 +84,23 @@ export function createProgram(io: Io): Command {
 }
 
 export async function main(argv: readonly string[], io: Io = { stdout: process.stdout, stderr: process.stderr, exitCode: 0 }): Promise<number> {
+  // Commander prints the errors it finds while parsing; one a command's action throws it does not.
+  let printed = false;
+  const program = createProgram(io, () => (printed = true));
   try {
-    await createProgram(io).parseAsync([...argv], { from: 'user' });
+    await program.parseAsync([...argv], { from: 'user' });
     return io.exitCode;
   } catch (err) {
-    return await reportError(err, io);
+    return await reportError(err, io, printed);
   }
 }
 
-async function reportError(err: unknown, io: Io): Promise<number> {
+async function reportError(err: unknown, io: Io, commanderPrinted: boolean): Promise<number> {
   if (err instanceof CommanderError) {
-    // Commander has printed its message already; help and version are not errors.
-    return err.exitCode === 0 ? 0 : 2;
+    // Help and version are not errors; every other exit ≠ 0 says why, once.
+    if (err.exitCode === 0) return 0;
+    if (!commanderPrinted) io.stderr.write(`error: ${err.message}\n(run with --help for usage)\n`);
+    return 2;
   }
   const { formatIssues, isAgentError, ValidationError, describeError } = await core();
   if (isAgentError(err) && USER_ERRORS.has(err.code)) {

@@ -1,4 +1,6 @@
+import { execa } from 'execa';
 import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverToRunFolder, exportRun, randomPolicy, Run, validate, type Policy } from '../src/index.js';
@@ -97,6 +99,36 @@ describe('rewards delivered after the run', () => {
     expect(exported.find((e) => e.trace_id === second.trace_id)?.rewards['business']).toMatchObject({ status: 'arrived', value: 4, count: 2 });
   });
 
+  it('every exit ≠ 0 says why: no step named, a feedback file that is missing', async () => {
+    const dir = await runFolder();
+    let r = await runAgent(['reward', dir, '--source', 'human', '--value', '1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('error: name the step: --trace, or --episode with --step or --time.');
+    r = await runAgent(['reward', dir, '--file', path.join(dir, 'missing.jsonl')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/error: cannot read --file .*missing\.jsonl: ENOENT/);
+  });
+
+  it('two writers at once: one lands, the other sees it (a duplicate), never both "landed"', async () => {
+    const dir = await runFolder();
+    const trace = (await readFile(path.join(dir, 'trajectories.jsonl'), 'utf8')).split('\n').map((l) => (l ? (JSON.parse(l) as { trace_id: string; status: string }) : undefined)).find((t) => t?.status === 'resolved')?.trace_id as string;
+    const [a, b] = await Promise.all([0.25, 0.75].map((value) => deliverToRunFolder(dir, [{ line: 1, delivery: { trace_id: trace, source: 'human', value } }])));
+    expect([a?.landed[0]?.outcome, b?.landed[0]?.outcome].sort()).toEqual(['arrived', 'duplicate']);
+    expect((await rewardLines(dir)).filter((l) => l['trace_id'] === trace && l['source'] === 'human')).toHaveLength(1);
+  });
+
+  it("takes over a dead writer's lock, and waits for a live one, naming it", async () => {
+    const dir = await runFolder();
+    const trace = (await readFile(path.join(dir, 'trajectories.jsonl'), 'utf8')).split('\n').map((l) => (l ? (JSON.parse(l) as { trace_id: string; status: string }) : undefined)).find((t) => t?.status === 'resolved')?.trace_id as string;
+    const child = execa(process.execPath, ['-e', '']);
+    const dead = child.pid as number;
+    await child;
+    await writeFile(path.join(dir, '.lock'), JSON.stringify({ pid: dead, host: os.hostname(), since: 'then' }));
+    expect((await deliverToRunFolder(dir, [{ line: 1, delivery: { trace_id: trace, source: 'human', value: 1 } }])).landed[0]?.outcome).toBe('arrived');
+    await writeFile(path.join(dir, '.lock'), JSON.stringify({ pid: process.pid, host: os.hostname(), since: 'now' }));
+    await expect(deliverToRunFolder(dir, [], { lockTimeoutMs: 100 })).rejects.toMatchObject({ code: 'FOLDER_LOCKED', message: expect.stringContaining(`pid ${process.pid}`) });
+  });
+
   it('applies deadlines that passed after the run: the fallback is imputed and a later value is late beside it', async () => {
     const dir = await runFolder();
     const { landed } = await deliverToRunFolder(dir, [], { now: Date.now() + 3 * HOUR });
@@ -152,9 +184,10 @@ describe('rewards delivered after the run', () => {
     const posts: Promise<Response>[] = [];
     run.events.on('trace_settled', (e) => {
       if (posts.length > 0 || e.status !== 'resolved') return;
-      const url = `http://127.0.0.1:${run.port}/rewards`;
-      posts.push(fetch(url, { method: 'POST', body: JSON.stringify({ trace_id: e.traceId, source: 'human', value: 0.5 }) }));
-      posts.push(fetch(url, { method: 'POST', body: `${JSON.stringify({ trace_id: e.traceId, source: 'business', value: 1 })}\n${JSON.stringify({ trace_id: 'x', source: 'business', value: 1 })}` }));
+      const url = `${run.server?.url ?? ''}/rewards`;
+      const headers = { authorization: `Bearer ${run.server?.token ?? ''}`, 'content-type': 'application/json' };
+      posts.push(fetch(url, { method: 'POST', headers, body: JSON.stringify({ trace_id: e.traceId, source: 'human', value: 0.5 }) }));
+      posts.push(fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body: `${JSON.stringify({ trace_id: e.traceId, source: 'business', value: 1 })}\n${JSON.stringify({ trace_id: 'x', source: 'business', value: 1 })}` }));
       refused = deliverToRunFolder(run.dir as string, []).catch((err: unknown) => err);
     });
     await run.execute();

@@ -18,6 +18,8 @@ interface RunFlags {
   storeWait: number;
   json?: boolean;
   port?: number;
+  host: string;
+  token?: string;
   distributed?: boolean;
   queue: string;
   toolOption: Record<string, JsonValue>;
@@ -40,7 +42,9 @@ export function registerRun(program: Command, io: Io): void {
     .option('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', duration, 60_000)
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
-    .option('--port <port>', 'serve POST /rewards on 127.0.0.1:<port> while the run is live (0: any free port)', integer)
+    .option('--port <port>', 'serve POST /rewards, GET /events … on 127.0.0.1:<port> while the run is live (0: any free port); clients need the token in <run>/server.json', integer)
+    .option('--host <address>', 'with --port: the address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', '127.0.0.1')
+    .option('--token <secret>', 'with --port: the bearer token clients must send (default: $AGENT_TOKEN, else a fresh one)', process.env['AGENT_TOKEN'])
     .option('--distributed', 'run the episodes on `agent worker` processes (needs a Redis --store): this process queues them, shows them live and writes the run folder')
     .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', 'agent:queue')
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
@@ -69,11 +73,17 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     out: flags.out,
     store: flags.store,
     toolOptions: flags.toolOption,
-    ...(flags.port !== undefined ? { port: flags.port } : {}),
+    ...(flags.port !== undefined ? { port: flags.port, host: flags.host, ...(flags.token ? { token: flags.token } : {}) } : {}),
     ...(flags.distributed ? { distributed: true, queue: flags.queue } : {}),
     ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
+  // The server's token is printed once, before a live view takes the terminal (never into events).
+  const token = run.server?.token;
+  if (token !== undefined) {
+    (flags.json ? io.stderr : io.stdout).write(`server token: ${flags.token ? '(as given)' : token} — clients send Authorization: Bearer <token>; URL and token are in <run>/server.json while the run is live\n`);
+    if (flags.host !== '127.0.0.1' && flags.host !== 'localhost') io.stderr.write(`warning: serving on ${flags.host}: anyone who can reach this machine and has the token can post rewards and read the run\n`);
+  }
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder (Ctrl-C again to exit at once)');
   // `agent run --json | head`: once the reader is gone, stop the run as if interrupted, quietly.
@@ -104,3 +114,4 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
   if (summary.status === 'interrupted') return 130;
   return 0;
 }
+

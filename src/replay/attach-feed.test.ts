@@ -21,7 +21,8 @@ describe('AttachFeed', () => {
     const waiting = new Promise<void>((r) => run.events.on('trace_settled', (e) => e.episode === 1 && r()));
     const done = run.execute();
     await waiting;
-    const feed = await AttachFeed.connect(String(run.port));
+    // Attached by its folder: server.json gives the URL and the token.
+    const feed = await AttachFeed.connect(run.dir as string);
     try {
       expect(feed.status().phase).toBe('live');
       await vi.waitFor(() => expect(feed.index.episodes.get(0)?.reason).toBe('max_steps'), { timeout: 5_000, interval: 5 });

@@ -5,6 +5,8 @@
  * GET /states/<id>. A late attach sees the server's replay buffer (the last 10,000 events) and
  * everything after it; the run folder holds the whole run.
  */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { commitsOf, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
@@ -27,10 +29,33 @@ export function attachUrl(address: string): URL {
   return url;
 }
 
+/**
+ * Where to attach and with which token: a run folder's `server.json` (written while its server is
+ * live), else `host:port` with the token given (`--token`, `AGENT_TOKEN`).
+ */
+export async function attachTarget(address: string, token: string | undefined): Promise<{ readonly url: URL; readonly token: string | undefined }> {
+  const isDir = await stat(address).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir) return { url: attachUrl(address), token };
+  const file = path.join(address, 'server.json');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new AgentError('BAD_USAGE', `${file} does not exist: this run is not serving (it ended, or ran without --port)`, { hint: `Open the folder instead: agent debug ${address}` });
+  }
+  const saved = JSON.parse(text) as { url?: unknown; token?: unknown };
+  if (typeof saved.url !== 'string' || typeof saved.token !== 'string') throw new AgentError('BAD_USAGE', `${file} has no url and token`, { hint: 'Attach with host:port and --token instead.' });
+  return { url: attachUrl(saved.url), token: token ?? saved.token };
+}
+
 export class AttachFeed implements DebugFeed {
   readonly title: string;
   readonly index = new RunIndex<IndexedEvent>();
   readonly #base: URL;
+  readonly #headers: Readonly<Record<string, string>>;
   readonly #abort = new AbortController();
   readonly #listeners = new Set<() => void>();
   #status: FeedStatus = { phase: 'reconnecting' };
@@ -38,14 +63,20 @@ export class AttachFeed implements DebugFeed {
   #loop: Promise<void> | undefined;
   #retry: NodeJS.Timeout | undefined;
 
-  private constructor(base: URL) {
+  private constructor(base: URL, token: string | undefined) {
     this.#base = base;
+    this.#headers = token === undefined ? {} : { authorization: `Bearer ${token}` };
     this.title = base.host;
   }
 
-  /** Connects (failing within seconds if nothing answers) and keeps reading until disposed. */
-  static async connect(address: string, signal?: AbortSignal): Promise<AttachFeed> {
-    const feed = new AttachFeed(attachUrl(address));
+  /**
+   * Connects (failing within seconds if nothing answers) and keeps reading until disposed.
+   * `address`: host:port (with `token`, the server's), or the run folder of a live run.
+   */
+  static async connect(address: string, options: { readonly token?: string; readonly signal?: AbortSignal } = {}): Promise<AttachFeed> {
+    const { signal } = options;
+    const target = await attachTarget(address, options.token);
+    const feed = new AttachFeed(target.url, target.token);
     const timeout = AbortSignal.timeout(CONNECT_TIMEOUT_MS);
     const first = await feed.#open(signal ? AbortSignal.any([signal, timeout]) : timeout).catch((err: unknown) => {
       const why = timeout.aborted ? `no answer in ${CONNECT_TIMEOUT_MS / 1000} s` : describeError((err as { cause?: unknown }).cause ?? err);
@@ -57,7 +88,8 @@ export class AttachFeed implements DebugFeed {
   }
 
   async #open(signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
-    const res = await fetch(new URL('/events', this.#base), { headers: { accept: 'text/event-stream', ...(this.#lastId > 0 ? { 'last-event-id': String(this.#lastId) } : {}) }, signal: AbortSignal.any([signal, this.#abort.signal]) });
+    const res = await fetch(new URL('/events', this.#base), { headers: { ...this.#headers, accept: 'text/event-stream', ...(this.#lastId > 0 ? { 'last-event-id': String(this.#lastId) } : {}) }, signal: AbortSignal.any([signal, this.#abort.signal]) });
+    if (res.status === 401) throw new AgentError('BAD_USAGE', `GET /events answered 401: ${this.#headers['authorization'] ? 'wrong token' : 'the run server needs its token'}`, { hint: 'Attach with the run folder (agent debug --attach runs/<run-id>), or pass --token (or AGENT_TOKEN) the token agent run printed.' });
     if (!res.ok || !res.body) throw new AgentError('BAD_USAGE', `GET /events answered ${res.status}`, { hint: 'Attach to the --port of `agent run`.' });
     return res.body;
   }
@@ -140,7 +172,7 @@ export class AttachFeed implements DebugFeed {
     const events = await this.episodeEvents(episode);
     const row = this.index.episodes.get(episode);
     if (!row) throw new AgentError('BAD_USAGE', `episode ${episode} has not been seen on ${this.title}`);
-    const res = await fetch(new URL(`/states/${encodeURIComponent(row.initialStateId)}`, this.#base), { signal: AbortSignal.any([...(signal ? [signal] : []), this.#abort.signal]) });
+    const res = await fetch(new URL(`/states/${encodeURIComponent(row.initialStateId)}`, this.#base), { headers: this.#headers, signal: AbortSignal.any([...(signal ? [signal] : []), this.#abort.signal]) });
     if (!res.ok) throw new AgentError('BAD_USAGE', `the run does not serve initial state ${row.initialStateId} (${res.status})`, { hint: 'Open the run folder instead: agent debug runs/<run-id>.' });
     return historyOf(episode, row.instanceId, (await res.json()) as JsonValue, commitsOf(events));
   }

@@ -16,6 +16,7 @@ import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
 import { processAlive } from '../shared/process.js';
 import { appendRewardRecords, rewardEvent, rewardRecord, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES, type EpisodeRecord, type TrajectoryRecord } from './run-writer.js';
+import { lockRunFolder } from './folder-lock.js';
 
 /** run.json, as the run writes it. */
 export interface RunManifest {
@@ -180,7 +181,10 @@ export interface FolderDeliveryReport {
  * against the run's steps and sources; if any is bad, nothing is written and each bad one is
  * reported with its line. A duplicate (same step, source and key) is a no-op, reported as such.
  */
-export async function deliverToRunFolder(dir: string, deliveries: readonly FolderDelivery[], options: { readonly now?: number } = {}): Promise<FolderDeliveryReport> {
+export async function deliverToRunFolder(dir: string, deliveries: readonly FolderDelivery[], options: { readonly now?: number; readonly lockTimeoutMs?: number } = {}): Promise<FolderDeliveryReport> {
+  await readManifest(dir);
+  // One writer at a time, and the log read under the lock: what another writer appended is seen.
+  await using _lock = await lockRunFolder(dir, options.lockTimeoutMs !== undefined ? { timeoutMs: options.lockTimeoutMs } : {});
   const run = await openRunRewards(dir, options);
   if (run.live) {
     throw new AgentError('BAD_USAGE', `run ${run.manifest.run_id} is still running (pid ${run.manifest.pid}); its process owns the reward log`, {

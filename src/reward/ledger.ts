@@ -239,6 +239,7 @@ export class RewardLedger {
    * value against the source's schema) and changes nothing on error.
    */
   deliver(d: RewardDelivery, arrivedAt = this.#now(), cost?: CallCost): DeliveryResult {
+    checkDeliveryShape(d);
     const s = this.#sourceOf(d.source);
     const value = this.#valueOf(s, d.value);
     const rec = this.#target(d);
@@ -514,6 +515,31 @@ export class RewardLedger {
 
 function episodeKey(instanceId: string, episode: number): string {
   return `${instanceId}\u0000${episode}`;
+}
+
+/** The types each field of a delivery may have: a delivery from the wire is checked against these before any field is read. */
+const DELIVERY_FIELDS: Readonly<Record<keyof RewardDelivery, { readonly ok: (v: unknown) => boolean; readonly want: string }>> = {
+  source: { ok: (v) => typeof v === 'string', want: 'a string (a delayed source of reward_schema.json)' },
+  value: { ok: (v) => typeof v === 'number' || typeof v === 'boolean', want: 'a number or a boolean' },
+  trace_id: { ok: (v) => typeof v === 'string', want: 'a string (a trace id of trajectories.jsonl)' },
+  instance_id: { ok: (v) => typeof v === 'string', want: 'a string (an instance id, ep-<n>)' },
+  episode: { ok: Number.isInteger, want: 'an integer (an episode index)' },
+  step: { ok: Number.isInteger, want: 'an integer (1-based step)' },
+  time: { ok: (v) => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)), want: 'an ISO time string or epoch milliseconds' },
+  key: { ok: (v) => typeof v === 'string', want: 'a non-empty string' },
+};
+
+/** A delivery whose fields have the wrong type is refused naming the field (never a TypeError from deep inside). */
+function checkDeliveryShape(d: unknown): asserts d is RewardDelivery {
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) throw invalid('a delivery must be an object', '', 'Send {trace_id, source, value} (or episode with step or time instead of trace_id).');
+  for (const [field, rule] of Object.entries(DELIVERY_FIELDS)) {
+    const v: unknown = (d as Record<string, unknown>)[field];
+    if (v !== undefined && !rule.ok(v)) throw invalid(`${field} must be ${rule.want} (got ${describeJsonType(v)})`, `/${field}`, `Fix ${field} and send it again.`);
+  }
+}
+
+function describeJsonType(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : typeof v === 'string' ? 'a string' : typeof v === 'number' ? String(v) : typeof v;
 }
 
 function invalid(message: string, pointer: string, hint: string): ValidationError {

@@ -28,9 +28,9 @@ export interface RunConfig {
 export type RunEvent =
   | Exclude<EnvEvent, { type: 'trace_settled' }>
   | SettledStepEvent
-  /** `port`: the run's local server, when started with one (POST /rewards). */
+  /** `port`, `url`: the run's local server, when started with one (POST /rewards; its token is in server.json, never in events). */
   /** `startedAt`: when the run first started (earlier than `time` for a resumed run). */
-  | { readonly type: 'run_started'; readonly time: number; readonly startedAt?: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number }
+  | { readonly type: 'run_started'; readonly time: number; readonly startedAt?: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number; readonly url?: string }
   /** `initialStateId` names the episode's initial state in states.jsonl. */
   | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number; readonly initialStateId: string }
   | {
@@ -57,4 +57,6 @@ export type RunEvent =
   | { readonly type: 'store_unavailable'; readonly time: number; readonly store: string; readonly since: number }
   | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly downMs: number }
   /** A distributed run's live workers, whenever they change (none: nobody is taking its episodes). */
-  | { readonly type: 'workers'; readonly time: number; readonly queue: string; readonly workers: readonly WorkerRow[] };
+  | { readonly type: 'workers'; readonly time: number; readonly queue: string; readonly workers: readonly WorkerRow[] }
+  /** Something the user should see that is neither a step nor a failure: a slow /events client cut off (`CLIENT_DROPPED`), a worker that refused an episode (`ENV_MISMATCH`). */
+  | { readonly type: 'notice'; readonly time: number; readonly code: string; readonly message: string };

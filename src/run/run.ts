@@ -11,6 +11,7 @@
  * const summary = await run.execute(controller.signal);
  */
 import { setMaxListeners } from 'node:events';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { AgentEnv } from '../env/agent-env.js';
@@ -40,6 +41,7 @@ import type { SourceSla } from '../reward/ledger.js';
 import type { EvaluatorStats } from '../reward/evaluators.js';
 import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
+import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-queue.js';
 import { distributedKeys } from './distributed-keys.js';
 import { FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
@@ -81,8 +83,12 @@ export interface RunOptions {
   readonly resume?: string;
   /** How long a durable run waits for an unreachable Redis before it stops, resumable (default 60 s). */
   readonly storeWaitMs?: number;
-  /** Start the run's local server on 127.0.0.1 (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
+  /** Start the run's local server (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
   readonly port?: number;
+  /** The server's address: `127.0.0.1` (default) or, with `token`, another (`0.0.0.0` for a cluster). */
+  readonly host?: string;
+  /** The server's bearer token (default: a fresh one, in `<run>/server.json`); required off loopback. */
+  readonly token?: string;
   /**
    * Run the episodes on `agent worker` processes instead of here (needs a Redis `store`): this
    * process queues them, follows their progress and writes the run folder. With `resume`, a
@@ -181,7 +187,7 @@ interface RunSetup {
   readonly out: string;
   readonly clock: Clock;
   readonly initialStates: readonly JsonValue[];
-  readonly port: number | undefined;
+  readonly server: { readonly port: number; readonly host: string; readonly token: string } | undefined;
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
@@ -262,6 +268,7 @@ export class Run implements AsyncDisposable {
     if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
     if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
     if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
+    const server = options.port === undefined ? undefined : serverOptions(options.port, options.host, options.token);
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
     const saved = durable?.resumed?.run;
     try {
@@ -296,10 +303,6 @@ export class Run implements AsyncDisposable {
         watchEventLoop: true,
       });
       const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
-      if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535)) {
-        await env[Symbol.asyncDispose]();
-        throw new UsageError(`port must be a whole number from 0 to 65535 (got ${options.port})`, 'Pass --port 0 for any free port.');
-      }
       const config: RunConfig = { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
@@ -312,7 +315,7 @@ export class Run implements AsyncDisposable {
         ...(queueName !== undefined ? { distributed: { queue: queueName } } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, port: options.port, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
     } catch (err) {
       await closeDurable(durable);
       throw err;
@@ -350,7 +353,7 @@ export class Run implements AsyncDisposable {
         ...(saved.reward_sources ? { rewardSources: saved.reward_sources } : {}),
       });
       const durable: Durable = { url: options.store, redis, store, journal };
-      const run = new Run({ runId, env, ownedStore: undefined, durable, policy, config, out: saved.out, clock: systemClock, initialStates: await initialStatesOf(env, config.seed), port: undefined, storeWaitMs: options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS, journalRun: saved, onEpisodeEnd: undefined });
+      const run = new Run({ runId, env, ownedStore: undefined, durable, policy, config, out: saved.out, clock: systemClock, initialStates: await initialStatesOf(env, config.seed), server: undefined, storeWaitMs: options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS, journalRun: saved, onEpisodeEnd: undefined });
       const unwatch = run.#watchStore(durable);
       const unsubscribe = env.events.onAny((e) => run.#forward(e));
       run.#detach = () => {
@@ -471,6 +474,15 @@ export class Run implements AsyncDisposable {
     return this.#server?.port;
   }
 
+  /**
+   * The local server's bearer token (from `prepare` on, for the caller to hand out) and base URL
+   * (once `execute` has started it); both are in `<run>/server.json` while it serves.
+   */
+  get server(): { readonly token: string; readonly url: string | undefined } | undefined {
+    const token = this.#setup.server?.token;
+    return token === undefined ? undefined : { token, url: this.#server?.url };
+  }
+
   /** The run folder, once `execute` has created it. */
   get dir(): string | undefined {
     return this.#dir;
@@ -503,7 +515,8 @@ export class Run implements AsyncDisposable {
     const resumed = durable?.resumed;
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
-    await using server = this.#port === undefined ? undefined : await RunServer.start({ port: this.#port, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
+    const serving = this.#setup.server;
+    await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.
@@ -512,6 +525,7 @@ export class Run implements AsyncDisposable {
     await using writer = resumed ? await RunWriter.reopen(this.#setup.out, runId, this.#manifest(started, resumed), { rewriteEvents: queue !== undefined }) : await RunWriter.create(this.#setup.out, runId, this.#manifest(started, undefined));
     this.#dir = writer.dir;
     this.#writer = writer;
+    await using _serverFile = server ? await writeServerFile(writer.dir, server) : undefined;
     if (local && !resumed) {
       await local.create(this.#setup.journalRun, signal);
       await local.acquire(signal);
@@ -526,7 +540,7 @@ export class Run implements AsyncDisposable {
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
     const unwatch = durable ? this.#watchStore(durable) : undefined;
     try {
-      this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port } : {}) });
+      this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       if (resumed && !queue) {
         this.#replay(writer, resumed);
         // Episodes that finished just before the crash may still have their history in Redis.
@@ -563,10 +577,6 @@ export class Run implements AsyncDisposable {
       this.#writer = undefined;
       await this[Symbol.asyncDispose]();
     }
-  }
-
-  get #port(): number | undefined {
-    return this.#setup.port;
   }
 
   /** Stop the run on a store failure (once): episodes end as interrupted, the folder is marked, the run can be resumed. */
@@ -1279,4 +1289,26 @@ function problemOf(p: RunProgress): string | undefined {
   if ((byReason.no_actions ?? 0) === finished && p.steps === 0) return 'no action was ever enabled: every episode ended before its first step (check enabled_if against the initial states)';
   if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.firstPolicyError ? `: ${p.firstPolicyError}` : ''}`;
   return undefined;
+}
+
+/** The server settings of a run, checked before anything starts: off loopback only with a token. */
+function serverOptions(port: number, host = '127.0.0.1', token?: string): NonNullable<RunSetup['server']> {
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`port must be a whole number from 0 to 65535 (got ${port})`, 'Pass --port 0 for any free port.');
+  if (token !== undefined && token.length < 16) throw new UsageError('the server token is shorter than 16 characters', 'Pass --token (or AGENT_TOKEN) a long random secret, e.g. `openssl rand -hex 24`; or pass none for a fresh one.');
+  if (!isLoopback(host) && token === undefined) {
+    throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients that post rewards; or keep the default host 127.0.0.1.');
+  }
+  return { port, host, token: token ?? newToken() };
+}
+
+/**
+ * `<run>/server.json`: the live server's URL and token for local clients (`agent debug --attach
+ * <run-dir>`, scripts), readable by the owner only; removed when the server stops.
+ */
+async function writeServerFile(dir: string, server: RunServer): Promise<AsyncDisposable> {
+  const file = path.join(dir, 'server.json');
+  // Created afresh: a file left by a killed process keeps its mode, and this one holds a secret.
+  await rm(file, { force: true });
+  await writeFile(file, `${JSON.stringify({ url: server.url, token: server.token, pid: process.pid }, null, 2)}\n`, { mode: 0o600 });
+  return { [Symbol.asyncDispose]: () => rm(file, { force: true }) };
 }

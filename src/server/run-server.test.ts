@@ -1,5 +1,5 @@
 /** The run's local server streams its events (server-sent events) and progress, for a console or a web view to attach. */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,8 @@ import { randomPolicy, Run, type Policy } from '../index.js';
 import { Emitter } from '../shared/emitter.js';
 import { RunServer } from './run-server.js';
 
+const TOKEN = 'a-test-token-of-enough-length';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
@@ -55,28 +57,34 @@ describe('GET /events and /progress', () => {
     const done = run.execute();
     await started;
     const base = `http://127.0.0.1:${run.port}`;
-    const first = await frames(`${base}/events`, {}, (f) => f.filter((x) => x.event === 'trace_settled').length >= 3);
+    const auth = { authorization: `Bearer ${run.server?.token ?? ''}` };
+    // The URL and token, for the owner only, while the server is up.
+    const serverFile = path.join(run.dir as string, 'server.json');
+    expect((await stat(serverFile)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(serverFile, 'utf8'))).toEqual({ url: base, token: run.server?.token, pid: process.pid });
+    const first = await frames(`${base}/events`, auth, (f) => f.filter((x) => x.event === 'trace_settled').length >= 3);
     expect(first[0]).toMatchObject({ id: 1, event: 'run_started' });
     expect(first.map((f) => f.id)).toEqual(first.map((_, i) => i + 1));
     expect(first.every((f) => f.data.type === f.event)).toBe(true);
-    const resumed = await frames(`${base}/events`, { 'last-event-id': '5' }, (f) => f.length >= 2);
+    const resumed = await frames(`${base}/events`, { ...auth, 'last-event-id': '5' }, (f) => f.length >= 2);
     expect(resumed[0]?.id).toBe(6);
-    const progress = (await (await fetch(`${base}/progress`)).json()) as { steps: number; episodesTotal: number };
+    const progress = (await (await fetch(`${base}/progress`, { headers: auth })).json()) as { steps: number; episodesTotal: number };
     expect(progress).toMatchObject({ steps: 3, episodesTotal: 1 });
     // Live: what happens after connecting arrives too.
-    const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, {}, (f) => f.some((x) => x.event === 'run_finished'));
+    const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, auth, (f) => f.some((x) => x.event === 'run_finished'));
     release();
     expect((await live).map((f) => f.event)).toContain('run_finished');
     await done;
+    await expect(stat(serverFile)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('keeps only the last events for late joiners (a ring), in order', async () => {
     const events = new Emitter<{ type: string; n: number }>();
-    await using server = await RunServer.start({ port: 0, runId: 'ring', rewards: undefined as never, events, replay: 5 });
+    await using server = await RunServer.start({ port: 0, runId: 'ring', rewards: undefined as never, events, replay: 5, token: TOKEN });
     for (let n = 1; n <= 12; n++) events.emit({ type: 'tick', n });
-    const all = await frames(`http://127.0.0.1:${server.port}/events`, {}, (f) => f.length >= 5);
+    const all = await frames(`http://127.0.0.1:${server.port}/events`, AUTH, (f) => f.length >= 5);
     expect(all.map((f) => f.id)).toEqual([8, 9, 10, 11, 12]);
-    const after = await frames(`http://127.0.0.1:${server.port}/events?since=10`, {}, (f) => f.length >= 2);
+    const after = await frames(`http://127.0.0.1:${server.port}/events?since=10`, AUTH, (f) => f.length >= 2);
     expect(after.map((f) => [f.id, (f.data as unknown as { n: number }).n])).toEqual([
       [11, 11],
       [12, 12],

@@ -1,5 +1,8 @@
 /**
- * The run's local HTTP server (`agent run … --port <port>`), on 127.0.0.1 only:
+ * The run's local HTTP server (`agent run … --port <port>`), on 127.0.0.1 unless told otherwise
+ * (with a token). Only its owner gets in: every route but /health needs the run's bearer token,
+ * and Host, Origin and content-type are checked (see `http-guard.ts`) so that no web page the user
+ * has open can post rewards or read the run.
  * - `POST /rewards`: one delivery, an array of them, or JSON lines ({trace_id | episode+step |
  *   episode+time, source, value, key?}); answers 200 with each one's outcome when all landed,
  *   400 with each bad one's pointer and reason otherwise (the good ones land either way; a bad one
@@ -7,7 +10,8 @@
  * - `GET /health`: the run id and how many rewards are pending;
  * - `GET /events`: the run's events as server-sent events (`id` = order, `event` = type, `data` =
  *   the event as JSON), the last 10,000 replayed first; `Last-Event-ID` (or `?since=`) resumes after
- *   a disconnect; a client that stops reading is cut off (it reconnects and resumes);
+ *   a disconnect; each client is written as fast as it reads (what it has not read stays in the
+ *   shared ring), and one that falls out of the ring is cut off (it reconnects and resumes);
  * - `GET /progress`: the live statistics as JSON;
  * - `GET /states/<id>`: an initial state by the id `episode_started` names (with the commits in
  *   the stream, enough to rebuild any episode's state).
@@ -17,14 +21,22 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { EnvRewards } from '../reward/env-rewards.js';
 import type { DeliveryResult } from '../reward/ledger.js';
-import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
+import { AgentError, describeError, isAgentError, ValidationError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
+import { guardRequest, isLoopback, isWildcard, newToken, type GuardOptions } from './http-guard.js';
 
 /** A body larger than this is refused (413): rewards are small, and a runaway client must not eat the run's memory. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 export interface RunServerOptions {
   readonly port: number;
+  /** The address to listen on: loopback (`127.0.0.1`, the default) or, with a token, any other (`0.0.0.0` for a cluster). */
+  readonly host?: string;
+  /**
+   * Every route but GET /health needs `Authorization: Bearer <token>`. A loopback server without
+   * one generates one; a server on any other address must be given one.
+   */
+  readonly token?: string;
   readonly runId: string;
   readonly rewards: EnvRewards;
   /** A durable run: resolves once what landed is in Redis, so a 200 means it survives a crash. */
@@ -37,93 +49,147 @@ export interface RunServerOptions {
   readonly initialState?: (id: string) => JsonValue | undefined;
   /** How many recent events a client that connects late is sent first (default 10,000). */
   readonly replay?: number;
+  /** How many /events clients at once (default 64): one more is refused with 503. */
+  readonly maxSubscribers?: number;
+  /** Told why a client of /events was cut off (it may reconnect with Last-Event-ID). */
+  readonly onClientDropped?: (reason: string) => void;
   readonly signal?: AbortSignal;
 }
 
 /** Events kept for clients that connect late or reconnect, by default. */
 const REPLAY = 10_000;
-/** A client this far behind is cut off (it reconnects with Last-Event-ID). */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+const MAX_SUBSCRIBERS = 64;
+/**
+ * What one client may have waiting in its socket: past this, frames stay in the shared ring and
+ * are written as the client drains, so a client that never reads holds ~64 KiB, not the stream.
+ */
+const CLIENT_HIGH_WATER = 64 * 1024;
 const HEARTBEAT_MS = 15_000;
 
-/** The run's events as server-sent events: numbered, buffered for late joiners, fanned out to clients. */
+interface Subscriber {
+  readonly res: ServerResponse;
+  readonly address: string;
+  /** The id of the next frame to write to it. */
+  next: number;
+}
+
+/** The run's events as server-sent events: numbered, kept in a ring for late joiners, written to each client as fast as it reads. */
 class EventStream implements Disposable {
   /** A ring of the last `replay` frames: frame n sits at (n - 1) % replay (shift() per event would be O(n)). */
   readonly #recent: string[] = [];
   readonly #replay: number;
+  readonly #max: number;
+  readonly #onDrop: (reason: string) => void;
   #next = 1;
-  readonly #clients = new Set<ServerResponse>();
+  readonly #clients = new Set<Subscriber>();
   readonly #off: () => void;
   readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(events: NonNullable<RunServerOptions['events']>, replay: number) {
+  constructor(events: NonNullable<RunServerOptions['events']>, replay: number, max: number, onDrop: (reason: string) => void) {
     this.#replay = Math.max(1, replay);
+    this.#max = max;
+    this.#onDrop = onDrop;
     this.#off = events.onAny((e) => {
       const id = this.#next++;
-      const frame = `id: ${id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-      this.#recent[(id - 1) % this.#replay] = frame;
-      for (const res of this.#clients) this.#send(res, frame);
+      this.#recent[(id - 1) % this.#replay] = `id: ${id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+      for (const c of this.#clients) this.#pump(c);
     });
     this.#heartbeat = setInterval(() => {
-      for (const res of this.#clients) this.#send(res, ': ping\n\n');
+      for (const c of this.#clients) if (c.next === this.#next && c.res.writableLength < CLIENT_HIGH_WATER) c.res.write(': ping\n\n');
     }, HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
 
-  #send(res: ServerResponse, frame: string): void {
-    if (res.writableLength > MAX_BUFFERED_BYTES) {
-      this.#clients.delete(res);
-      res.end();
+  get full(): boolean {
+    return this.#clients.size >= this.#max;
+  }
+
+  /** Write what the client has not had yet, up to its high-water mark; the rest waits for 'drain'. */
+  #pump(c: Subscriber): void {
+    const oldest = Math.max(1, this.#next - this.#replay);
+    if (c.next < oldest) {
+      this.#drop(c, `client ${c.address} fell more than ${this.#replay} events behind on /events: cut off (it may reconnect with Last-Event-ID)`);
       return;
     }
-    res.write(frame);
+    while (c.next < this.#next && c.res.writableLength < CLIENT_HIGH_WATER) {
+      c.res.write(this.#recent[(c.next - 1) % this.#replay] as string);
+      c.next++;
+    }
+  }
+
+  #drop(c: Subscriber, reason: string): void {
+    this.#clients.delete(c);
+    c.res.destroy();
+    this.#onDrop(reason);
   }
 
   attach(req: IncomingMessage, res: ServerResponse, since: number): void {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.write('retry: 1000\n\n');
-    const first = Math.max(1, this.#next - this.#replay, since + 1);
-    for (let id = first; id < this.#next; id++) res.write(this.#recent[(id - 1) % this.#replay] as string);
-    this.#clients.add(res);
-    req.on('close', () => this.#clients.delete(res));
+    const c: Subscriber = { res, address: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`, next: Math.max(1, this.#next - this.#replay, since + 1) };
+    this.#clients.add(c);
+    res.on('drain', () => this.#pump(c));
+    req.on('close', () => this.#clients.delete(c));
+    this.#pump(c);
   }
 
   [Symbol.dispose](): void {
     this.#off();
     clearInterval(this.#heartbeat);
-    for (const res of this.#clients) res.end();
+    for (const c of this.#clients) c.res.end();
     this.#clients.clear();
   }
 }
 
 type ItemResult = { readonly index: number } & ({ readonly ok: true; readonly result: DeliveryResult } | { readonly ok: false; readonly pointer: string; readonly error: string });
 
+const OPEN_ROUTES = new Set(['/health']);
+
 export class RunServer implements AsyncDisposable {
   readonly #server: Server;
   readonly #stream: EventStream | undefined;
   readonly port: number;
+  readonly host: string;
+  /** The bearer token every route but /health needs. */
+  readonly token: string;
 
-  private constructor(server: Server, port: number, stream: EventStream | undefined) {
+  private constructor(server: Server, host: string, port: number, token: string, stream: EventStream | undefined) {
     this.#server = server;
+    this.host = host;
     this.port = port;
+    this.token = token;
     this.#stream = stream;
   }
 
+  /** The base URL clients use (`http://127.0.0.1:<port>`; a wildcard bind is reached on loopback from here). */
+  get url(): string {
+    const host = isWildcard(this.host) ? '127.0.0.1' : this.host.includes(':') ? `[${this.host}]` : this.host;
+    return `http://${host}:${this.port}`;
+  }
+
   static async start(options: RunServerOptions): Promise<RunServer> {
-    const stream = options.events ? new EventStream(options.events, options.replay ?? REPLAY) : undefined;
-    const server = createServer((req, res) => void handle(req, res, options, stream).catch((err: unknown) => send(res, 500, { error: String(err) })));
+    const host = options.host ?? '127.0.0.1';
+    if (!isLoopback(host) && (options.token === undefined || options.token === '')) {
+      throw new AgentError('BAD_USAGE', `serving on ${host} needs a token: the server would answer anyone who can reach this machine`, { hint: 'Pass --token <secret> (or set AGENT_TOKEN), and give it to the clients that post rewards; or keep the default host 127.0.0.1.' });
+    }
+    const token = options.token ?? newToken();
+    const stream = options.events ? new EventStream(options.events, options.replay ?? REPLAY, options.maxSubscribers ?? MAX_SUBSCRIBERS, options.onClientDropped ?? (() => undefined)) : undefined;
+    const guard = { host, token, open: OPEN_ROUTES, tokenHint: 'the token agent run printed, also in <run>/server.json' };
+    const server = createServer((req, res) =>
+      void handle(req, res, options, stream, guard).catch((err: unknown) => send(res, 500, { error: describeError(err) })),
+    );
     server.keepAliveTimeout = 1_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
         reject(
-          new AgentError('BAD_USAGE', `cannot listen on 127.0.0.1:${options.port}: ${err.code ?? err.message}`, {
-            hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : 'Pick a port between 1024 and 65535, or 0 for any free one.',
+          new AgentError('BAD_USAGE', `cannot listen on ${host}:${options.port}: ${err.code ?? err.message}`, {
+            hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine.` : 'Pick a port between 1024 and 65535, or 0 for any free one.',
           }),
         ),
       );
-      server.listen(options.port, '127.0.0.1', () => resolve());
+      server.listen(options.port, host, () => resolve());
     });
-    return new RunServer(server, (server.address() as AddressInfo).port, stream);
+    return new RunServer(server, host, (server.address() as AddressInfo).port, token, stream);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -133,19 +199,27 @@ export class RunServer implements AsyncDisposable {
   }
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, options: RunServerOptions, stream: EventStream | undefined): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, options: RunServerOptions, stream: EventStream | undefined, guard: GuardOptions): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  const refused = guardRequest(req, url.pathname, guard);
+  if (refused) return send(res, refused.status, { error: refused.error });
   if (req.method === 'GET' && url.pathname === '/health') {
     const size = options.rewards.ledger.size;
     return send(res, 200, { run_id: options.runId, steps: size.steps, pending_rewards: size.pending });
   }
   if (req.method === 'GET' && url.pathname === '/events' && stream) {
+    if (stream.full) return send(res, 503, { error: 'too many clients on /events: close one, or try again later' });
     const since = Number(req.headers['last-event-id'] ?? url.searchParams.get('since') ?? 0);
     return stream.attach(req, res, Number.isInteger(since) && since > 0 ? since : 0);
   }
   if (req.method === 'GET' && url.pathname === '/progress' && options.progress) return send(res, 200, options.progress() as object);
   if (req.method === 'GET' && url.pathname.startsWith('/states/') && options.initialState) {
-    const id = decodeURIComponent(url.pathname.slice('/states/'.length));
+    let id: string;
+    try {
+      id = decodeURIComponent(url.pathname.slice('/states/'.length));
+    } catch {
+      return send(res, 400, { error: `'${url.pathname}' has a malformed percent-escape: ask for /states/initial-<n>` });
+    }
     const state = options.initialState(id);
     return state === undefined ? send(res, 404, { error: `no initial state '${id}'` }) : send(res, 200, state);
   }
@@ -155,14 +229,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
   if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });
   let items: unknown[];
   try {
-    const trimmed = body.trim();
-    items = trimmed.startsWith('[') ? (JSON.parse(trimmed) as unknown[]) : trimmed.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as unknown);
+    items = parseDeliveries(body);
   } catch (err) {
-    return send(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+    return send(res, 400, { error: `body is not JSON or JSON lines: ${(err as Error).message}` });
   }
   const results: ItemResult[] = items.map((item, index) => {
     try {
-      if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new ValidationError('REWARD_INVALID', 'reward not delivered', [{ pointer: '', message: 'must be an object' }], 'Send {trace_id, source, value}.');
       return { index, ok: true, result: options.rewards.submit(item as never) };
     } catch (err) {
       if (!isAgentError(err)) throw err;
@@ -178,6 +250,28 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
     }
   }
   send(res, results.every((r) => r.ok) ? 200 : 400, { results });
+}
+
+/** A body is one JSON value (an object or an array of them, pretty-printed or not) or JSON lines. */
+function parseDeliveries(body: string): unknown[] {
+  const trimmed = body.trim();
+  try {
+    const whole = JSON.parse(trimmed) as unknown;
+    return Array.isArray(whole) ? whole : [whole];
+  } catch (err) {
+    // Not one value: JSON lines, or the whole body's own syntax error when it is one line.
+    if (!trimmed.includes('\n')) throw err;
+  }
+  return trimmed
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as unknown;
+      } catch (err) {
+        throw new Error(`line ${i + 1}: ${(err as Error).message}`);
+      }
+    });
 }
 
 function readBody(req: IncomingMessage): Promise<string | undefined> {

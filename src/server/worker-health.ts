@@ -1,16 +1,24 @@
 /**
  * A worker's health endpoint for an orchestrator: `GET /ready` answers 200 while the worker is
  * connected and taking episodes, 503 while it drains or Redis is away (take it out of rotation,
- * do not kill it); `GET /live` answers 200 while the process serves at all.
+ * do not kill it); `GET /live` answers 200 while the process serves at all. Cross-origin browser
+ * requests are refused, and a Host other than loopback when bound to loopback.
  */
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { UsageError } from '../shared/errors.js';
+import { guardRequest } from './http-guard.js';
 
 export async function serveWorkerHealth(port: number, status: () => { readonly ready: boolean; readonly running: number }, host = '0.0.0.0'): Promise<{ readonly port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // Probes carry no token; a browser on a page elsewhere is still kept out (see http-guard).
+    const refused = guardRequest(req, path, { host });
+    if (refused) {
+      res.writeHead(refused.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: refused.error }));
+      return;
+    }
     const s = status();
-    const path = (req.url ?? '/').split('?')[0];
     const ok = path === '/live' || (path === '/ready' && s.ready);
     const known = path === '/live' || path === '/ready';
     res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'application/json' });

@@ -40,6 +40,12 @@ export type ErrorCode =
   | 'LEASE_LOST'
   /** An episode whose worker died every time it ran it: not retried further. */
   | 'WORKER_LOST'
+  /** A worker's env is not the one the run was started with (another fingerprint): it refuses the episode. */
+  | 'ENV_MISMATCH'
+  /** Another process holds the run folder's lock (`<run>/.lock`). */
+  | 'FOLDER_LOCKED'
+  /** A record of a run folder that does not hold what its schema says (a hand-edited or damaged file). */
+  | 'RECORD_INVALID'
   | 'POLICY_FAILED'
   | 'INTERRUPTED'
   | 'INTERNAL';

@@ -34,7 +34,7 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
     switch (e.type) {
       case 'run_started':
         out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
-        if (e.port !== undefined) out.write(`rewards: POST http://127.0.0.1:${e.port}/rewards\n`);
+        if (e.url !== undefined) out.write(`rewards: POST ${e.url}/rewards (the token is in ${e.dir}/server.json)\n`);
         break;
       case 'workers':
         if (e.workers.length > 0) out.write(`workers: ${e.workers.length} alive (${e.workers.map((w) => `${w.id} ${w.running}/${w.concurrency}`).join(', ')})\n`);
@@ -84,6 +84,8 @@ export function warningOf(e: RunEvent): string | undefined {
       return `the state store ${e.store} is back after ${formatDuration(e.downMs)}: the run goes on`;
     case 'workers':
       return e.workers.length === 0 ? noWorkers(e.queue) : undefined;
+    case 'notice':
+      return e.message;
     case 'run_resumed':
       return e.lostSteps > 0 ? `${e.lostSteps} step(s) in the run folder were no longer in Redis (lost by a Redis restart); they are kept in trajectories.lost.jsonl and their episodes continue from what Redis kept` : undefined;
     case 'calls_abandoned':
