@@ -13,6 +13,9 @@ for (const stream of [process.stdout, process.stderr]) {
     if (err.code === 'EPIPE' && stream.listenerCount('error') === 1) process.exit(process.exitCode ?? 0);
   });
 }
+// NO_COLOR (https://no-color.org), any non-empty value: no colour from any command. chalk (under
+// ink's views too) reads FORCE_COLOR once, when it loads, which is after this line.
+if (process.env['NO_COLOR']) process.env['FORCE_COLOR'] = '0';
 const sub = process.env['AGENT_SUBCOMMAND'];
 delete process.env['AGENT_SUBCOMMAND'];
 process.exitCode = await main(sub ? [sub, ...process.argv.slice(2)] : process.argv.slice(2));

@@ -119,6 +119,12 @@ export default function sabotaged(obs) {
     expect(bad.stderr).toMatch(/test\.jsonl:2.*\/instruction: must be a string/s);
     expect(bad.stderr).toMatch(/\/actions\/0: must be \{name: string, params: object\}/);
     expect(bad.stderr).toMatch(/\/id: duplicate task id 'a'/);
+    // Latin-1 bytes in an instruction: named by file and line, not read as U+FFFD.
+    const good = `${JSON.stringify({ id: 'a', instruction: 'x', actions: [] })}\n`;
+    await writeFile(path.join(suite, 'tasks', 'test.jsonl'), Buffer.concat([Buffer.from(good), Buffer.from('{"id":"b","instruction":"caf'), Buffer.from([0xe9]), Buffer.from('","actions":[]}\n')]));
+    const latin1 = await runAgent(['benchmark', suite]);
+    expect(latin1.code).toBe(2);
+    expect(latin1.stderr).toMatch(/error: .*test\.jsonl:2 is not valid UTF-8/);
     const split = await runAgent(['benchmark', RETAIL, '--split', 'dev']);
     expect(split.code).toBe(2);
     expect(split.stderr).toMatch(/has no split 'dev'/);

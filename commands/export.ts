@@ -12,6 +12,7 @@ interface Flags {
   rewards: 'final' | 'arrived';
   gamma: number;
   state: boolean;
+  lenient?: boolean;
 }
 
 /** Resolves when the stream can take more, or is gone (an error, a close): never rejects. */
@@ -48,10 +49,17 @@ export function registerExport(program: Command, io: Io): void {
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--no-state', 'leave the state out of each observation (keep its seq)')
+    .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
     .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived')
     .action(async (dir: string, flags: Flags) => {
       const { exportRun, writeParquet } = await core();
-      const records = await exportRun(dir, { rewards: flags.rewards, gamma: flags.gamma, state: flags.state });
+      const records = await exportRun(dir, {
+        rewards: flags.rewards,
+        gamma: flags.gamma,
+        state: flags.state,
+        lenient: flags.lenient === true,
+        onSkipped: (s) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),
+      });
       if (flags.format === 'parquet') {
         const file = flags.out ?? `${dir.replace(/\/$/, '')}/export.parquet`;
         await writeParquet(file, records);

@@ -84,12 +84,14 @@ function fromFlags(f: RewardFlags): Record<string, unknown> {
 }
 
 async function fromFile(file: string): Promise<{ line: number; delivery: unknown }[]> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (err) {
     throw new InvalidArgumentError(`cannot read --file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
   }
+  const { decodeUtf8 } = await core();
+  const text = decodeUtf8(bytes, file, 'BAD_USAGE');
   const out: { line: number; delivery: unknown }[] = [];
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return;

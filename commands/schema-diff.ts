@@ -14,8 +14,11 @@ const RENDERERS: Record<Format, (report: DiffReport, lib: Lib, tty: boolean) => 
   github: (report, lib) => lib.renderGithub(report),
   sarif: (report, lib) => lib.renderSarif(report, lib.RULE_SUMMARIES),
   text: async (report, lib, tty) => {
-    if (!tty) return lib.renderText(report);
-    const { default: chalk } = await import('chalk');
+    // NO_COLOR (https://no-color.org): any non-empty value turns colour off.
+    if (!tty || process.env['NO_COLOR']) return lib.renderText(report);
+    const { Chalk, default: detected } = await import('chalk');
+    // On a terminal, colour even where chalk's own sniffing of this process's stdout says none (io may not be process.stdout).
+    const chalk = new Chalk({ level: Math.max(1, detected.level) as 1 | 2 | 3 });
     return lib.renderText(report, (s, text) => (s === 'breaking' ? chalk.red.bold(text) : s === 'warning' ? chalk.yellow(text) : chalk.dim(text)));
   },
 };

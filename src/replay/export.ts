@@ -11,7 +11,7 @@ import type { ErrorInfo, RewardEntry } from '../env/events.js';
 import type { RewardBasis } from '../reward/ledger.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { applyPatch, type Patch } from '../state/patch.js';
-import { forEachLine, openRunRewards, type RunRewards } from './run-rewards.js';
+import { forEachLine, openRunRewards, RecordReading, type RunRewards } from './run-rewards.js';
 import { RUN_FILES, type StateRecord, type TrajectoryRecord } from './run-writer.js';
 
 /** One line of an export (schemas/export-record.schema.json). */
@@ -48,15 +48,20 @@ export interface ExportOptions {
   /** Discount of returns-to-go (default 1). */
   readonly gamma?: number;
   readonly now?: number;
+  /** Skip bad records (not JSON, breaking their schema, a step twice) instead of refusing the folder; `onSkipped` hears how many. */
+  readonly lenient?: boolean;
+  readonly onSkipped?: (skipped: RunRewards['skipped']) => void;
 }
 
 /** Every step of a run folder as an export record, episode by episode, steps in order. */
 export async function exportRun(dir: string, options: ExportOptions = {}): Promise<ExportRecord[]> {
-  const run = await openRunRewards(dir, options.now !== undefined ? { now: options.now } : {});
+  const run = await openRunRewards(dir, { ...(options.now !== undefined ? { now: options.now } : {}), lenient: options.lenient === true });
   const basis = options.rewards ?? 'final';
   const gamma = options.gamma ?? 1;
   const wantState = options.state !== false;
-  const states = wantState ? await statesBySeq(dir, run) : undefined;
+  const reading = new RecordReading(options.lenient);
+  const states = wantState ? await statesBySeq(dir, run, reading) : undefined;
+  if (run.skipped.records + reading.skipped > 0) options.onSkipped?.({ records: run.skipped.records + reading.skipped, ...((run.skipped.first ?? reading.first) !== undefined ? { first: run.skipped.first ?? reading.first } : {}) });
   const byEpisode = new Map<number, TrajectoryRecord[]>();
   for (const t of run.steps) {
     const list = byEpisode.get(t.episode);
@@ -113,9 +118,9 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
  * its committed patches applied in order. States share structure, so holding one per seq costs
  * only what each patch changed.
  */
-async function statesBySeq(dir: string, run: RunRewards): Promise<Map<string, Map<number, JsonValue>>> {
+async function statesBySeq(dir: string, run: RunRewards, reading: RecordReading): Promise<Map<string, Map<number, JsonValue>>> {
   const initial = new Map<string, JsonValue>();
-  await forEachLine(path.join(dir, RUN_FILES.states), (r) => initial.set((r as unknown as StateRecord).state_id, (r as unknown as StateRecord).state));
+  await forEachLine(path.join(dir, RUN_FILES.states), (r) => initial.set((r as unknown as StateRecord).state_id, (r as unknown as StateRecord).state), { schema: 'state-record', reading });
   const wanted = new Map<string, Set<number>>();
   for (const t of run.steps) {
     const set = wanted.get(t.instance_id);
@@ -144,7 +149,7 @@ async function statesBySeq(dir: string, run: RunRewards): Promise<Map<string, Ma
       cur.seq = e['seq'] as number;
       keep(instance, cur.seq, cur.state);
     }
-  });
+  }, { reading });
   return out;
 }
 

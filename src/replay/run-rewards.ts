@@ -12,7 +12,9 @@ import type { RewardLedger as Ledger } from '../reward/ledger.js';
 import { RewardLedger, type DeliveryResult, type RewardDelivery, type RewardEvent } from '../reward/ledger.js';
 import type { JsonSchema } from '../schema/ajv.js';
 import type { RewardAggregation, RewardFallback, RewardSourceDefinition } from '../schema/definition.js';
-import { AgentError, isAgentError, ValidationError } from '../shared/errors.js';
+import { compileSchema, validate, validateWith } from '../schema/ajv.js';
+import { metaSchema, type MetaSchemaName } from '../schema/meta-schemas.js';
+import { AgentError, isAgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { processAlive } from '../shared/process.js';
 import { appendRewardRecords, rewardEvent, rewardRecord, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES, type EpisodeRecord, type TrajectoryRecord } from './run-writer.js';
@@ -45,10 +47,39 @@ export interface RunManifest {
   >;
 }
 
-/** Read a JSON-lines file record by record, without holding it whole (a run folder may be gigabytes). */
-export async function forEachLine(file: string, onRecord: (record: Record<string, unknown>, line: number) => void): Promise<void> {
+/**
+ * How a folder's records are read: strictly (a bad record is a `RECORD_INVALID` naming file and
+ * line), or leniently (bad records are skipped and counted here, the first one described).
+ */
+export class RecordReading {
+  readonly lenient: boolean;
+  skipped = 0;
+  first: string | undefined;
+
+  constructor(lenient = false) {
+    this.lenient = lenient;
+  }
+
+  /** A bad record at `where` (`file:line`): thrown, or counted when lenient. */
+  bad(where: string, message: string): void {
+    if (!this.lenient) throw new AgentError('RECORD_INVALID', `${where}: ${message}`, { hint: 'The run folder was edited or damaged: fix or remove that line (or restore the file), or pass --lenient to skip bad records, counted.' });
+    this.skipped++;
+    this.first ??= `${where}: ${message}`;
+  }
+}
+
+/**
+ * Read a JSON-lines file record by record, without holding it whole (a run folder may be
+ * gigabytes). With `schema`, each record is checked against that meta-schema first; a line that
+ * is not JSON (a run killed mid-write tears its last line) or breaks the schema goes to `reading`.
+ */
+export async function forEachLine(file: string, onRecord: (record: Record<string, unknown>, line: number) => void, options: { readonly schema?: MetaSchemaName; readonly reading?: RecordReading } = {}): Promise<void> {
   if (!existsSync(file)) return;
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  const reading = options.reading ?? new RecordReading();
+  // compileSchema keeps one validator per schema object, and metaSchema one object per name.
+  const check = options.schema ? compileSchema(metaSchema(options.schema)) : undefined;
+  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
+  const name = path.basename(file);
   let n = 0;
   for await (const line of lines) {
     n++;
@@ -57,8 +88,16 @@ export async function forEachLine(file: string, onRecord: (record: Record<string
     try {
       record = JSON.parse(line);
     } catch (err) {
-      // A run killed mid-write leaves a torn last line; anything else is corruption worth naming.
-      throw new AgentError('STATE_CORRUPT', `${path.basename(file)}:${n} is not JSON: ${(err as Error).message}`, { hint: 'A run killed mid-write can tear its last line; remove that line, or restore the file.' });
+      reading.bad(`${name}:${n}`, `not JSON (${(err as Error).message})`);
+      continue;
+    }
+    if (check) {
+      const issues = validateWith(check, record);
+      if (issues.length > 0) {
+        const issue = issues[0] as Issue;
+        reading.bad(`${name}:${n}`, `${issue.pointer || '/'} ${issue.message}`);
+        continue;
+      }
     }
     onRecord(record as Record<string, unknown>, n);
   }
@@ -74,7 +113,15 @@ export async function readManifest(dir: string): Promise<RunManifest> {
       hint: 'Pass a folder written by `agent run` (runs/<run-id>), from a version that writes run.json.',
     });
   }
-  return JSON.parse(text) as RunManifest;
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(text);
+  } catch (err) {
+    throw new AgentError('RECORD_INVALID', `${file} is not JSON: ${(err as Error).message}`, { hint: 'run.json was edited or damaged: restore it (agent run writes it at start).' });
+  }
+  const issue = validate(metaSchema('run-manifest'), manifest)[0];
+  if (issue) throw new AgentError('RECORD_INVALID', `${file}: ${issue.pointer || '/'} ${issue.message}`, { hint: 'run.json was edited or damaged: restore it (agent run writes it at start).' });
+  return manifest as RunManifest;
 }
 
 /** The reward source contracts recorded in run.json, as definitions the ledger takes. */
@@ -108,23 +155,51 @@ export interface RunRewards {
   commit(): Promise<number>;
   /** True when the run's process is still alive and has not finished: it owns the folder. */
   readonly live: boolean;
+  /** Bad records skipped (read leniently): how many, and the first. */
+  readonly skipped: { readonly records: number; readonly first?: string };
 }
 
-export async function openRunRewards(dir: string, options: { readonly now?: number } = {}): Promise<RunRewards> {
+export interface OpenRunOptions {
+  readonly now?: number;
+  /** Skip records that are not JSON, break their schema, or repeat a step, counting them (default: refuse, naming file and line). */
+  readonly lenient?: boolean;
+}
+
+export async function openRunRewards(dir: string, options: OpenRunOptions = {}): Promise<RunRewards> {
   const manifest = await readManifest(dir);
+  const reading = new RecordReading(options.lenient);
   const unwritten: RewardLogRecord[] = [];
   let clockNow = options.now ?? Date.now();
   const ledger = new RewardLedger(sourcesOf(manifest), { now: () => clockNow, emit: (e: RewardEvent) => unwritten.push(rewardRecord(e)) });
   const weights = new Map(Object.entries(manifest.reward_sources).map(([n, r]) => [n, r]));
   const steps: TrajectoryRecord[] = [];
-  await forEachLine(path.join(dir, RUN_FILES.trajectories), (r) => {
-    const t = r as unknown as TrajectoryRecord;
-    steps.push(t);
-    openTrajectoryStep(ledger, t, weights);
-  });
-  await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => ledger.replay(rewardEvent(r as unknown as RewardLogRecord)));
+  /** Per episode, the line of each step: a step twice, or one missing, is a damaged file. */
+  const lines = new Map<number, Map<number, number>>();
+  await forEachLine(
+    path.join(dir, RUN_FILES.trajectories),
+    (r, line) => {
+      const t = r as unknown as TrajectoryRecord;
+      let seen = lines.get(t.episode);
+      if (!seen) lines.set(t.episode, (seen = new Map()));
+      const first = seen.get(t.step);
+      if (first !== undefined) return reading.bad(`${RUN_FILES.trajectories}:${line}`, `episode ${t.episode} step ${t.step} again (first at line ${first})`);
+      seen.set(t.step, line);
+      steps.push(t);
+      openTrajectoryStep(ledger, t, weights);
+    },
+    { schema: 'trajectory-record', reading },
+  );
+  for (const [episode, seen] of lines) {
+    for (let step = 1; step <= seen.size; step++) {
+      if (seen.has(step)) continue;
+      const after = [...seen.keys()].filter((s) => s > step).sort((a, b) => a - b)[0] as number;
+      reading.bad(`${RUN_FILES.trajectories}:${seen.get(after) ?? 0}`, `episode ${episode} has step ${after} but no step ${step} (a line was removed)`);
+      break;
+    }
+  }
+  await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => ledger.replay(rewardEvent(r as unknown as RewardLogRecord)), { schema: 'reward-log-record', reading });
   const episodes = new Map<number, EpisodeRecord>();
-  await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord));
+  await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord), { schema: 'episode-record', reading });
   // Deadlines that passed while no process was watching apply now, as they would have live.
   ledger.expire(clockNow);
   const live = !existsSync(path.join(dir, RUN_FILES.summary)) && processAlive(manifest.pid);
@@ -136,6 +211,7 @@ export async function openRunRewards(dir: string, options: { readonly now?: numb
     episodes,
     unwritten,
     live,
+    skipped: { records: reading.skipped, ...(reading.first !== undefined ? { first: reading.first } : {}) },
     async commit() {
       const n = unwritten.length;
       await appendRewardRecords(path.join(dir, RUN_FILES.rewards), unwritten.splice(0));

@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { decodeUtf8, readUtf8 } from '../../shared/utf8.js';
 import path from 'node:path';
 import { AgentError, ValidationError, type Issue } from '../../shared/errors.js';
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
@@ -48,11 +49,11 @@ interface SuiteManifest {
 export async function loadSuite(dir: string, split: string, base: JsonValue, options: { readonly only?: readonly string[] } = {}): Promise<Suite> {
   const root = path.resolve(dir);
   const manifestFile = path.join(root, 'suite.json');
-  const manifest: SuiteManifest = existsSync(manifestFile) ? (JSON.parse(await readFile(manifestFile, 'utf8')) as SuiteManifest) : {};
+  const manifest: SuiteManifest = existsSync(manifestFile) ? (JSON.parse(await readUtf8(manifestFile, path.relative(process.cwd(), manifestFile))) as SuiteManifest) : {};
   const file = path.join(root, 'tasks', `${split}.jsonl`);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch {
     throw new AgentError('BAD_USAGE', `suite '${dir}' has no split '${split}' (no ${path.relative(process.cwd(), file)})`, { hint: 'A suite holds its tasks in tasks/<split>.jsonl; pass --split with one that exists.' });
   }
@@ -60,6 +61,7 @@ export async function loadSuite(dir: string, split: string, base: JsonValue, opt
   const tasks: BenchmarkTask[] = [];
   const seen = new Set<string>();
   const rel = path.relative(process.cwd(), file);
+  const text = decodeUtf8(bytes, rel);
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return;
     const at = `${rel}:${i + 1}`;

@@ -1,0 +1,76 @@
+/** `agent export` (and the readers under it) on a hand-edited or damaged run folder: refuse with file and line, or skip and count with --lenient. */
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAgent, scratch } from './testing.js';
+
+const tmp = scratch();
+let pristine: string;
+afterAll(() => tmp.cleanup());
+
+beforeAll(async () => {
+  const out = await tmp.dir('export-damaged-');
+  const r = await runAgent(['run', 'fixtures/weather', '--episodes', '2', '--max-steps', '4', '--seed', '1', '--out', out, '--tool-option', 'latency_scale=0.01']);
+  expect(r.code, r.stderr).toBe(0);
+  pristine = /run folder: (.*)/.exec(r.stdout)?.[1] as string;
+});
+
+/** A copy of the run folder with trajectories.jsonl's lines changed by `edit`. */
+async function damaged(edit: (lines: string[]) => string[], file = 'trajectories.jsonl'): Promise<string> {
+  const dir = path.join(await tmp.dir('damaged-'), 'run');
+  await cp(pristine, dir, { recursive: true });
+  const lines = (await readFile(path.join(dir, file), 'utf8')).split('\n').filter(Boolean);
+  await writeFile(path.join(dir, file), `${edit(lines).join('\n')}\n`);
+  return dir;
+}
+
+const edited = (lines: string[], i: number, f: (r: Record<string, unknown>) => void): string[] =>
+  lines.map((l, k) => {
+    if (k !== i) return l;
+    const r = JSON.parse(l) as Record<string, unknown>;
+    f(r);
+    return JSON.stringify(r);
+  });
+
+describe('agent export on a damaged folder', () => {
+  it('refuses, naming the file and line and what is wrong, and writes nothing', async () => {
+    const cases: [string, (lines: string[]) => string[], RegExp][] = [
+      ['a line twice', (l) => [...l.slice(0, 3), l[2] as string, ...l.slice(3)], /trajectories\.jsonl:4: episode \d step \d again \(first at line 3\)/],
+      ['a line removed', (l) => l.filter((line) => !/"episode":0,/.test(line) || !/"step":2,/.test(line)), /trajectories\.jsonl:\d+: episode 0 has step 3 but no step 2/],
+      ['a string reward', (l) => edited(l, 1, (r) => (r['reward'] = '0.5')), /trajectories\.jsonl:2: \/reward must be number/],
+      ['no rewards', (l) => edited(l, 0, (r) => delete r['rewards']), /trajectories\.jsonl:1: \/rewards is required but missing/],
+      ['a torn last line', (l) => [...l, '{"run_id":"x","epis'], /trajectories\.jsonl:\d+: not JSON/],
+    ];
+    for (const [what, edit, message] of cases) {
+      const dir = await damaged(edit);
+      const r = await runAgent(['export', dir]);
+      expect(r.code, what).toBe(2);
+      expect(r.stderr, what).toMatch(message);
+      expect(r.stderr, what).toContain('--lenient');
+      expect(r.stderr, what).not.toContain('internal error');
+      expect(r.stdout, what).toBe('');
+    }
+  });
+
+  it('with --lenient skips the bad records, counting them', async () => {
+    const dir = await damaged((l) => [...edited(l, 1, (r) => (r['reward'] = 'high')), l[0] as string]);
+    const r = await runAgent(['export', dir, '--lenient']);
+    expect(r.code, r.stderr).toBe(0);
+    // The bad reward, the repeated line, and the gap the skipped line leaves.
+    expect(r.stderr).toMatch(/warning: skipped 3 bad records \(first: trajectories\.jsonl:2: \/reward must be number\)/);
+    const all = (await readFile(path.join(pristine, 'trajectories.jsonl'), 'utf8')).split('\n').filter(Boolean).length;
+    expect(r.stdout.trim().split('\n')).toHaveLength(all - 1);
+  });
+
+  it('a corrupt run.json is a typed error naming the file', async () => {
+    const dir = await damaged((l) => l);
+    await writeFile(path.join(dir, 'run.json'), '{"schema_version": 1, "run_id": ');
+    let r = await runAgent(['export', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/error: .*run\.json is not JSON/);
+    await writeFile(path.join(dir, 'run.json'), JSON.stringify({ schema_version: 1, run_id: 'x' }));
+    r = await runAgent(['rewards', 'sla', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/error: .*run\.json: \/env is required but missing/);
+  });
+});
