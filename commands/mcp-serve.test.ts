@@ -1,5 +1,6 @@
 /** `agent mcp-serve` driven by the MCP SDK's own client, as an IDE agent would. */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -49,5 +50,46 @@ describe('agent mcp-serve', () => {
       [0, 'get_weather', { city: '上海' }],
       [1, 'get_weather', { city: '北京' }],
     ]);
+  });
+
+  it('answers every request: an oversized message, params that are not an object; lists actions at once; a cancelled queued call never runs', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'mcp-raw-'));
+    dirs.push(out);
+    const child = spawn(process.execPath, ['bin/agent.js', 'mcp-serve', 'fixtures/weather', '--out', out, '--tool-option', 'latency_scale=0.01'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const replies = new Map<unknown, Record<string, unknown>>();
+    let buffered = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c: string) => {
+      buffered += c;
+      for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+        const m = JSON.parse(buffered.slice(0, nl)) as Record<string, unknown>;
+        buffered = buffered.slice(nl + 1);
+        if ('id' in m) replies.set(m['id'], m);
+      }
+    });
+    const send = (...messages: unknown[]): boolean => child.stdin.write(messages.map((m) => `${typeof m === 'string' ? m : JSON.stringify(m)}\n`).join(''));
+    const reply = (id: unknown): Promise<Record<string, unknown>> => vi.waitFor(() => replies.get(id) ?? Promise.reject(new Error(`no reply to ${String(id)} yet`)), { timeout: 10_000, interval: 10 });
+    try {
+      // tools/list sent with initialize, before the run has started: it waits for the first state's actions.
+      send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }, { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      expect(((await reply(2))['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(['get_weather', 'reset']);
+      send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'get_weather' });
+      expect(await reply(3)).toMatchObject({ error: { code: -32602 } });
+      send('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"' + 'x'.repeat(5 * 1024 * 1024) + '"}}}');
+      expect(await reply(4)).toMatchObject({ error: { code: -32600, message: expect.stringContaining('over 4194304 bytes') } });
+      send('{not json');
+      expect(await reply(null)).toMatchObject({ error: { code: -32700 } });
+      // Two calls and the cancellation of the second in one write: the second is still queued when it is cancelled.
+      send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Oslo' } } }, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Lima' } } }, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 6, reason: 'changed my mind' } });
+      expect(await reply(5)).toMatchObject({ result: { structuredContent: { step: 1 } } });
+      send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Kyiv' } } });
+      expect(await reply(7)).toMatchObject({ result: { structuredContent: { step: 2 } } });
+    } finally {
+      child.stdin.end();
+    }
+    await new Promise((resolve) => child.once('exit', resolve));
+    const [runId] = await readdir(out);
+    const steps = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => (JSON.parse(l) as { params: { city: string } }).params.city);
+    expect(steps).toEqual(['Oslo', 'Kyiv']);
   });
 });

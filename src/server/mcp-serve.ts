@@ -15,6 +15,8 @@ import type { AvailableAction } from '../env/agent-instance.js';
 import type { Observation, Policy } from '../run/policy.js';
 import { Run, type RunSummary } from '../run/run.js';
 import { RESET_TOOL, STATE_URI, type McpServeOptions } from './mcp-serve-options.js';
+import { LineTransport } from './mcp-stdio.js';
+import { raceAbort } from '../shared/abort.js';
 import { validate } from '../schema/ajv.js';
 import { formatIssues } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
@@ -39,6 +41,9 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
   let inFlight: Pending | undefined;
   /** A reset waiting for the next episode's first observation. */
   let resetting: Pending | undefined;
+  /** Resolves with the first observation: a client that lists tools right after initializing must see the actions, not only reset. */
+  let firstSeen: () => void = () => undefined;
+  const first = new Promise<void>((resolve) => (firstSeen = resolve));
 
   // The MCP SDK is loaded when an env is served, not with the core.
   const [{ Server }, { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema }] = await Promise.all([import('@modelcontextprotocol/sdk/server/index.js'), import('@modelcontextprotocol/sdk/types.js')]);
@@ -52,6 +57,7 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
   const policy: Policy = async (obs, ctx) => {
     const before = latest === undefined ? undefined : names();
     latest = obs;
+    firstSeen();
     // Only a change is announced: the first list is what the client asks for after initializing.
     if (before !== undefined && names() !== before) await server.sendToolListChanged().catch(() => undefined);
     if (resetting) {
@@ -102,11 +108,27 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
     call.answer(e.status === 'failed' ? { content: text(`${e.error?.code ?? 'FAILED'}: ${e.error?.message ?? 'the step failed'}`), structuredContent: result, isError: true } : { content: text(e.observation ?? null), structuredContent: result });
   });
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolsOf(latest?.actions ?? []) }));
-  server.setRequestHandler(CallToolRequestSchema, (req) => {
+  server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
+    if (latest === undefined) await raceAbort(first, AbortSignal.any([stop.signal, extra.signal])).catch(() => undefined);
+    return { tools: toolsOf(latest?.actions ?? []) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
     if (stop.signal.aborted) return refuse('the environment is shutting down');
+    if (extra.signal.aborted) return refuse('cancelled by the client before it ran');
     return new Promise<CallToolResult>((answer) => {
-      queue.push({ name: req.params.name, args: (req.params.arguments ?? {}) as JsonObject, answer });
+      const call: Pending = { name: req.params.name, args: (req.params.arguments ?? {}) as JsonObject, answer };
+      queue.push(call);
+      // notifications/cancelled: a call still queued never runs (one already dispatched runs to its end: its step is recorded).
+      extra.signal.addEventListener(
+        'abort',
+        () => {
+          const at = queue.indexOf(call);
+          if (at === -1) return;
+          queue.splice(at, 1);
+          answer(refuse('cancelled by the client before it ran'));
+        },
+        { once: true },
+      );
       wake?.();
     });
   });
@@ -138,8 +160,9 @@ export async function serveEnvOverStdio(options: McpServeOptions, signal?: Abort
   process.stdin.once('end', onEnd);
   process.stdin.once('close', onEnd);
   try {
-    const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
-    return await serveEnvOverMcp(new StdioServerTransport(), options, signal ? AbortSignal.any([signal, ended.signal]) : ended.signal);
+    const { JSONRPCMessageSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const transport = new LineTransport((value) => JSONRPCMessageSchema.safeParse(value));
+    return await serveEnvOverMcp(transport, options, signal ? AbortSignal.any([signal, ended.signal]) : ended.signal);
   } finally {
     process.stdin.off('end', onEnd);
     process.stdin.off('close', onEnd);
