@@ -4,6 +4,7 @@
  * (scripts/crash-test.ts runs the same with 25 kills), and a resume says what is wrong when it
  * cannot continue.
  */
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { crashRun, idempotentWeather } from '../scripts/crash-harness.js';
 import { sharedRedisAvailable, TEST_REDIS_URL } from '../src/state/redis-testing.js';
@@ -58,6 +59,30 @@ describe.runIf(available)('agent run --resume', () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^resumed: \d+ episodes finished before/m);
     expect(await readRunSummary(out)).toMatchObject({ status: 'completed', episodes: { finished: 6 } });
+  });
+
+  it('refuses to continue a history with a hole: STATE_CORRUPT naming the key and the missing seq, not a bug report', async () => {
+    const out = await tmp.dir('hole-');
+    const first = await interruptAfterFirstEpisode(['fixtures/weather', '--episodes', '6', '--concurrency', '3', '--max-steps', '10', '--tool-option', 'latency_scale=0.2', '--store', TEST_REDIS_URL, '--out', out]);
+    expect(first.exitCode).toBe(130);
+    const runId = ((await readRunSummary(out)) as unknown as { run_id: string }).run_id;
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      // An episode still running at the interrupt, with two deltas or more: remove its first.
+      const keys = await redis.keys(`agent:${runId}:{ep-*}:deltas`);
+      const lengths = await Promise.all(keys.map((k) => redis.xlen(k)));
+      const key = keys.find((_, i) => (lengths[i] ?? 0) >= 2) as string;
+      expect(key).toBeDefined();
+      await redis.xdel(key, '1-1');
+      const resumed = await runAgent(['run', '--resume', runId, '--store', TEST_REDIS_URL]);
+      expect(resumed.code).toBe(1);
+      expect(resumed.stderr).toContain(`error: Redis key '${key}' has no delta for seq 1`);
+      expect(resumed.stderr).not.toMatch(/internal error|This is a bug/);
+    } finally {
+      const left = await redis.keys(`agent:${runId}:*`);
+      if (left.length > 0) await redis.del(...left);
+      redis.disconnect();
+    }
   });
 
   it('says what is wrong when it cannot resume', async () => {

@@ -15,7 +15,7 @@ import { raceAbort } from '../shared/abort.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { RunEvent, SettledStepEvent } from './run-events.js';
-import { parseJson as parse, type EpisodeFinishedEvent, type InflightCall, type JournalEpisode, type JournalRun } from './run-journal.js';
+import { parseEpisode, parseInflight, parseJson as parse, parseRun, parseStep, type EpisodeFinishedEvent, type InflightCall, type JournalEpisode, type JournalRun } from './run-journal.js';
 import { distributedKeys, type DistributedKeys } from './distributed-keys.js';
 
 /** What a worker needs to continue an episode: its journal entry, the call in flight, its committed steps. */
@@ -119,7 +119,7 @@ export class FencedJournal {
   /** The run as its coordinator recorded it, or undefined when Redis has no such run (it completed, or never was). */
   async run(signal?: AbortSignal): Promise<JournalRun | undefined> {
     const json = await raceAbort(this.#redis.hget(this.#keys.meta, 'run'), signal);
-    return json === null ? undefined : (parse(json, this.#keys.meta) as JournalRun);
+    return json === null ? undefined : parseRun(json, this.#keys.meta);
   }
 
   /** This worker holds `episode` under `token` (from its claim) until `release`. */
@@ -141,9 +141,9 @@ export class FencedJournal {
     const k = this.#keys;
     const [entry, inflight, steps] = await raceAbort(Promise.all([this.#redis.hget(k.episodes, String(episode)), this.#redis.hget(k.inflight, String(episode)), this.#redis.xrange(k.steps(episode), '-', '+')]), signal);
     return {
-      ...(entry !== null ? { entry: parse(entry, k.episodes) as JournalEpisode } : {}),
-      ...(inflight !== null ? { inflight: parse(inflight, k.inflight) as InflightCall } : {}),
-      steps: steps.map(([id, fields]) => parse(fields[1] ?? '', k.steps(episode), id) as SettledStepEvent),
+      ...(entry !== null ? { entry: parseEpisode(entry, k.episodes, String(episode)) } : {}),
+      ...(inflight !== null ? { inflight: parseInflight(inflight, k.inflight, String(episode)) } : {}),
+      steps: steps.map(([id, fields]) => parseStep(fields[1] ?? '', k.steps(episode), id)),
     };
   }
 

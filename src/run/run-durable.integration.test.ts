@@ -11,7 +11,7 @@ import { verify } from '../../scripts/crash-harness.js';
 import { canStartRedis, startOwnRedis, type OwnRedis } from '../state/redis-testing.js';
 import { Run } from './run.js';
 import type { RunEvent } from './run-events.js';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 
 const startable = await canStartRedis();
@@ -69,7 +69,7 @@ describe.runIf(startable)('durable runs when Redis restarts', () => {
     await redis.kill();
     const first = await child;
     expect(first.exitCode).toBe(1);
-    expect(String(first.stderr)).toMatch(/error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0 was unreachable for 300 ms; the run stopped and can be resumed: agent run --resume \S+ --store redis:\/\/127\.0\.0\.1:\d+\/0$/m);
+    expect(String(first.stderr)).toMatch(/error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0 was unreachable for 300 ms; the run stopped: it can be resumed: agent run --resume \S+ --store redis:\/\/127\.0\.0\.1:\d+\/0$/m);
     const runId = /^run (\S+):/m.exec(String(first.stdout))?.[1] as string;
     await redis.start();
     const resumed = await Run.prepare({ env: '', resume: runId, store: redis.url });
@@ -88,6 +88,9 @@ describe.runIf(startable)('durable runs when Redis restarts', () => {
     });
     expect(summary.status).toBe('interrupted');
     expect(summary.problem).toMatch(/Redis lost/);
-    expect(dir).toBeTruthy();
+    // The folder agrees with itself: every episode record counts the steps trajectories.jsonl has of it.
+    const lines = async (file: string): Promise<Record<string, number>[]> => (await readFile(path.join(dir, file), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, number>);
+    const steps = await lines('trajectories.jsonl');
+    for (const e of await lines('episodes.jsonl')) expect(e['steps'], `episode ${e['episode']}`).toBe(steps.filter((t) => t['episode'] === e['episode']).length);
   });
 });

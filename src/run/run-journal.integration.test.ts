@@ -74,6 +74,22 @@ describe.runIf(available)('RunJournal', () => {
     await j.step(step(0, 1));
     await redis.hset(`${PREFIX}run${n}:{${j.runId}}:episodes`, '0', '{not json');
     await expect(j.read()).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringContaining(`{${j.runId}}:episodes`) });
+    await redis.hdel(`${PREFIX}run${n}:{${j.runId}}:episodes`, '0');
+    // Valid JSON of another shape: named the same way, never a TypeError later.
+    for (const [key, field, value] of [
+      ['episodes', '0', '{"status":"finished"}'],
+      ['episodes', '0', '[1,2]'],
+      ['inflight', '0', '{"trace_id":7}'],
+      ['meta', 'run', '{"run_id":"x"}'],
+    ] as const) {
+      const before = await redis.hget(`${PREFIX}run${n}:{${j.runId}}:${key}`, field);
+      await redis.hset(`${PREFIX}run${n}:{${j.runId}}:${key}`, field, value);
+      await expect(j.read(), `${key} ${value}`).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringMatching(new RegExp(`\\{${j.runId}\\}:${key}' \\(.+\\) is malformed: an? `)) });
+      if (before === null) await redis.hdel(`${PREFIX}run${n}:{${j.runId}}:${key}`, field);
+      else await redis.hset(`${PREFIX}run${n}:{${j.runId}}:${key}`, field, before);
+    }
+    await redis.hset(`${PREFIX}run${n}:{${j.runId}}:episodes`, 'x', '{"status":"running","instance_id":"ep-0","initial_state_id":"initial-0","started_at":1}');
+    await expect(j.read()).rejects.toMatchObject({ message: expect.stringContaining("field 'x'") });
   });
 
   it('holds the run for one live process: a second is refused; a dead owner on this host is taken over at once', async () => {

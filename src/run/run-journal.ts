@@ -159,14 +159,14 @@ export class RunJournal implements Disposable {
   async read(signal?: AbortSignal): Promise<JournalContents | undefined> {
     const meta = await raceAbort(this.#redis.hgetall(this.#keys.meta), signal);
     if (meta['run'] === undefined) return undefined;
-    const run = parseJson(meta['run'], this.#keys.meta) as JournalRun;
+    const run = parseRun(meta['run'], this.#keys.meta);
     const [episodesRaw, inflightRaw] = await raceAbort(Promise.all([this.#redis.hgetall(this.#keys.episodes), this.#redis.hgetall(this.#keys.inflight)]), signal);
     const episodes = new Map<number, JournalEpisode>();
-    for (const [k, v] of Object.entries(episodesRaw)) episodes.set(Number(k), parseJson(v, this.#keys.episodes) as JournalEpisode);
+    for (const [k, v] of Object.entries(episodesRaw)) episodes.set(episodeField(k, this.#keys.episodes), parseEpisode(v, this.#keys.episodes, k));
     const inflight = new Map<number, InflightCall>();
-    for (const [k, v] of Object.entries(inflightRaw)) inflight.set(Number(k), parseJson(v, this.#keys.inflight) as InflightCall);
-    const steps = (await this.#readStream(this.#keys.steps, signal)) as SettledStepEvent[];
-    const rewards = (await this.#readStream(this.#keys.rewards, signal)) as RewardLogRecord[];
+    for (const [k, v] of Object.entries(inflightRaw)) inflight.set(episodeField(k, this.#keys.inflight), parseInflight(v, this.#keys.inflight, k));
+    const steps = await this.#readStream(this.#keys.steps, signal, parseStep);
+    const rewards = await this.#readStream(this.#keys.rewards, signal, parseRewardRecord);
     this.#issued = { steps: Number(meta['steps'] ?? 0), rewards: Number(meta['rewards'] ?? 0) };
     if (steps.length !== this.#issued.steps || rewards.length !== this.#issued.rewards) {
       throw new AgentError('STATE_CORRUPT', `Redis key '${this.#keys.steps}' holds ${steps.length} steps and ${rewards.length} reward records; the journal counted ${this.#issued.steps} and ${this.#issued.rewards}`, {
@@ -176,15 +176,15 @@ export class RunJournal implements Disposable {
     return { run, episodes, inflight, steps, rewards };
   }
 
-  async #readStream(key: string, signal?: AbortSignal): Promise<unknown[]> {
-    const out: unknown[] = [];
+  async #readStream<T>(key: string, signal: AbortSignal | undefined, parse: (text: string, key: string, where: string) => T): Promise<T[]> {
+    const out: T[] = [];
     let from = '-';
     for (;;) {
       const chunk = await raceAbort(this.#redis.xrange(key, from, '+', 'COUNT', READ_CHUNK), signal);
       for (const [id, fields] of chunk) {
         const at = fields.indexOf('d');
         if (at < 0 || fields[at + 1] === undefined) throw corrupt(key, id, 'an entry needs a d field');
-        out.push(parseJson(fields[at + 1] as string, key, id));
+        out.push(parse(fields[at + 1] as string, key, id));
       }
       if (chunk.length < READ_CHUNK) return out;
       from = `(${(chunk[chunk.length - 1] as [string, string[]])[0]}`;
@@ -283,6 +283,54 @@ export class RunJournal implements Disposable {
 
 function corrupt(key: string, where: string, what: string): AgentError {
   return new AgentError('STATE_CORRUPT', `Redis key '${key}' (${where}) is malformed: ${what}`, { hint: 'Something other than the toolkit wrote there. Restore it from a backup.' });
+}
+
+/**
+ * What the journal reads back is checked for the shape it wrote: valid JSON of another shape (a
+ * hand edit, another program's key) is STATE_CORRUPT naming the key, never a TypeError later.
+ */
+function shaped<T>(value: unknown, check: (v: Record<string, unknown>) => boolean, key: string, where: string, what: string): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !check(value as Record<string, unknown>)) throw corrupt(key, where, what);
+  return value as T;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isInt = (v: unknown): boolean => Number.isInteger(v);
+const isString = (v: unknown): boolean => typeof v === 'string';
+
+function isJournalRun(v: Record<string, unknown>): boolean {
+  const c = v['config'];
+  return isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['maxSteps']) && isInt(c['seed']) && isString(c['policy']);
+}
+
+function isJournalEpisode(v: Record<string, unknown>): boolean {
+  if (v['status'] === 'running') return isString(v['instance_id']) && isString(v['initial_state_id']) && typeof v['started_at'] === 'number';
+  const e = v['event'];
+  return v['status'] === 'finished' && isObject(e) && e['type'] === 'episode_finished' && isInt(e['episode']) && isInt(e['steps']) && typeof e['reward'] === 'number' && isString(e['reason']) && (v['record'] === undefined || isObject(v['record']));
+}
+
+function isInflightCall(v: Record<string, unknown>): boolean {
+  return isString(v['trace_id']) && isString(v['action']) && isObject(v['params']) && Array.isArray(v['available_actions']);
+}
+
+function isSettledStep(v: Record<string, unknown>): boolean {
+  return v['type'] === 'trace_settled' && isString(v['traceId']) && isString(v['instanceId']) && isInt(v['episode']) && isInt(v['step']) && isInt(v['seq']);
+}
+
+function isRewardRecord(v: Record<string, unknown>): boolean {
+  return isString(v['type']) && isString(v['trace_id']) && isInt(v['episode']) && isInt(v['step']) && isString(v['source']);
+}
+
+export const parseRun = (text: string, key: string): JournalRun => shaped(parseJson(text, key, 'run'), isJournalRun, key, 'run', 'a run needs run_id, env_dir, out and config');
+export const parseEpisode = (text: string, key: string, where: string): JournalEpisode => shaped(parseJson(text, key, where), isJournalEpisode, key, where, 'an episode needs status running (instance_id, initial_state_id) or finished (its episode_finished event)');
+export const parseInflight = (text: string, key: string, where: string): InflightCall => shaped(parseJson(text, key, where), isInflightCall, key, where, 'a call in flight needs trace_id, action, params and available_actions');
+export const parseStep = (text: string, key: string, where: string): SettledStepEvent => shaped(parseJson(text, key, where), isSettledStep, key, where, 'a step needs type trace_settled, traceId, instanceId, episode, step and seq');
+const parseRewardRecord = (text: string, key: string, where: string): RewardLogRecord => shaped(parseJson(text, key, where), isRewardRecord, key, where, 'a reward record needs type, trace_id, episode, step and source');
+
+/** An episode's field in a journal hash: its index. */
+function episodeField(field: string, key: string): number {
+  if (!/^\d+$/.test(field)) throw corrupt(key, `field '${field}'`, 'fields are episode indexes');
+  return Number(field);
 }
 
 /** A JSON value read from Redis key `key`; STATE_CORRUPT naming the key when it is not JSON. */

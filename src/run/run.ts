@@ -151,7 +151,7 @@ export interface SourceSummary {
 const YIELD_EVERY_MS = 8;
 const DEFAULT_STORE_WAIT_MS = 60_000;
 /** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
-const STORE_FAILURES = new Set<string>(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE']);
+const STORE_FAILURES = new Set<string>(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE', 'STATE_CORRUPT']);
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -917,7 +917,9 @@ export class Run implements AsyncDisposable {
         }
       }
     } catch (err) {
-      if (signal.aborted) reason = 'interrupted';
+      // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
+      if (isAgentError(err) && STORE_FAILURES.has(err.code)) this.#fail(err);
+      if (signal.aborted || this.#failure) reason = 'interrupted';
       else {
         reason = 'policy_error';
         const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
@@ -980,7 +982,9 @@ export class Run implements AsyncDisposable {
       return true;
     }
     if (finished.reason === 'interrupted' || this.#failure) {
-      if (record) durable.journal.after(() => this.#writer?.writeEpisode(record));
+      // After a store failure the journal takes no more writes: a record now would count steps the
+      // folder never got. The episode is not over; a resume writes its record.
+      if (record && !this.#failure) durable.journal.after(() => this.#writer?.writeEpisode(record));
       return false;
     }
     try {
@@ -989,8 +993,10 @@ export class Run implements AsyncDisposable {
       // A worker leaves the history in Redis: the coordinator archives it into the run folder.
       if (durable.journal instanceof RunJournal) await archiveAndDrop(durable.store, instanceId, this.#historyDir);
       return true;
-    } catch {
-      // The journal's failure stops the run (see #fail); the episode continues on resume.
+    } catch (err) {
+      // The journal's failure stops the run (see #fail); so does a history that cannot be archived
+      // as it is (a hole). The episode continues on resume.
+      if (isAgentError(err) && STORE_FAILURES.has(err.code)) this.#fail(err);
       return false;
     }
   }
@@ -1134,7 +1140,8 @@ export class Run implements AsyncDisposable {
     const finished = this.#clock.now();
     const r = p.episodeRewards;
     const failure = this.#failure;
-    const problem = failure ? `${failure.message}; the run stopped and can be resumed: agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` : status === 'completed' ? problemOf(p) : undefined;
+    const resume = `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}`;
+    const problem = failure ? `${failure.message}; the run stopped: ${failure.code === 'STATE_CORRUPT' ? `${failure.hint} Then resume: ${resume}` : `it can be resumed: ${resume}`}` : status === 'completed' ? problemOf(p) : undefined;
     return {
       schema_version: 1,
       run_id: runId,

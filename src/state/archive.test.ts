@@ -61,4 +61,15 @@ describe('archiveToFolder', () => {
     await writeFile(path.join(dir, 'ep-0.jsonl.gz'), 'not gzip at all');
     await expect(readArchive(dir, 'ep-0')).rejects.toThrow(/ep-0\.jsonl\.gz is not a readable history archive/);
   });
+
+  it('refuses a history with a hole or a delta of the wrong shape, naming the missing seq', async () => {
+    const dir = await tmp.dir('agent-archive-hole-');
+    const patch = [{ op: 'replace', path: '/n', value: 1 }] as Patch;
+    await archiveToFolder(dir)('ep-0', [1, 2, 4].map((seq) => ({ seq, time: seq, patch })));
+    await expect(readArchive(dir, 'ep-0')).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringMatching(/ep-0\.jsonl\.gz has no delta for seq 3 \(the next one is seq 4\)/) });
+    const shape = await tmp.dir('agent-archive-shape-');
+    await archiveToFolder(shape)('ep-0', [{ seq: 1, time: 1, patch: { not: 'a patch' } as unknown as Patch }]);
+    await expect(readArchive(shape, 'ep-0')).rejects.toMatchObject({ code: 'STATE_CORRUPT', message: expect.stringContaining('is not {seq, time, patch}') });
+  });
 });
+

@@ -64,13 +64,24 @@ export function archiveToFolder(dir: string): NonNullable<StateStoreOptions['arc
 export async function readArchive(dir: string, instanceId: string): Promise<Delta[]> {
   const file = archiveFile(dir, instanceId);
   const { text } = await completeMembers(await readFile(file), file);
-  return text
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => {
-      const r = JSON.parse(l) as { seq: number; time: number; patch: Delta['patch']; trace_id?: string };
-      return r.trace_id ? { seq: r.seq, time: r.time, patch: r.patch, traceId: r.trace_id } : { seq: r.seq, time: r.time, patch: r.patch };
-    });
+  const deltas: Delta[] = [];
+  for (const l of text.split('\n')) {
+    if (l === '') continue;
+    let r: { seq?: unknown; time?: unknown; patch?: unknown; trace_id?: unknown };
+    try {
+      r = JSON.parse(l) as typeof r;
+    } catch {
+      throw new AgentError('STATE_CORRUPT', `${file}: delta ${deltas.length + 1} is not JSON`, { hint: DAMAGED_HINT });
+    }
+    const previous = deltas[deltas.length - 1]?.seq;
+    const expected = (previous ?? 0) + 1;
+    if (typeof r !== 'object' || r === null || !Number.isInteger(r.seq) || typeof r.time !== 'number' || !Array.isArray(r.patch)) throw new AgentError('STATE_CORRUPT', `${file}: the delta after seq ${expected - 1} is not {seq, time, patch}`, { hint: DAMAGED_HINT });
+    // Seqs run on by one (from where the history was first archived): a hole would replay to another state than the run had.
+    if (previous !== undefined && r.seq !== expected) throw new AgentError('STATE_CORRUPT', `${file} has no delta for seq ${expected} (the next one is seq ${String(r.seq)})`, { hint: DAMAGED_HINT });
+    const delta = { seq: r.seq as number, time: r.time, patch: r.patch as Delta['patch'] };
+    deltas.push(typeof r.trace_id === 'string' ? { ...delta, traceId: r.trace_id } : delta);
+  }
+  return deltas;
 }
 
 const DAMAGED_HINT = 'More than a crash can do (it only cuts the last batch short): restore the file from a copy, or move it away to keep only the history the store still holds.';

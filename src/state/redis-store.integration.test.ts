@@ -141,6 +141,28 @@ describe.runIf(available)('RedisStateStore', () => {
     await expect(store.snapshotAt('edited', 0)).rejects.toMatchObject({ code: 'STATE_CORRUPT' });
   });
 
+  it('refuses a database index the server does not have, or one that is not a number, instead of writing to database 0', async () => {
+    const base = URL_.replace(/\/\d*$/, '');
+    await expect(RedisStateStore.connect(`${base}/99`)).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining('has no database 99') });
+    await expect(RedisStateStore.connect(`${base}/abc`)).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining("names database 'abc'") });
+    await using ok = await RedisStateStore.connect(`${base}/1`, { prefix: PREFIX });
+    expect(await ok.bounds('nothing')).toBeUndefined();
+  });
+
+  it('refuses a history with a hole (a delta removed, the head one too), naming the key and the missing seq', async () => {
+    const redis = client();
+    const store = new RedisStateStore(redis, { prefix: PREFIX, snapshotEvery: 100 });
+    await store.init('holed', { n: 0 }, 1);
+    for (let n = 1; n <= 4; n++) await store.append('holed', { patch: [{ op: 'replace', path: '/n', value: n }], time: n + 1 }, { n });
+    await redis.xdel(`${PREFIX}{holed}:deltas`, '2-1');
+    const hole = { code: 'STATE_CORRUPT', message: expect.stringContaining(`Redis key '${PREFIX}{holed}:deltas' has no delta for seq 2`) };
+    await expect(store.stateAt('holed', { seq: 4 })).rejects.toMatchObject(hole);
+    await expect(store.read('holed', 1, 4)).rejects.toMatchObject(hole);
+    expect((await store.read('holed', 3, 4)).map((d) => d.seq)).toEqual([3, 4]);
+    await redis.xdel(`${PREFIX}{holed}:deltas`, '4-1');
+    await expect(store.read('holed', 3, 10)).rejects.toMatchObject({ message: expect.stringContaining('has no delta for seq 4 (its head is seq 4)') });
+  });
+
   it('rewinds to a seq: later deltas, their snapshots and time index go, and appends continue from there', async () => {
     const store = new RedisStateStore(client(), { prefix: PREFIX, snapshotEvery: 2 });
     await store.init('rewound', { n: 0 }, 0);

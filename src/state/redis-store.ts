@@ -250,9 +250,13 @@ export class RedisStateStore implements StateStore {
 
   async read(instanceId: string, fromSeq: number, toSeq: number, signal?: AbortSignal): Promise<Delta[]> {
     if (toSeq < fromSeq) return [];
-    const entries = await raceAbort(this.#redis.xrange(this.#keys(instanceId).deltas, `${Math.max(1, fromSeq)}-1`, `${toSeq}-1`), signal);
-    const key = this.#keys(instanceId).deltas;
-    return entries.map(([id, fields]) => {
+    const k = this.#keys(instanceId);
+    const key = k.deltas;
+    // The bounds come in the same round trip, so that a delta missing from the range is seen (a hole replays to another state).
+    const replies = await raceAbort(this.#redis.multi().hmget(k.meta, 'head_seq', 'oldest_seq').xrange(key, `${Math.max(1, fromSeq)}-1`, `${toSeq}-1`).exec(), signal);
+    const [[, meta], [, range]] = (replies ?? []) as [[unknown, (string | null)[]], [unknown, [string, string[]][]]];
+    const entries = range ?? [];
+    const deltas = entries.map(([id, fields]) => {
       const f = fieldsOf(fields);
       const seq = Number(id.slice(0, id.indexOf('-')));
       const time = Number(f['t']);
@@ -261,6 +265,14 @@ export class RedisStateStore implements StateStore {
       const traceId = f['r'];
       return traceId ? { seq, time, patch: patch as Patch, traceId } : { seq, time, patch: patch as Patch };
     });
+    if (meta?.[0] != null) {
+      const first = Math.max(1, fromSeq, Number(meta[1] ?? 0) + 1);
+      const last = Math.min(toSeq, Number(meta[0]));
+      for (let i = 0, seq = first; seq <= last; i++, seq++) {
+        if (deltas[i]?.seq !== seq) throw new AgentError('STATE_CORRUPT', `Redis key '${key}' has no delta for seq ${seq} (its head is seq ${meta[0]}): the history has a hole`, { hint: 'Something removed a delta: a state rebuilt across the hole would be wrong. Restore the key from a backup, or drop the instance and start its episode again.' });
+      }
+    }
+    return deltas;
   }
 
   async snapshotAt(instanceId: string, seq: number, signal?: AbortSignal): Promise<Snapshot | undefined> {
@@ -389,6 +401,13 @@ function fencedError(err: unknown, instanceId: string): AgentError | undefined {
 }
 
 export async function openRedis(url: string, signal?: AbortSignal, connectionName = 'agentic-rl-toolkit'): Promise<Redis> {
+  let path = '';
+  try {
+    path = new URL(url).pathname.replace(/^\//, '');
+  } catch {
+    throw new AgentError('BAD_USAGE', `'${redactUrl(url)}' is not a Redis URL`, { hint: 'Pass redis://host:port/db, e.g. redis://127.0.0.1:6379/0.' });
+  }
+  if (path !== '' && !/^\d+$/.test(path)) throw new AgentError('BAD_USAGE', `the Redis URL ${redactUrl(url)} names database '${path}', not an index`, { hint: 'Databases are numbers: redis://host:port/0 (the default), /1, …' });
   const { Redis: RedisClient } = await import('ioredis');
   // A short disconnectTimeout: after a failed connect, ioredis would otherwise keep a 2 s timer alive.
   const redis = new RedisClient(url, { connectionName, enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, disconnectTimeout: 100, retryStrategy: () => null });
@@ -409,6 +428,17 @@ export async function openRedis(url: string, signal?: AbortSignal, connectionNam
       cause: err,
       hint: 'Check that a Redis server runs there (redis-cli -u <url> ping) and that the URL, port and password are right.',
     });
+  }
+  // ioredis selects the URL's database as it connects, and goes on in database 0 when the server
+  // refuses it: selecting it again here makes a database the server does not have an error.
+  const db = redis.options.db ?? 0;
+  if (db !== 0) {
+    try {
+      await raceAbort(redis.select(db), signal);
+    } catch (err) {
+      redis.disconnect();
+      throw new AgentError('BAD_USAGE', `Redis at ${redactUrl(url)} has no database ${db}: ${describeError(err)}`, { cause: err, hint: 'Pick a database index the server has (0 to `CONFIG GET databases` - 1), e.g. redis://host:6379/0.' });
+    }
   }
   redis.off('error', onError);
   // Connected: from now on a dropped connection is re-made with backoff, and commands wait for it
