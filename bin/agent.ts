@@ -19,7 +19,9 @@ if (process.env['NO_COLOR']) process.env['FORCE_COLOR'] = '0';
 const sub = process.env['AGENT_SUBCOMMAND'];
 delete process.env['AGENT_SUBCOMMAND'];
 process.exitCode = await main(sub ? [sub, ...process.argv.slice(2)] : process.argv.slice(2));
-// The command is done. Something still holding the event loop now is a tool that ignored its
-// AbortSignal (the run has named it): it must not keep the CLI alive. Unref'd, so a clean
-// process exits at once without waiting for this.
-setTimeout(() => process.exit(), 2_000).unref();
+// The command is done, and has awaited everything it owns. Something still holding the event loop
+// now is a tool that ignored its AbortSignal (the run has named it): it must not keep the CLI
+// alive, not even for a grace period (Ctrl-C promises an exit within 2 s). What was written to
+// stdout and stderr is flushed first.
+await Promise.all([process.stdout, process.stderr].map((s) => new Promise((resolve) => (s.writableLength === 0 || s.destroyed ? resolve(undefined) : s.write('', resolve)))));
+process.exit();

@@ -54,6 +54,7 @@ export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary
 export { EpisodeQueue, DEFAULT_QUEUE, type Claim, type WorkerHeartbeat } from './run/episode-queue.js';
 export { serveWorkerHealth } from './server/worker-health.js';
 export { decodeUtf8 } from './shared/utf8.js';
+export { killProcessGroups } from './tools/process-starts.js';
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';

@@ -10,6 +10,7 @@ import { AgentError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import { parseReply, requestBody } from './executors.js';
 import { crashMessage, DEFAULT_MAX_OUTPUT_BYTES, killGroup, type SubprocessOptions } from './subprocess.js';
+import { trackGroup } from './process-starts.js';
 import type { ToolContext } from './types.js';
 
 interface Proc {
@@ -87,6 +88,7 @@ export class ProcessPool implements AsyncDisposable {
     const max = this.#options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     // Its own process group, so that whatever the tool starts dies with it.
     const child = spawn(file, args, { cwd, env: env ? { ...process.env, ...env } : process.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    child.once('exit', trackGroup(child.pid));
     const proc: Proc = { child, partial: [], partialSize: 0, stderr: '', busy: false, dead: false };
     child.stdout.on('data', (c: Buffer) => {
       for (let start = 0; ; ) {

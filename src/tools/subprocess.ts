@@ -6,10 +6,12 @@
  * or the process has exited, not when every inherited copy of stdout is closed, so a leftover
  * grandchild can neither turn an answered call into a timeout nor keep the run alive.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
 import { ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import { EXIT_RETRYABLE, parseReply, requestBody, type Executor } from './executors.js';
+import { processStarts, trackGroup, type StartSlot } from './process-starts.js';
 import type { ToolContext } from './types.js';
 
 /** Default cap on what a tool may write to stdout (and an HTTP tool may answer): 16 MB. */
@@ -47,18 +49,47 @@ export function subprocessExecutor(tool: string, command: readonly string[], opt
   return (params, ctx) => runOnce(tool, command, shown, options, params, ctx);
 }
 
-function runOnce(tool: string, command: readonly string[], shown: string, options: SubprocessOptions, params: JsonObject, ctx: ToolContext): Promise<unknown> {
+/** A start that failed for want of file descriptors or processes: the call waits for another to end. */
+const OUT_OF_RESOURCES = new Set(['EMFILE', 'ENFILE', 'EAGAIN']);
+
+async function runOnce(tool: string, command: readonly string[], shown: string, options: SubprocessOptions, params: JsonObject, ctx: ToolContext): Promise<unknown> {
   const signal = ctx.signal;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const [file, ...args] = command as [string, ...string[]];
-  return new Promise<unknown>((resolve, reject) => {
-    const child = spawn(file, args, {
-      cwd: options.cwd,
-      env: options.env ? { ...process.env, ...options.env } : process.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
+  for (;;) {
+    // A call cancelled while it waits for its turn to start never starts a process.
+    const slot = await processStarts.acquire(signal);
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(file, args, { cwd: options.cwd, env: options.env ? { ...process.env, ...options.env } : process.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    } catch (err) {
+      slot.done();
+      throw err;
+    }
+    if (child.pid !== undefined) {
+      slot.started();
+      return talk(child, slot, tool, shown, options, params, ctx);
+    }
+    // Not started: the reason comes as an 'error' event.
+    const [err] = (await once(child, 'error')) as [NodeJS.ErrnoException];
+    slot.done();
+    if (OUT_OF_RESOURCES.has(err.code ?? '') && processStarts.size.running > 0) {
+      processStarts.exhausted();
+      continue;
+    }
+    throw new ToolError('TOOL_FAILED', tool, `cannot start '${shown}' (${err.code ?? err.message})`, {
+      cause: err,
+      retryable: OUT_OF_RESOURCES.has(err.code ?? ''),
+      hint: OUT_OF_RESOURCES.has(err.code ?? '') ? 'The machine is out of file descriptors or processes: lower the concurrency, or raise the limits (ulimit -n, ulimit -u).' : 'Check the "command" of this tool in env.json and that the program is installed.',
     });
+  }
+}
+
+/** One started call: the request on stdin, the answer from stdout, everything it left running killed at the end. */
+function talk(child: ChildProcessWithoutNullStreams, slot: StartSlot, tool: string, shown: string, options: SubprocessOptions, params: JsonObject, ctx: ToolContext): Promise<unknown> {
+  const signal = ctx.signal;
+  const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  return new Promise<unknown>((resolve, reject) => {
+    const untrack = trackGroup(child.pid);
     const chunks: Buffer[] = [];
     let size = 0;
     let stderr = '';
@@ -72,6 +103,8 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
       signal.removeEventListener('abort', onAbort);
       // Whatever the call left running (the tool itself if it answered and lingers, its children) goes.
       killGroup(child.pid);
+      untrack();
+      slot.done();
       child.stdout.destroy();
       child.stderr.destroy();
       try {
@@ -85,6 +118,8 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
     });
     const onAbort = (): void => fail(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
+    // Aborted between its start and here (the start waited its turn): the process goes at once.
+    if (signal.aborted) onAbort();
 
     const stdoutText = (): string => Buffer.concat(chunks, size).toString('utf8');
     const parses = (text: string): boolean => {
@@ -139,12 +174,12 @@ function runOnce(tool: string, command: readonly string[], shown: string, option
       if ((!firstLineJudged && c.includes(10)) || (exited && /[}\]"\d\w]\s*$/.test(c.toString('utf8', Math.max(0, c.length - 8))))) judge();
     });
     child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-STDERR_TAIL)));
-    child.on('error', (err: NodeJS.ErrnoException) =>
+    child.on('error', (err: NodeJS.ErrnoException) => {
       fail(new ToolError('TOOL_FAILED', tool, `cannot start '${shown}' (${err.code ?? err.message})`, {
         cause: err,
         hint: 'Check the "command" of this tool in env.json and that the program is installed.',
-      })),
-    );
+      }));
+    });
     child.stdout.on('end', () => {
       stdoutEnded = true;
       judge();
