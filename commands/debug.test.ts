@@ -1,5 +1,5 @@
 /** `agent debug <run-dir>` non-interactive forms: states rebuilt at every seq equal the states the policy saw live. */
-import { readFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inspectState, randomPolicy, Run, type JsonValue, type Policy } from '../src/index.js';
@@ -37,6 +37,17 @@ describe('agent debug', async () => {
     const json = JSON.parse((await runAgent(['debug', dir, '--trace', id, '--json'])).stdout) as { events: { type: string; at_ms: number }[] };
     expect(json.events[0]).toMatchObject({ type: 'dispatched', at_ms: 0 });
     expect(json.events.map((e) => e.type)).toContain('trace_settled');
+  });
+
+  it('--trace finds a step whose dispatch died with its process (settled on resume as TOOL_LOST): from its settle record', async () => {
+    const id = steps[1]?.trace_id as string;
+    const copy = path.join(await tmp.dir('debug-lost-'), 'run');
+    await cp(dir, copy, { recursive: true });
+    const events = (await readFile(path.join(copy, 'events.jsonl'), 'utf8')).split('\n');
+    await writeFile(path.join(copy, 'events.jsonl'), events.filter((l) => !(l.includes(`"traceId":"${id}"`) && !l.includes('"type":"trace_settled"'))).join('\n'));
+    const json = JSON.parse((await runAgent(['debug', copy, '--trace', id, '--json'])).stdout) as { action: string; events: { type: string }[] };
+    expect(json.action).toBe('get_weather');
+    expect(json.events.map((e) => e.type)).toEqual(['trace_settled']);
   });
 
   it('--field lists each change with its seq and trace; --state --at gives the state then', async () => {

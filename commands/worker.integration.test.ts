@@ -4,7 +4,7 @@
  * episode that kills every worker running it, and the coordinator itself killed and resumed.
  * CI runs reduced kill counts; scripts/distributed-crash-test.ts runs the full 25.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -209,6 +209,37 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     expect((await done).status).toBe('interrupted');
     // Interrupted, it stays resumable; nothing else is left of it once removed.
     await redis.del(...(await redis.keys(`agent:${run.runId}:*`)), q);
+  });
+
+  it('a worker whose env differs (another initial state) refuses the episodes with ENV_MISMATCH; the coordinator says no worker has the env; one that has it runs them', async () => {
+    const q = queue();
+    const envs = path.join(dir, 'envs-changed');
+    await cp(ENV, path.join(envs, 'distributed'), { recursive: true });
+    await writeFile(path.join(envs, 'distributed', 'initial_states.json'), '[{ "count": 5 }]');
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 2, maxSteps: 2 });
+    const notices: string[] = [];
+    run.events.on('notice', (e) => notices.push(`${e.code}: ${e.message}`));
+    const problems: string[] = [];
+    const wrong = await inProcessWorker({ store: TEST_REDIS_URL, queue: q, envs: [envs] });
+    wrong.worker.events.on('problem', (e) => problems.push(e.message));
+    try {
+      await until('the coordinator to notice', async () => notices.length > 0, 15_000);
+      expect(notices[0]).toMatch(/^ENV_MISMATCH: no worker has env [0-9a-f]{16} \('distributed'\): 1 live worker\(s\) refuse/);
+      expect(problems[0]).toMatch(/ENV_MISMATCH|is not the one run .* was started with: fingerprint [0-9a-f]{16} here, [0-9a-f]{16} on the coordinator/);
+      expect(run.progress().episodesDone).toBe(0);
+    } finally {
+      await wrong.stop();
+    }
+    const right = await inProcessWorker({ store: TEST_REDIS_URL, queue: q });
+    try {
+      const summary = await done;
+      expect(summary).toMatchObject({ status: 'completed', episodes: { finished: 2 } });
+      // What ran is the coordinator's env: its initial states, not the changed copy's.
+      const states = await lines<{ state: { count: number } }>(path.join(dir, run.runId, 'states.jsonl'));
+      expect(states.map((s) => s.state.count).sort()).toEqual([0, 100]);
+    } finally {
+      await right.stop();
+    }
   });
 
   it('the coordinator killed with SIGKILL is resumed with --resume and writes the whole folder', async () => {

@@ -26,6 +26,8 @@ export interface PoolOptions {
   readonly leaseMs?: number;
   readonly maxAttempts?: number;
   readonly extra?: readonly string[];
+  /** Folders where the worker finds envs by name (`--envs`). */
+  readonly envs?: readonly string[];
 }
 
 /** One `agent worker` process; resolves once it has said it takes episodes. */
@@ -44,7 +46,7 @@ export async function startWorker(o: PoolOptions): Promise<WorkerProcess> {
 
 /** A worker in this process (where the test needs no signal or death of it): `stop` drains it and closes it. */
 export async function inProcessWorker(o: PoolOptions): Promise<{ readonly worker: RolloutWorker; stop(): Promise<WorkerSummary> }> {
-  const worker = await RolloutWorker.start({ store: o.store, queue: o.queue, concurrency: o.concurrency ?? 2, leaseMs: o.leaseMs ?? 1000, maxAttempts: o.maxAttempts ?? 3 });
+  const worker = await RolloutWorker.start({ store: o.store, queue: o.queue, concurrency: o.concurrency ?? 2, leaseMs: o.leaseMs ?? 1000, maxAttempts: o.maxAttempts ?? 3, ...(o.envs ? { envs: o.envs } : {}) });
   const controller = new AbortController();
   const working = worker.work(controller.signal);
   return {

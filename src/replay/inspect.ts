@@ -39,15 +39,18 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
     if (r['traceId'] === traceId) events.push(r as Event);
   });
   const dispatched = events.find((e) => e.type === 'dispatched');
-  if (!dispatched) throw new AgentError('BAD_USAGE', `no trace '${traceId}' in ${dir}`, { hint: 'Trace ids look like ep-3:7 (instance, then the call number): see trajectories.jsonl.' });
   const settled = events.find((e) => e.type === 'trace_settled');
+  // A call in flight when its run's process died may have lost its dispatch with the process; a
+  // resume settles it (TOOL_LOST), and that record says what it was.
+  const head = dispatched ?? settled;
+  if (!head) throw new AgentError('BAD_USAGE', `no trace '${traceId}' in ${dir}`, { hint: 'Trace ids look like ep-3:7 (instance, then the call number): see trajectories.jsonl.' });
   const finished = events.filter((e) => e.type === 'tool_finished').pop();
-  const t0 = dispatched.time;
+  const t0 = dispatched?.time ?? (settled ? settled.time - ((settled['durationMs'] as number | undefined) ?? 0) : 0);
   return {
     trace_id: traceId,
-    episode: dispatched['episode'] as number,
-    action: dispatched['action'] as string,
-    params: dispatched['params'] as JsonValue,
+    episode: head['episode'] as number,
+    action: head['action'] as string,
+    params: head['params'] as JsonValue,
     status: settled ? (settled['status'] as 'resolved' | 'failed') : 'pending',
     ...(settled ? { duration_ms: settled['durationMs'] as number } : {}),
     ...(finished ? { tool_ms: finished['durationMs'] as number, attempts: finished['attempts'] as number } : {}),

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
@@ -20,4 +20,34 @@ describe('RunWriter', () => {
     const lines = (await readFile(path.join(out, 'r1', 'events.jsonl'), 'utf8')).trim().split('\n');
     expect(lines.map((l) => (JSON.parse(l) as { time: number }).time)).toEqual([1, 3]);
   });
+
+  it('reopened (a resume), goes on numbering events where the folder stopped, cutting off a line torn by the crash', async () => {
+    const out = await tmp.dir('agent-writer-reopen-');
+    const error = (time: number, message = 'x'): RunEvent => ({ type: 'error', time, instanceId: 'i', error: { code: 'INTERNAL', message } });
+    const first = await RunWriter.create(out, 'r2');
+    // One event with a long line (longer than one read of the tail), then a short one.
+    first.write(error(1, 'y'.repeat(200_000)));
+    first.write(error(2));
+    await first.finish({});
+    const file = path.join(out, 'r2', 'events.jsonl');
+    await appendFile(file, '{"event_seq":3,"type":"err');
+    const second = await RunWriter.reopen(out, 'r2', {});
+    second.write(error(3));
+    await second.finish({});
+    const lines = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { event_seq: number; time: number });
+    expect(lines.map((l) => [l.event_seq, l.time])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
+    // The long line ends the file: the tail is read back far enough to find it whole.
+    const third = await RunWriter.reopen(out, 'r2', {});
+    third.write(error(4, 'z'.repeat(300_000)));
+    await third.finish({});
+    const fourth = await RunWriter.reopen(out, 'r2', {});
+    fourth.write(error(5));
+    await fourth.finish({});
+    expect((await readFile(file, 'utf8')).trim().split('\n').map((l) => (JSON.parse(l) as { event_seq: number }).event_seq)).toEqual([1, 2, 3, 4, 5]);
+  });
 });
+

@@ -111,6 +111,32 @@ async function makeDirs(dir: string): Promise<void> {
   }
 }
 
+/**
+ * An events log appended to after its process died: a torn last line (the kill came mid-write) is
+ * cut off, so the next line starts on a line of its own; returns the last `event_seq` written, so
+ * the numbering goes on instead of starting again at 1.
+ */
+async function continueEvents(handle: FileHandle): Promise<number> {
+  const { size } = await handle.stat();
+  let end = size;
+  let tail = Buffer.alloc(0);
+  // Back from the end, a chunk at a time, until the last whole line is in `tail` (lines can be long: a state patch).
+  for (let chunk = 64 * 1024; end > 0; chunk *= 2) {
+    const start = Math.max(0, end - chunk);
+    const buf = Buffer.alloc(end - start);
+    await handle.read(buf, 0, buf.length, start);
+    tail = Buffer.concat([buf, tail]);
+    end = start;
+    const cut = tail.lastIndexOf(10);
+    if (cut !== -1 && (tail.lastIndexOf(10, cut - 1) !== -1 || end === 0)) break;
+  }
+  const whole = tail.lastIndexOf(10) + 1;
+  if (whole < tail.length) await handle.truncate(end + whole);
+  const lines = tail.subarray(0, whole).toString('utf8').trimEnd().split('\n');
+  const last = lines[lines.length - 1] ?? '';
+  return Number(/^\{"event_seq":(\d+),/.exec(last)?.[1] ?? 0);
+}
+
 /** Records the writer could not write: counted and reported, never dropped silently. */
 export interface WriteLoss {
   readonly records: number;
@@ -132,9 +158,10 @@ export class RunWriter implements AsyncDisposable {
   #lost = 0;
   #lossReason = '';
 
-  private constructor(runId: string, dir: string, handles: readonly FileHandle[]) {
+  private constructor(runId: string, dir: string, handles: readonly FileHandle[], lastSeq = 0) {
     this.runId = runId;
     this.dir = dir;
+    this.#seq = lastSeq;
     this.#logs = Object.fromEntries(LOGS.map((name, i) => [name, this.#stream(handles[i] as FileHandle, RUN_FILES[name])])) as Record<LogName, WriteStream>;
   }
 
@@ -171,12 +198,18 @@ export class RunWriter implements AsyncDisposable {
       await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
       await rename(tmp, path.join(dir, RUN_FILES.manifest));
       await rm(path.join(dir, RUN_FILES.summary), { force: true });
-      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), name === 'events' && !options.rewriteEvents ? 'a' : 'w'));
+      let lastSeq = 0;
+      for (const name of LOGS) {
+        const append = name === 'events' && !options.rewriteEvents;
+        const handle = await open(path.join(dir, RUN_FILES[name]), append ? 'a+' : 'w');
+        opened.push(handle);
+        if (append) lastSeq = await continueEvents(handle);
+      }
+      return new RunWriter(runId, dir, opened, lastSeq);
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       throw new UsageError(`cannot reopen the run folder '${dir}': ${(err as NodeJS.ErrnoException).code ?? describeError(err)}`, 'The run resumes into the folder it started in: check that it is still there and writable.');
     }
-    return new RunWriter(runId, dir, opened);
   }
 
   #stream(handle: FileHandle, name: string): WriteStream {

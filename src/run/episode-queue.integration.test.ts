@@ -83,13 +83,29 @@ describe.skipIf(!available)('EpisodeQueue and FencedJournal', () => {
     expect(new Set(numbers).size).toBe(3);
   });
 
-  it('lists live workers and forgets long-dead ones', async () => {
+  it('lists live workers and prunes dead ones: from the registry, and from the group once they hold no entry', async () => {
     const now = Date.now();
     const beat = { host: 'h', pid: 1, concurrency: 2, running: 0, finished: 0, fenced: 0 };
     await queue.heartbeat({ ...beat, id: 'live', at: now });
     await queue.heartbeat({ ...beat, id: 'stale', at: now - 6_000 });
     await queue.heartbeat({ ...beat, id: 'gone', at: now - 600_000 });
     expect((await queue.workers(now, 5_000)).map((w) => w.id)).toEqual(['live']);
-    expect(Object.keys(await redis.hgetall(`${QUEUE}:workers`)).sort()).toEqual(['live', 'stale']);
+    expect(Object.keys(await redis.hgetall(`${QUEUE}:workers`))).toEqual(['live']);
+    // Two dead consumers: one acknowledged what it took, one died holding an entry.
+    await queue.enqueue(RUN, [7, 8]);
+    const [done] = await claim('dead-done');
+    await queue.ack(done as Claim);
+    const [held] = await claim('dead-holding');
+    const consumers = async (): Promise<string[]> => ((await redis.xinfo('CONSUMERS', QUEUE, 'workers')) as unknown[][]).map((c) => String(c[1])).sort();
+    expect(await consumers()).toEqual(expect.arrayContaining(['dead-done', 'dead-holding']));
+    await queue.workers(now, 0);
+    expect(await consumers()).toEqual(['dead-holding']);
+    // Its entry goes to a live worker when its lease lapses; then it is pruned too.
+    await lapse(held as Claim);
+    const [taken] = await claim('live');
+    expect(taken?.episode).toBe(8);
+    await queue.ack(taken as Claim);
+    await queue.workers(now, 0);
+    expect(await consumers()).toEqual(['live']);
   });
 });

@@ -43,6 +43,8 @@ export interface WorkerHeartbeat {
   readonly finished: number;
   /** Writes of this worker refused by a fence (after it lost a lease). */
   readonly fenced: number;
+  /** Runs whose episodes this worker refuses: its env is not the one they were started with (ENV_MISMATCH). */
+  readonly mismatched?: readonly string[];
   readonly at: number;
 }
 
@@ -184,8 +186,10 @@ export class EpisodeQueue {
   }
 
   /**
-   * Workers that reported within `staleMs`; older reports (a worker killed without leaving) are
-   * removed, so the hash does not grow with every pod that ever ran.
+   * Workers that reported within `staleMs`. A worker whose heartbeat lapsed (killed without
+   * leaving) is pruned: its report leaves the registry, and its consumer leaves the stream's group
+   * once it holds no entry (a dead worker's entries go to live workers when its lease lapses; a
+   * consumer deleted with entries would drop them). Neither grows with every pod that ever ran.
    */
   async workers(now: number, staleMs: number, signal?: AbortSignal): Promise<WorkerHeartbeat[]> {
     const all = await raceAbort(this.#redis.hgetall(this.#workersKey), signal);
@@ -194,10 +198,26 @@ export class EpisodeQueue {
     for (const [id, json] of Object.entries(all)) {
       const beat = parseBeat(json);
       if (beat && now - beat.at <= staleMs) alive.push(beat);
-      else if (!beat || now - beat.at > staleMs * 10) gone.push(id);
+      else gone.push(id);
     }
     if (gone.length > 0) await this.#redis.hdel(this.#workersKey, ...gone);
+    await this.#pruneConsumers(new Set(alive.map((w) => w.id)), staleMs, signal);
     return alive.sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  async #pruneConsumers(alive: ReadonlySet<string>, staleMs: number, signal?: AbortSignal): Promise<void> {
+    let consumers: unknown[];
+    try {
+      consumers = (await raceAbort(this.#redis.xinfo('CONSUMERS', this.name, GROUP), signal)) as unknown[];
+    } catch {
+      return; // no stream or group yet
+    }
+    for (const raw of consumers) {
+      const info = Object.fromEntries(chunkPairs(raw as unknown[]));
+      const name = String(info['name']);
+      if (alive.has(name) || Number(info['pending']) > 0 || Number(info['idle']) < staleMs) continue;
+      await raceAbort(this.#redis.xgroup('DELCONSUMER', this.name, GROUP, name), signal);
+    }
   }
 
   /** Forget a run: its tokens, attempts, marks and owners (the coordinator, once the run completed). */
@@ -215,6 +235,13 @@ export function workerId(): string {
 function field(fields: readonly string[], name: string): string | undefined {
   const at = fields.indexOf(name);
   return at >= 0 && at % 2 === 0 ? fields[at + 1] : undefined;
+}
+
+/** `[k1, v1, k2, v2, …]` (a Redis reply) as pairs. */
+function chunkPairs(flat: readonly unknown[]): [string, unknown][] {
+  const out: [string, unknown][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([String(flat[i]), flat[i + 1]]);
+  return out;
 }
 
 function parseBeat(json: string): WorkerHeartbeat | undefined {

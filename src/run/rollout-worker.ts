@@ -19,7 +19,7 @@ import type { Redis } from 'ioredis';
 import { hostname } from 'node:os';
 import { errorInfo } from '../env/agent-instance.js';
 import { Emitter } from '../shared/emitter.js';
-import { AgentError, describeError, UsageError } from '../shared/errors.js';
+import { AgentError, describeError, isAgentError, UsageError } from '../shared/errors.js';
 import { sleep } from '../shared/abort.js';
 import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
@@ -82,6 +82,8 @@ export class RolloutWorker {
   readonly #runs = new Map<string, Promise<Run | undefined>>();
   /** When each joined run last had an episode here: a run idle for long is left (its env and connection closed). */
   readonly #lastUsed = new Map<string, number>();
+  /** Runs whose env differs from this worker's (ENV_MISMATCH), told to their coordinator by the heartbeat. */
+  readonly #mismatched = new Set<string>();
   /** Fenced writes of runs already left. */
   #fencedOfLeft = 0;
   readonly #inHand = new Map<string, { readonly claim: Claim; readonly controller: AbortController; lost: boolean }>();
@@ -248,9 +250,14 @@ export class RolloutWorker {
     try {
       const run = await joining;
       if (!run) this.#runs.delete(runId);
+      this.#mismatched.delete(runId);
       return run ?? 'gone';
     } catch (err) {
       if (this.#runs.get(runId) === joining) this.#runs.delete(runId);
+      if (isAgentError(err) && err.code === 'ENV_MISMATCH' && !this.#mismatched.has(runId)) {
+        this.#mismatched.add(runId);
+        void this.#heartbeat();
+      }
       if (!this.#stopping.signal.aborted) this.events.emit({ type: 'problem', runId, message: `cannot join run ${runId}: ${describeError(err)}` });
       return undefined;
     }
@@ -314,7 +321,7 @@ export class RolloutWorker {
   async #heartbeat(): Promise<void> {
     await this.#leaveIdleRuns();
     await this.#queue
-      .heartbeat({ id: this.id, host: hostname(), pid: process.pid, concurrency: this.#concurrency, running: this.#inHand.size, finished: this.#counts.finished, fenced: await this.#fencedWrites(), at: Date.now() })
+      .heartbeat({ id: this.id, host: hostname(), pid: process.pid, concurrency: this.#concurrency, running: this.#inHand.size, finished: this.#counts.finished, fenced: await this.#fencedWrites(), ...(this.#mismatched.size > 0 ? { mismatched: [...this.#mismatched] } : {}), at: Date.now() })
       .catch(() => undefined);
   }
 

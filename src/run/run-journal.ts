@@ -39,6 +39,8 @@ export interface JournalRun {
   readonly reward_sources?: Readonly<Record<string, unknown>>;
   /** Set when the run's episodes run on workers: the queue they take them from. */
   readonly distributed?: { readonly queue: string };
+  /** The coordinator's env (see env-fingerprint.ts): a worker whose env differs refuses the run's episodes. */
+  readonly env_fingerprint?: string;
 }
 
 export type EpisodeFinishedEvent = Extract<RunEvent, { type: 'episode_finished' }>;
@@ -300,7 +302,7 @@ const isString = (v: unknown): boolean => typeof v === 'string';
 
 function isJournalRun(v: Record<string, unknown>): boolean {
   const c = v['config'];
-  return isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['maxSteps']) && isInt(c['seed']) && isString(c['policy']);
+  return (v['env_fingerprint'] === undefined || isString(v['env_fingerprint'])) && isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['maxSteps']) && isInt(c['seed']) && isString(c['policy']);
 }
 
 function isJournalEpisode(v: Record<string, unknown>): boolean {

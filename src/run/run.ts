@@ -46,6 +46,7 @@ import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-que
 import { distributedKeys } from './distributed-keys.js';
 import { FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
 import { findEnvDir } from './env-dirs.js';
+import { envFingerprint } from './env-fingerprint.js';
 
 export interface RunOptions {
   /** The env folder. */
@@ -312,7 +313,7 @@ export class Run implements AsyncDisposable {
         config,
         ...(toolOptions ? { tool_options: toolOptions } : {}),
         ...(rewardSources ? { reward_sources: rewardSources } : {}),
-        ...(queueName !== undefined ? { distributed: { queue: queueName } } : {}),
+        ...(queueName !== undefined ? { distributed: { queue: queueName }, env_fingerprint: await envFingerprint(env.definition.dir) } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
       return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
@@ -341,6 +342,14 @@ export class Run implements AsyncDisposable {
       }
       const { config } = saved;
       const envDir = options.envs && options.envs.length > 0 ? await findEnvDir(config.env, options.envs, options.signal) : saved.env_dir;
+      if (saved.env_fingerprint !== undefined) {
+        const here = await envFingerprint(envDir);
+        if (here !== saved.env_fingerprint) {
+          throw new AgentError('ENV_MISMATCH', `the env '${config.env}' at ${envDir} is not the one run ${runId} was started with: fingerprint ${here} here, ${saved.env_fingerprint} on the coordinator (${saved.env_dir})`, {
+            hint: 'Deploy the env version the run was started with to this worker (or point --envs at it); its episodes are handed back for a worker that has it.',
+          });
+        }
+      }
       const policy = await loadPolicy(config.policy);
       const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, fence: (id) => journal.token(episodeOfInstance(id) ?? -1) }, true);
       env = await AgentEnv.open(envDir, {
@@ -651,9 +660,16 @@ export class Run implements AsyncDisposable {
     /** The newest write seen per writer and episode: a write resent after a lost reply is in the stream twice. */
     const newest = new Map<string, number>();
     let alive: string | undefined;
+    let refusedByAll = false;
     const checkWorkers = async (): Promise<void> => {
       const workers = await queue.workers(this.#clock.now(), WORKER_STALE_MS, signal).catch(() => undefined);
       if (!workers) return;
+      // Workers are alive, but each has another version of the env: say so, the run would wait forever.
+      const refusing = workers.length > 0 && workers.every((w) => w.mismatched?.includes(runId));
+      if (refusing && !refusedByAll) {
+        this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'ENV_MISMATCH', message: `no worker has env ${this.#setup.journalRun.env_fingerprint ?? '?'} ('${this.config.env}'): ${workers.length} live worker(s) refuse the run's episodes with another version. Deploy the env the run was started with (${this.#setup.journalRun.env_dir}) and restart them.` });
+      }
+      refusedByAll = refusing;
       const key = workers.map((w) => `${w.id}/${w.running}`).join(',');
       if (key === alive) return;
       alive = key;
