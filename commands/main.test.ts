@@ -67,6 +67,20 @@ describe('agent', () => {
     expect(await readdir(out)).toEqual([]);
   });
 
+  it('--port off loopback needs a token: refused before anything is written; with one it serves, says so, and prints the token once', async () => {
+    const out = await tmp.dir('agent-host-');
+    const refused = await runAgent(['run', 'fixtures/weather', '--episodes', '1', '--port', '0', '--host', '0.0.0.0', '--out', out]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/error: serving on 0\.0\.0\.0 needs a token.*\nhint: Pass --token/s);
+    expect(await readdir(out)).toEqual([]);
+    const served = await runAgent(['run', 'fixtures/weather', '--episodes', '1', '--max-steps', '2', '--port', '0', '--host', '0.0.0.0', '--token', 'a-long-enough-test-token', '--out', out, '--tool-option', 'latency_scale=0.01']);
+    expect(served.code, served.stderr).toBe(0);
+    expect(served.stderr).toContain('warning: serving on 0.0.0.0: anyone who can reach this machine and has the token');
+    expect(served.stdout).toContain('server token: (as given)');
+    const local = await runAgent(['run', 'fixtures/weather', '--episodes', '1', '--max-steps', '2', '--port', '0', '--out', out, '--tool-option', 'latency_scale=0.01']);
+    expect(local.stdout.match(/server token: [\w-]{32} /g)).toHaveLength(1);
+  });
+
   it('Ctrl-C stops gracefully: exit 130, folder flushed and marked interrupted', async () => {
     const out = await tmpOut();
     const result = await interruptAfterFirstEpisode(['fixtures/weather', '--episodes', '40', '--concurrency', '4', '--out', out, '--tool-option', 'latency_scale=0.05']);
