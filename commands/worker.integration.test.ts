@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canStartRedis, sharedRedisAvailable, startOwnRedis, TEST_REDIS_URL } from '../src/state/redis-testing.js';
 import { verify } from '../scripts/crash-harness.js';
 import { coordinate, dropQueue, inProcessWorker, killWorkers, startWorker, stopWorkers, type WorkerProcess } from '../scripts/distributed-harness.js';
-import type { RunEvent } from '../src/run/run-events.js';
+import type { RunEvent } from '../src/events/run-events.js';
 import type { EpisodeRecord } from '../src/replay/run-writer.js';
 import { distributedKeys } from '../src/run/distributed-keys.js';
 import { RedisStateStore } from '../src/state/redis-store.js';

@@ -5,7 +5,8 @@
  * - commands/ import src/ only through its entry points (src/index.ts, src/ui/index.ts), and
  *   values only lazily (`import()`), so that `agent --help` loads no library code;
  * - src/shared imports nothing else internal;
- * - src/ui imports core *types* only (values only from inside src/ui and src/shared).
+ * - src/ui imports core *types* only (values only from inside src/ui and src/shared);
+ * - the rooms of src/ import only down (types too): see ROOMS and docs/architecture.md.
  * Uses TypeScript's own pre-processor, so it sees exactly the imports the compiler sees.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -64,6 +65,29 @@ function edgesOf(file: string): Edge[] {
 }
 
 const ENTRY_POINTS = new Set(['src/index.ts', 'src/ui/index.ts']);
+
+/**
+ * The rooms of src/, lowest first. A module imports only from its own room or a lower floor (never
+ * from a room beside it): the library's import graph runs one way, so any room can be read, tested
+ * and replaced with only what is under it. docs/architecture.md says what each room holds.
+ */
+const ROOMS: readonly (readonly string[])[] = [
+  ['shared'],
+  ['state', 'lifecycle'],
+  ['events'],
+  ['schema'],
+  ['generate'],
+  ['llm', 'tools'],
+  ['reward', 'diff'],
+  ['env'],
+  ['replay', 'server'],
+  ['run'],
+  ['fuzz', 'eval'],
+  ['ui'],
+];
+const floorOf = new Map(ROOMS.flatMap((rooms, floor) => rooms.map((room) => [room, floor] as const)));
+/** `src/run/run.ts` → `run`; undefined for src/index.ts and files outside src/. */
+const roomOf = (file: string): string | undefined => /^src\/([^/]+)\//.exec(file)?.[1];
 const rel = (p: string): string => path.relative(ROOT, p);
 const graph = new Map<string, Edge[]>();
 for (const dir of DIRS) for (const f of files(path.join(ROOT, dir))) graph.set(f, edgesOf(f));
@@ -78,6 +102,12 @@ for (const [from, edges] of graph) {
     if (f.startsWith('commands/') && t.startsWith('src/') && !typeOnly && !dynamic) problems.push(`${f} imports values of ${t} statically: load the library with import() (commands/lib.ts) so that the CLI starts fast`);
     if (f.startsWith('src/shared/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/shared imports nothing internal`);
     if (f.startsWith('src/ui/') && !typeOnly && !t.startsWith('src/ui/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/ui imports core types only`);
+    const [a, b] = [roomOf(f), roomOf(t)];
+    if (a !== undefined && b !== undefined && a !== b) {
+      const [fa, fb] = [floorOf.get(a), floorOf.get(b)];
+      if (fa === undefined) problems.push(`${f}: src/${a}/ is not a room of scripts/check-imports.ts (ROOMS): give it a floor`);
+      else if (fb === undefined || fb >= fa) problems.push(`${f} imports ${t}${typeOnly ? ' (types)' : ''}: src/${a}/ may import only rooms below it, and src/${b}/ is ${fb === fa ? 'beside' : 'above'} it`);
+    }
   }
 }
 

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readRunFolder, recordedSteps, Run } from '../src/index.js';
-import { RECORDINGS } from '../src/replay/recordings.js';
+import { RECORDINGS } from '../src/run/recordings.js';
 
 const out = await mkdtemp(path.join(os.tmpdir(), 'agent-record-'));
 try {

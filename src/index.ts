@@ -14,14 +14,15 @@ export {
   type StepInfo,
   type StepResult,
 } from './env/agent-instance.js';
-export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, CallCost, RewardEntry, RewardEventType, RewardImputation, RewardStatus, TraceStatus } from './env/events.js';
+export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, CallCost, RewardEntry, RewardEventType, RewardImputation, RewardStatus, TraceStatus } from './events/env-events.js';
 export { EnvRewards } from './reward/env-rewards.js';
 export { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type RewardEvent, type SlaCounts, type SourceSla, type StepRef } from './reward/ledger.js';
 export type { RewardFunction, RewardInput, SettledStep } from './reward/evaluators.js';
-export type { JudgeConfig, LlmProvider } from './reward/judge-config.js';
+export type { JudgeConfig, LlmProvider } from './schema/judge-config.js';
 export { createLlmClient, type ChatMessage, type ChatRequest, type ChatResponse, type LlmClient, type LlmClientOptions } from './llm/client.js';
 
-export { defineEnv, loadEnvDefinition, type EnvManifest, type LoadEnvOptions } from './schema/load-env.js';
+export type { EnvManifest, LoadEnvOptions } from './schema/load-env.js';
+export { defineEnv, loadEnvDefinition } from './env/load-env.js';
 export { parseActionDocument, type ParsedAction, type ParseResult } from './schema/actions.js';
 export type { ActionDefinition, EnvDefinition, RewardBinding, RewardFallback, RewardScope, RewardSourceDefinition, ToolBinding, ToolPolicy } from './schema/definition.js';
 export { compileCondition, ConditionSyntaxError, type CompiledCondition } from './schema/enabled-if.js';
@@ -49,7 +50,7 @@ export { sleep } from './shared/abort.js';
 export type { JsonObject, JsonValue } from './shared/json.js';
 
 export { Run, type WorkerEpisodeOutcome, type RunOptions, type RunSummary, type SourceSummary } from './run/run.js';
-export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from './run/run-events.js';
+export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from './events/run-events.js';
 export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary } from './run/rollout-worker.js';
 export { EpisodeQueue, DEFAULT_QUEUE, type Claim, type WorkerHeartbeat } from './run/episode-queue.js';
 export { serveWorkerHealth } from './server/worker-health.js';
@@ -68,17 +69,17 @@ export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';
 export type { Output, RunSource } from './ui/run-source.js';
 
-export { schemaDiff, type SchemaDiffOptions } from './schema/diff/schema-diff.js';
-export { diffSchema, diffDefinitions, diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './schema/diff/diff.js';
-export { compareSchemas, type RawFinding, type Severity } from './schema/diff/compare.js';
-export { buildReport, parseIgnoreFile, renderGithub, renderMarkdown, renderSarif, renderText, REPORT_VERSION, type DiffReport, type IgnoreEntry } from './schema/diff/report.js';
-export { RULES, RULE_SUMMARIES, type RuleInfo } from './schema/diff/rules.js';
+export { schemaDiff, type SchemaDiffOptions } from './diff/schema-diff.js';
+export { diffSchema, diffDefinitions, diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './diff/diff.js';
+export { compareSchemas, type RawFinding, type Severity } from './diff/compare.js';
+export { buildReport, parseIgnoreFile, renderGithub, renderMarkdown, renderSarif, renderText, REPORT_VERSION, type DiffReport, type IgnoreEntry } from './diff/report.js';
+export { RULES, RULE_SUMMARIES, type RuleInfo } from './diff/rules.js';
 
-export { Fuzzer, type FailureGroup, type FuzzEvent, type FuzzOptions, type FuzzSummary } from './eval/fuzz/fuzz.js';
-export { CHECKS, CHECK_DESCRIPTIONS, type CheckName, type Failure, type FuzzCase } from './eval/fuzz/case.js';
-export { generate, type GenerateOptions, type Generated } from './schema/generate.js';
-export { mutants, boundaries, type Variant } from './schema/fuzz/mutate.js';
-export { generateSamples, type Sample } from './schema/fuzz/samples.js';
+export { Fuzzer, type FailureGroup, type FuzzEvent, type FuzzOptions, type FuzzSummary } from './fuzz/fuzz.js';
+export { CHECKS, CHECK_DESCRIPTIONS, type CheckName, type Failure, type FuzzCase } from './fuzz/case.js';
+export { generate, type GenerateOptions, type Generated } from './generate/generate.js';
+export { mutants, boundaries, type Variant } from './fuzz/mutate.js';
+export { generateSamples, type Sample } from './fuzz/samples.js';
 export { fuzzReport } from './ui/fuzz-report.js';
 export { recordedSteps, type RecordedStep } from './replay/recording.js';
 export { runBenchmark, compareWithBaseline, equalJson, type BenchmarkOptions, type BenchmarkReport, type BaselineComparison, type MetricComparison, type TrialResult, type ToolMetrics, type EpisodeOutcome } from './eval/benchmark/benchmark.js';
@@ -89,5 +90,5 @@ export { RunIndex, type IndexedEvent, type TraceRow, type EpisodeRow, type Rewar
 export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } from './replay/debug-feed.js';
 export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
 export { AttachFeed, attachUrl } from './replay/attach-feed.js';
-export { serveEnvOverStdio } from './server/mcp-serve.js';
-export { RESET_TOOL, STATE_URI, type McpServeOptions } from './server/mcp-serve-options.js';
+export { serveEnvOverStdio } from './run/mcp-serve.js';
+export { RESET_TOOL, STATE_URI, type McpServeOptions } from './run/mcp-serve-options.js';

@@ -11,7 +11,8 @@
  * const { state, reward, done, info } = await agent.resolve(traceId, { timeoutMs: 1000 });
  */
 import { setMaxListeners } from 'node:events';
-import { loadEnvDefinition, type LoadEnvOptions } from '../schema/load-env.js';
+import type { LoadEnvOptions } from '../schema/load-env.js';
+import { loadEnvDefinition } from './load-env.js';
 import type { ActionDefinition, EnvDefinition, McpToolInfo } from '../schema/definition.js';
 import { refreshImported } from '../schema/mcp-imports.js';
 import { systemClock, type Clock } from '../shared/clock.js';
@@ -23,8 +24,8 @@ import type { StateStore, StateStoreOptions } from '../state/store.js';
 import { ToolRouter } from '../tools/router.js';
 import type { ToolHandler } from '../tools/types.js';
 import { AgentInstance, type InstanceHooks } from './agent-instance.js';
-import type { EnvEvent, EnvEventOf } from './events.js';
-import { diffSchema } from '../schema/diff/diff.js';
+import type { EnvEvent, EnvEventOf } from '../events/env-events.js';
+import { diffSchema } from '../diff/diff.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
 import { StateValidator } from '../schema/state-validator.js';

@@ -16,7 +16,7 @@ import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
 import type { RestoredStep } from '../reward/evaluators.js';
-import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from './events.js';
+import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
 
 export interface Action {

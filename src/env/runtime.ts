@@ -5,7 +5,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Emitter } from '../shared/emitter.js';
 import type { StateStore } from '../state/store.js';
 import type { ToolRouter } from '../tools/router.js';
-import type { EnvEvent } from './events.js';
+import type { EnvEvent } from '../events/env-events.js';
 import type { EnvRewards } from '../reward/env-rewards.js';
 
 export interface EnvRuntime {

@@ -7,7 +7,7 @@
 import { AgentError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import type { JsonSchema } from '../schema/ajv.js';
-import type { LlmProvider } from '../reward/judge-config.js';
+import type { LlmProvider } from '../schema/judge-config.js';
 
 /** A conversation turn. An assistant turn may call tools; each call is answered by a `tool` turn with its id. */
 export type ChatMessage =

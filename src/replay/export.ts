@@ -7,7 +7,7 @@
  * `reward: null`), never zeroed. Returns-to-go are summed backwards over each episode.
  */
 import path from 'node:path';
-import type { ErrorInfo, RewardEntry } from '../env/events.js';
+import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
 import type { RewardBasis } from '../reward/ledger.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { applyPatch, type Patch } from '../state/patch.js';

@@ -6,7 +6,7 @@
  */
 import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { SettledStepEvent } from '../run/run-events.js';
+import type { SettledStepEvent } from '../events/run-events.js';
 import { RUN_FILES } from './run-writer.js';
 
 const LOST_STEPS_FILE = 'trajectories.lost.jsonl';

@@ -6,7 +6,7 @@
  */
 import { appendFile } from 'node:fs/promises';
 import type { RewardEvent } from '../reward/ledger.js';
-import type { CallCost } from '../env/events.js';
+import type { CallCost } from '../events/env-events.js';
 
 export interface RewardLogRecord {
   readonly type: RewardEvent['type'];

@@ -6,7 +6,7 @@
  * a run of a million events fits in memory and opens fast. Fed by a run folder (references are
  * byte offsets) or by a live run's event stream (references are the events themselves).
  */
-import type { ErrorInfo, RewardStatus } from '../env/events.js';
+import type { ErrorInfo, RewardStatus } from '../events/env-events.js';
 import type { JsonValue } from '../shared/json.js';
 
 /** An event as the index sees it: a record with a type and a time (epoch ms). */

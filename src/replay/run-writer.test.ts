@@ -2,7 +2,7 @@ import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import type { RunEvent } from '../run/run-events.js';
+import type { RunEvent } from '../events/run-events.js';
 import { RunWriter } from './run-writer.js';
 
 const tmp = scratch();

@@ -4,7 +4,7 @@
  * deadline timer, and `submit` for values delivered from outside. Instances call
  * `stepSettled` and `episodeEnded`; everything else reaches users as `reward_*` events.
  */
-import type { EnvEvent, RewardEntry } from '../env/events.js';
+import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvDefinition, RewardSourceDefinition } from '../schema/definition.js';
 import type { Clock } from '../shared/clock.js';
 import { setMaxListeners } from 'node:events';

@@ -5,7 +5,7 @@
 import type { RewardSourceDefinition } from '../schema/definition.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
-import type { CallCost } from '../env/events.js';
+import type { CallCost } from '../events/env-events.js';
 import { importToolModule } from '../tools/module-loader.js';
 import type { StepRef } from './ledger.js';
 import { LlmJudge, type JudgeStats } from './llm-judge.js';

@@ -13,7 +13,7 @@
  * The ledger does no I/O and reads time from the injected clock: the live env, `agent reward` on
  * a finished run folder, and the tests all drive the same code.
  */
-import type { CallCost, RewardEntry, RewardEventType, RewardImputation, EnvEventOf } from '../env/events.js';
+import type { CallCost, RewardEntry, RewardEventType, RewardImputation, EnvEventOf } from '../events/env-events.js';
 import { compileSchema } from '../schema/ajv.js';
 import type { RewardAggregation, RewardSourceDefinition } from '../schema/definition.js';
 import { ValidationError, type Issue } from '../shared/errors.js';

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
 import { AgentEnv, defineEnv, type EnvEventOf, type EnvManifest } from '../index.js';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from '../llm/fake-llm-server.js';
-import { fillTemplate, parseScore } from './llm-judge.js';
+import { fillTemplate } from '../schema/judge-template.js';
+import { parseScore } from './llm-judge.js';
 
 const tmp = scratch();
 let dir: string;

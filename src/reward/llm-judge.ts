@@ -9,31 +9,10 @@ import { createLlmClient, type ChatMessage, type LlmClient } from '../llm/client
 import { costOf, priceOf, type Price } from '../llm/prices.js';
 import type { JsonSchema } from '../schema/ajv.js';
 import { AgentError } from '../shared/errors.js';
-import { isPlainObject, type JsonValue } from '../shared/json.js';
-import type { JudgeConfig } from './judge-config.js';
-import type { CallCost } from '../env/events.js';
-
-/** The names a template may use; `{{state.user.name}}` reads inside one. */
-export const TEMPLATE_ROOTS = ['state', 'state_before', 'action', 'params', 'observation', 'step', 'episode', 'trace_id', 'trajectory', 'min', 'max', 'source'] as const;
-
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][\w]*)((?:\.[\w-]+)*)\s*\}\}/g;
-
-/** Placeholders whose root is not one of {@link TEMPLATE_ROOTS}, for load-time checks. */
-export function unknownPlaceholders(template: string): string[] {
-  const roots = new Set<string>(TEMPLATE_ROOTS);
-  return [...template.matchAll(PLACEHOLDER)].map((m) => m[1] as string).filter((r) => !roots.has(r));
-}
-
-export function fillTemplate(template: string, vars: Readonly<Record<string, JsonValue | undefined>>): string {
-  return template.replace(PLACEHOLDER, (_all, root: string, rest: string) => {
-    let v: JsonValue | undefined = vars[root];
-    for (const key of rest.split('.').slice(1)) {
-      v = Array.isArray(v) ? v[Number(key)] : isPlainObject(v) ? (v as Record<string, JsonValue>)[key] : undefined;
-    }
-    if (v === undefined) return '(none)';
-    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
-  });
-}
+import type { JsonValue } from '../shared/json.js';
+import { fillTemplate } from '../schema/judge-template.js';
+import type { JudgeConfig } from '../schema/judge-config.js';
+import type { CallCost } from '../events/env-events.js';
 
 /** The range a score must fall in, read from the source's value schema. */
 export function rangeOf(schema: JsonSchema): { readonly min: number; readonly max: number } {

@@ -6,7 +6,7 @@
 import { validate } from '../schema/ajv.js';
 import type { RewardSourceDefinition } from '../schema/definition.js';
 import { formatIssues, ToolError } from '../shared/errors.js';
-import type { RewardEntry } from '../env/events.js';
+import type { RewardEntry } from '../events/env-events.js';
 
 export interface StepRewards {
   readonly entries: Readonly<Record<string, RewardEntry>>;

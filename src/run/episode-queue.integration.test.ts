@@ -8,7 +8,7 @@ import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js'
 import { distributedKeys } from './distributed-keys.js';
 import { EpisodeQueue, type Claim } from './episode-queue.js';
 import { FencedJournal, readEvents } from './fenced-journal.js';
-import type { SettledStepEvent } from './run-events.js';
+import type { SettledStepEvent } from '../events/run-events.js';
 
 const available = await sharedRedisAvailable('the episode queue tests');
 const RUN = `queue-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;

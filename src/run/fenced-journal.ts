@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { raceAbort } from '../shared/abort.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
-import type { RunEvent, SettledStepEvent } from './run-events.js';
+import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
 import { parseEpisode, parseInflight, parseJson as parse, parseRun, parseStep, type EpisodeFinishedEvent, type InflightCall, type JournalEpisode, type JournalRun } from './run-journal.js';
 import { distributedKeys, type DistributedKeys } from './distributed-keys.js';
 

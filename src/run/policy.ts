@@ -6,12 +6,12 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Action, AvailableAction } from '../env/agent-instance.js';
-import { generate } from '../schema/generate.js';
+import { generate } from '../generate/generate.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import { importModule, ModuleImportError } from '../shared/import-module.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
-import type { ErrorInfo } from '../env/events.js';
+import type { ErrorInfo } from '../events/env-events.js';
 
 export interface Observation {
   readonly state: JsonValue;

@@ -23,7 +23,7 @@ import { AgentError, describeError, isAgentError, UsageError } from '../shared/e
 import { sleep } from '../shared/abort.js';
 import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
-import type { EpisodeEndReason } from './run-events.js';
+import type { EpisodeEndReason } from '../events/run-events.js';
 import { Run } from './run.js';
 
 export interface WorkerOptions {

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { verify } from '../../scripts/crash-harness.js';
 import { canStartRedis, startOwnRedis, type OwnRedis } from '../state/redis-testing.js';
 import { Run } from './run.js';
-import type { RunEvent } from './run-events.js';
+import type { RunEvent } from '../events/run-events.js';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 

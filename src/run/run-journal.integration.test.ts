@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js';
 import { RunJournal, type JournalRun } from './run-journal.js';
-import type { SettledStepEvent } from './run-events.js';
+import type { SettledStepEvent } from '../events/run-events.js';
 
 const available = await sharedRedisAvailable('the run journal tests');
 const PREFIX = `agent-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;

@@ -24,7 +24,7 @@ import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { RewardLogRecord } from '../replay/reward-log.js';
-import type { RunConfig, RunEvent, SettledStepEvent } from './run-events.js';
+import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 
 type Client = Redis | Cluster;
 

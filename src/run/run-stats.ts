@@ -2,9 +2,9 @@
  * Live statistics of a run, folded from its events. Reporters (the ink view, plain lines) read
  * `snapshot()`, which is plain data; the summary written at the end comes from the same fold.
  */
-import type { EnvEventOf, ErrorInfo } from '../env/events.js';
+import type { EnvEventOf, ErrorInfo } from '../events/env-events.js';
 import { oneLine } from '../shared/errors.js';
-import type { EpisodeEndReason, RunEvent, WorkerRow } from './run-events.js';
+import type { EpisodeEndReason, RunEvent, WorkerRow } from '../events/run-events.js';
 import type { SlaCounts } from '../reward/ledger.js';
 
 export interface PendingCall {

@@ -3,7 +3,7 @@ import type { Issue } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import type { JsonSchema } from './ajv.js';
 import type { CompiledCondition } from './enabled-if.js';
-import type { JudgeConfig } from '../reward/judge-config.js';
+import type { JudgeConfig } from './judge-config.js';
 import type { Unsatisfiable } from './satisfiable.js';
 
 /** Resilience policy of one tool. Every field is optional; absent means "off" (timeout: 30 s). */

@@ -19,7 +19,7 @@ import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, t
 import { metaSchema } from './meta-schemas.js';
 import { parseRewardDocument } from './rewards.js';
 import { bindRewardSources } from './reward-bindings.js';
-import { importMcpActions, mcpImportsOf, mcpServerSpecs } from './mcp-imports.js';
+import { importMcpActions, mcpImportsOf, mcpServerSpecs, type McpToolLister } from './mcp-imports.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
@@ -34,6 +34,8 @@ export interface LoadEnvOptions {
   readonly rewardSources?: Readonly<Record<string, unknown>>;
   /** Refuse an enabled_if that reads a path the state schema does not declare (default true; schema-diff reports it instead). */
   readonly checkConditionPaths?: boolean;
+  /** How `actions_from` lists an MCP server's tools (AgentEnv.open and schema-diff give the MCP client's). */
+  readonly listMcpTools?: McpToolLister;
 }
 
 export const TOOL_MODULE_NAMES = ['tools.ts', 'tools.mts', 'tools.js', 'tools.mjs'];
@@ -163,7 +165,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   warnings.push(...parsed.warnings);
   // Actions imported from MCP servers: their tools/list, as a list of MCP tools.
   const mcpServers = mcpServerSpecs(manifest.mcp_servers, dir);
-  const imported = await importMcpActions(manifest.actions_from, mcpServers, manifestFile, issues, signal);
+  const imported = await importMcpActions(manifest.actions_from, mcpServers, manifestFile, issues, options.listMcpTools, signal);
   if (imported.tools.length > 0) {
     const fromMcp = parseActionDocument(imported.tools, { file: manifestFile, pointer: '/actions_from', dialect: 'json-schema' });
     issues.push(...fromMcp.issues);

@@ -4,12 +4,17 @@
  * through a connection that is closed again: the env starts its own when it first calls one.
  */
 import path from 'node:path';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
 import { deepEqual } from '../state/patch.js';
 import { parseActionDocument } from './actions.js';
 import type { ActionDefinition, EnvDefinition, McpImportSpec, McpServerSpec, McpToolInfo } from './definition.js';
+
+/**
+ * Lists an MCP server's tools (a connection opened and closed again). Owned here, given by the
+ * rooms above that have an MCP client (the env, schema-diff): loading stays free of transports.
+ */
+export type McpToolLister = (spec: McpServerSpec, signal?: AbortSignal) => Promise<readonly McpToolInfo[]>;
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 
@@ -50,7 +55,7 @@ export interface ImportedTools {
 }
 
 /** Lists each `actions_from` server's tools and maps them to actions (filtered, renamed, prefixed). */
-export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, McpServerSpec>, file: string, issues: Issue[], signal?: AbortSignal): Promise<ImportedTools> {
+export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, McpServerSpec>, file: string, issues: Issue[], list: McpToolLister | undefined, signal?: AbortSignal): Promise<ImportedTools> {
   const imports = mcpImportsOf(raw);
   const out: ImportedTools = { tools: [], origins: new Map() };
   for (const [i, imp] of imports.entries()) {
@@ -60,18 +65,17 @@ export async function importMcpActions(raw: unknown, specs: ReadonlyMap<string, 
       issues.push({ file, pointer: typeof raw === 'string' || typeof (raw as unknown[])[i] === 'string' ? pointer : `${pointer}/server`, message: `no MCP server '${imp.server}' in mcp_servers (declared: ${[...specs.keys()].join(', ') || 'none'})` });
       continue;
     }
-    let listed: readonly Tool[];
-    // The MCP SDK is loaded only by envs that import from a server.
-    const { McpConnection } = await import('../tools/mcp/mcp-connection.js');
-    const connection = new McpConnection(spec);
+    if (!list) {
+      issues.push({ file, pointer, message: `this loader cannot list the tools of MCP server '${imp.server}' (it was given no MCP client)` });
+      continue;
+    }
+    let listed: readonly McpToolInfo[];
     try {
-      listed = await connection.tools(signal);
+      listed = await list(spec, signal);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       issues.push({ file, pointer: `/mcp_servers/${escapePointerToken(imp.server)}`, message: `cannot list the tools of MCP server '${imp.server}': ${describeError(err)}` });
       continue;
-    } finally {
-      await connection[Symbol.asyncDispose]();
     }
     const names = new Set(listed.map((t) => t.name));
     for (const [key, list] of [['include', imp.include], ['exclude', imp.exclude]] as const) {

@@ -7,8 +7,8 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { JudgeConfig } from '../reward/judge-config.js';
-import { TEMPLATE_ROOTS, unknownPlaceholders } from '../reward/llm-judge.js';
+import type { JudgeConfig } from './judge-config.js';
+import { TEMPLATE_ROOTS, unknownPlaceholders } from './judge-template.js';
 import type { Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
 import type { RewardBinding, RewardScope, RewardSourceDefinition, ToolPolicy } from './definition.js';

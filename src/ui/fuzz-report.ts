@@ -1,6 +1,6 @@
 /** The closing report of `agent fuzz`: one block per failure signature, with its replay command. */
-import type { CaseKind } from '../eval/fuzz/case.js';
-import type { FailureGroup, FuzzSummary } from '../eval/fuzz/fuzz.js';
+import type { CaseKind } from '../fuzz/case.js';
+import type { FailureGroup, FuzzSummary } from '../fuzz/fuzz.js';
 
 const KIND_ORDER: readonly string[] = ['valid', 'boundary-inside', 'boundary-outside', 'invalid', 'disabled'] satisfies readonly CaseKind[];
 

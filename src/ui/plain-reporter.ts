@@ -4,7 +4,7 @@
  * failures and blocked event loops (on stderr), and a closing summary.
  */
 import type { RunSummary } from '../run/run.js';
-import type { RunEvent } from '../run/run-events.js';
+import type { RunEvent } from '../events/run-events.js';
 import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';

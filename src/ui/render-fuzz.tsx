@@ -1,7 +1,7 @@
 /** Mounts the live view of `agent fuzz` on a TTY and unmounts it when the fuzzer is done. */
 import { render } from 'ink';
 import { useEffect, useState } from 'react';
-import type { FuzzEvent } from '../eval/fuzz/fuzz.js';
+import type { FuzzEvent } from '../fuzz/fuzz.js';
 import { FuzzPanel, type FuzzProgress } from './fuzz-view.js';
 
 export interface FuzzSource {

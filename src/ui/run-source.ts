@@ -1,5 +1,5 @@
 /** What a reporter needs from a run. Types only: the UI never reaches into the core. */
-import type { RunConfig, RunEvent } from '../run/run-events.js';
+import type { RunConfig, RunEvent } from '../events/run-events.js';
 import type { RunProgress } from '../run/run-stats.js';
 
 export interface RunSource {

@@ -1,7 +1,7 @@
 import { render } from 'ink-testing-library';
 import { describe, expect, it, vi } from 'vitest';
 import { Emitter } from '../shared/emitter.js';
-import type { RunEvent } from '../run/run-events.js';
+import type { RunEvent } from '../events/run-events.js';
 import type { RunProgress } from '../run/run-stats.js';
 import { LiveRunView, RunPanel } from './run-view.js';
 import type { RunSource } from './run-source.js';

@@ -1,6 +1,6 @@
 /** The live view of `agent run` on a TTY. Components take plain props; `LiveRunView` wires the hook. */
 import { Box, Static, Text } from 'ink';
-import type { RunConfig } from '../run/run-events.js';
+import type { RunConfig } from '../events/run-events.js';
 import type { RunProgress } from '../run/run-stats.js';
 import { bar, formatDuration, formatNumber } from './format.js';
 import { noWorkers } from './plain-reporter.js';

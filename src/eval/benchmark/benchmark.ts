@@ -13,7 +13,7 @@ import path from 'node:path';
 import { AgentEnv } from '../../env/agent-env.js';
 import { loadPolicy, randomPolicy, type Policy } from '../../run/policy.js';
 import { Run, type RunOptions } from '../../run/run.js';
-import type { RunEvent, SettledStepEvent } from '../../run/run-events.js';
+import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
 import { forEachLine } from '../../replay/run-rewards.js';
 import { RUN_FILES, type EpisodeRecord } from '../../replay/run-writer.js';
 import { AgentError, describeError } from '../../shared/errors.js';

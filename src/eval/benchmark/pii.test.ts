@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../shared/json.js';
-import type { SettledStepEvent } from '../../run/run-events.js';
+import type { SettledStepEvent } from '../../events/run-events.js';
 import { luhn, PiiIndex } from './pii.js';
 
 const db = JSON.parse(await readFile('fixtures/tau-bench/retail/initial_state.json', 'utf8')) as { users: Record<string, { email: string; name: { first_name: string; last_name: string }; address: { address1: string } }> };

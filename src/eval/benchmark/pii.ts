@@ -5,7 +5,7 @@
  * `users` records. Each finding carries its evidence: the trace, where in it, and whose data it is.
  */
 import type { JsonValue } from '../../shared/json.js';
-import type { SettledStepEvent } from '../../run/run-events.js';
+import type { SettledStepEvent } from '../../events/run-events.js';
 
 export interface PiiFinding {
   readonly kind: 'email' | 'phone' | 'card' | 'name' | 'address';

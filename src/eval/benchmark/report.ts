@@ -1,5 +1,5 @@
 /** The shape of benchmark.json (schemas/benchmark-report.schema.json) and what metric modules see. */
-import type { SettledStepEvent } from '../../run/run-events.js';
+import type { SettledStepEvent } from '../../events/run-events.js';
 import type { JsonValue } from '../../shared/json.js';
 import type { PiiFinding } from './pii.js';
 import type { Estimate } from './stats.js';

@@ -1,5 +1,5 @@
 /** A fuzz case and its outcome: plain JSON, so a case can be saved, replayed and shrunk. */
-import type { JsonObject, JsonValue } from '../../shared/json.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
 
 export type CaseKind = 'valid' | 'invalid' | 'boundary-inside' | 'boundary-outside' | 'disabled';
 

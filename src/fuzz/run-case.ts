@@ -2,9 +2,9 @@
  * Runs one fuzz case against an env and judges it with the checks. The env is shared between
  * cases; each case gets its own agent instance, reset to the case's state.
  */
-import type { AgentEnv } from '../../env/agent-env.js';
-import type { EnvEvent } from '../../env/events.js';
-import { describeError, isAgentError, ValidationError } from '../../shared/errors.js';
+import type { AgentEnv } from '../env/agent-env.js';
+import type { EnvEvent } from '../events/env-events.js';
+import { describeError, isAgentError, ValidationError } from '../shared/errors.js';
 import type { CheckName, Failure, FuzzCase } from './case.js';
 
 export interface CaseResult {

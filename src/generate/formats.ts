@@ -1,5 +1,5 @@
 /** Random values for the string formats ajv-formats checks, so generation never leans on a faker's guesses. */
-import type { Rng } from '../../shared/rng.js';
+import type { Rng } from '../shared/rng.js';
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
 const word = (rng: Rng, min = 1, max = 8): string => Array.from({ length: rng.int(min, max) }, () => String.fromCharCode(97 + rng.int(0, 25))).join('');

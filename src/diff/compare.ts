@@ -7,12 +7,12 @@
  * decide"); loosening is **info**. A final sampling pass catches narrowings no rule explained.
  */
 import { generateSync } from 'json-schema-faker';
-import { compileSchema, type JsonSchema } from '../ajv.js';
-import { deepEqual } from '../../state/patch.js';
-import { escapePointerToken, isPlainObject } from '../../shared/json.js';
-import { hashSeed, Rng } from '../../shared/rng.js';
-import { mergeAllOf, sample, sampleOfType, typesOf } from './sample.js';
-import { normalize, type Schema, type SchemaObject } from './normalize.js';
+import { compileSchema, type JsonSchema } from '../schema/ajv.js';
+import { deepEqual } from '../state/patch.js';
+import { escapePointerToken, isPlainObject } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
+import { mergeAllOf, sample, sampleOfType, typesOf } from '../generate/sample.js';
+import { normalize, type Schema, type SchemaObject } from '../schema/normalize.js';
 
 export type Severity = 'breaking' | 'warning' | 'info';
 

@@ -1,5 +1,5 @@
 /** Events of a run: every env event, plus the run's own. */
-import type { EnvEvent, EnvEventOf, ErrorInfo } from '../env/events.js';
+import type { EnvEvent, EnvEventOf, ErrorInfo } from './env-events.js';
 
 /** A settled step as a run reports it: with the actions the policy chose among. */
 export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availableActions?: readonly string[] };

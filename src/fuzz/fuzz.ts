@@ -4,16 +4,16 @@
  *
  * Cases are a pure function of (seed, index) and the env's definition, so a case id replays it.
  */
-import { AgentEnv } from '../../env/agent-env.js';
-import type { ActionDefinition, EnvDefinition } from '../../schema/definition.js';
-import { compileSchema } from '../../schema/ajv.js';
-import { generate } from '../../schema/generate.js';
-import { boundaries, mutants } from '../../schema/fuzz/mutate.js';
-import { systemClock, type Clock } from '../../shared/clock.js';
-import { Emitter } from '../../shared/emitter.js';
-import { UsageError } from '../../shared/errors.js';
-import { escapePointerToken, type JsonObject, type JsonValue } from '../../shared/json.js';
-import { hashSeed, Rng } from '../../shared/rng.js';
+import { AgentEnv } from '../env/agent-env.js';
+import type { ActionDefinition, EnvDefinition } from '../schema/definition.js';
+import { compileSchema } from '../schema/ajv.js';
+import { generate } from '../generate/generate.js';
+import { boundaries, mutants } from './mutate.js';
+import { systemClock, type Clock } from '../shared/clock.js';
+import { Emitter } from '../shared/emitter.js';
+import { UsageError } from '../shared/errors.js';
+import { escapePointerToken, type JsonObject, type JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
 import { CHECKS, signatureOf, type CheckName, type Failure, type FuzzCase } from './case.js';
 import { runCase, type CaseResult } from './run-case.js';
 import { shrinkValue } from './shrink.js';

@@ -7,12 +7,12 @@
  * with ajv; one that fails is retried with a fresh draw and counted as a generator miss.
  */
 import { generateSync } from 'json-schema-faker';
-import { compileSchema, type JsonSchema } from './ajv.js';
-import { normalize, type Schema, type SchemaObject } from './diff/normalize.js';
-import { mergeAllOf } from './diff/sample.js';
+import { compileSchema, type JsonSchema } from '../schema/ajv.js';
+import { normalize, type Schema, type SchemaObject } from '../schema/normalize.js';
+import { mergeAllOf } from './sample.js';
 import type { JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
-import { FORMAT_GENERATORS } from './fuzz/formats.js';
+import { FORMAT_GENERATORS } from './formats.js';
 
 export interface GenerateOptions {
   /** Beyond this depth only required properties and minimal arrays are generated (recursive schemas end). */

@@ -8,17 +8,18 @@
  */
 import path from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { compileSchema, type JsonSchema } from '../ajv.js';
-import { parseActionDocument } from '../actions.js';
-import type { ActionDefinition, EnvDefinition, RewardSourceDefinition } from '../definition.js';
-import { loadEnvDefinition } from '../load-env.js';
-import { parseRewardDocument } from '../rewards.js';
-import { generate } from '../generate.js';
-import { AgentError, UsageError, ValidationError } from '../../shared/errors.js';
-import { escapePointerToken, type JsonValue } from '../../shared/json.js';
-import { hashSeed, Rng } from '../../shared/rng.js';
+import { compileSchema, type JsonSchema } from '../schema/ajv.js';
+import { parseActionDocument } from '../schema/actions.js';
+import type { ActionDefinition, EnvDefinition, RewardSourceDefinition } from '../schema/definition.js';
+import { loadEnvDefinition } from '../schema/load-env.js';
+import { listMcpTools } from '../tools/mcp/list-tools.js';
+import { parseRewardDocument } from '../schema/rewards.js';
+import { generate } from '../generate/generate.js';
+import { AgentError, UsageError, ValidationError } from '../shared/errors.js';
+import { escapePointerToken, type JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
 import { compareSchemas, type RawFinding, type Severity } from './compare.js';
-import { deepEqual } from '../../state/patch.js';
+import { deepEqual } from '../state/patch.js';
 
 export type DiffKind = 'state' | 'action' | 'reward';
 export type DiffMode = 'default' | 'backward' | 'forward' | 'full';
@@ -258,7 +259,7 @@ function declared(schema: JsonSchema, tokens: readonly string[]): boolean {
 
 /** Load two env folders and diff them. Definitions that do not load are the user's input errors (exit 2). */
 export async function diffEnvFolders(oldDir: string, newDir: string, options: DiffOptions = {}): Promise<Finding[]> {
-  const load = { checkConditionPaths: false, ...(options.signal ? { signal: options.signal } : {}) };
+  const load = { checkConditionPaths: false, listMcpTools, ...(options.signal ? { signal: options.signal } : {}) };
   const [oldDef, newDef] = await Promise.all([loadEnvDefinition(oldDir, load), loadEnvDefinition(newDir, load)]);
   return diffDefinitions(oldDef, newDef, options);
 }

@@ -4,13 +4,13 @@
  * (the schema does not constrain what the mutator assumed), and a boundary meant to be inside the
  * schema that fails is dropped too.
  */
-import { compileSchema, type JsonSchema } from '../ajv.js';
-import type { Schema, SchemaObject } from '../diff/normalize.js';
-import { normalizedOf } from '../generate.js';
-import { mergeAllOf } from '../diff/sample.js';
-import { escapePointerToken, isPlainObject, type JsonValue } from '../../shared/json.js';
-import type { Rng } from '../../shared/rng.js';
-import { FORMAT_BREAKERS } from './formats.js';
+import { compileSchema, type JsonSchema } from '../schema/ajv.js';
+import type { Schema, SchemaObject } from '../schema/normalize.js';
+import { normalizedOf } from '../generate/generate.js';
+import { mergeAllOf } from '../generate/sample.js';
+import { escapePointerToken, isPlainObject, type JsonValue } from '../shared/json.js';
+import type { Rng } from '../shared/rng.js';
+import { FORMAT_BREAKERS } from '../generate/formats.js';
 
 export type Mutation =
   | 'wrong-type'

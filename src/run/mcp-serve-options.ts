@@ -1,5 +1,5 @@
 /** What `agent mcp-serve` takes, and the names it serves under. No MCP SDK type appears here. */
-import type { RunOptions } from '../run/run.js';
+import type { RunOptions } from './run.js';
 
 export const RESET_TOOL = 'reset';
 export const STATE_URI = 'env://state';

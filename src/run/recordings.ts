@@ -1,5 +1,5 @@
 /** The runs recorded in fixtures/recorded/, replayed by the tests (re-record with `npm run record`). */
-import type { RunOptions } from '../run/run.js';
+import type { RunOptions } from './run.js';
 
 export const RECORDINGS: readonly { readonly file: string; readonly options: RunOptions }[] = [
   { file: 'fixtures/recorded/weather-seed7.jsonl', options: { env: 'fixtures/weather', episodes: 4, concurrency: 2, maxSteps: 3, seed: 7, toolOptions: { latency_scale: 0 } } },

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { AgentError, UsageError } from '../../shared/errors.js';
+import { AgentError, UsageError } from '../shared/errors.js';
 import type { Severity } from './compare.js';
 import { diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './diff.js';
 import { buildReport, parseIgnoreFile, type DiffReport } from './report.js';

@@ -12,10 +12,10 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AvailableAction } from '../env/agent-instance.js';
-import type { Observation, Policy } from '../run/policy.js';
-import { Run, type RunSummary } from '../run/run.js';
+import type { Observation, Policy } from './policy.js';
+import { Run, type RunSummary } from './run.js';
 import { RESET_TOOL, STATE_URI, type McpServeOptions } from './mcp-serve-options.js';
-import { LineTransport } from './mcp-stdio.js';
+import { LineTransport } from '../server/mcp-stdio.js';
 import { raceAbort } from '../shared/abort.js';
 import { validate } from '../schema/ajv.js';
 import { formatIssues } from '../shared/errors.js';

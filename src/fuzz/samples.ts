@@ -1,10 +1,10 @@
 /** `agent fuzz --schema FILE --generate N [--invalid]`: N values, all valid or all invalid, from a seed. */
-import { findUnsatisfiable } from '../satisfiable.js';
-import type { JsonSchema } from '../ajv.js';
-import { AgentError } from '../../shared/errors.js';
-import type { JsonValue } from '../../shared/json.js';
-import { hashSeed, Rng } from '../../shared/rng.js';
-import { generate } from '../generate.js';
+import { findUnsatisfiable } from '../schema/satisfiable.js';
+import type { JsonSchema } from '../schema/ajv.js';
+import { AgentError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
+import { generate } from '../generate/generate.js';
 import { mutants } from './mutate.js';
 
 export interface Sample {

@@ -4,7 +4,7 @@
  * valid input stays valid and numbers stop at their schema bounds) and still fails the same way.
  * Greedy, smallest first, within a time budget.
  */
-import { isPlainObject, type JsonValue } from '../../shared/json.js';
+import { isPlainObject, type JsonValue } from '../shared/json.js';
 
 /** Smaller variants of a JSON value, most aggressive first. */
 export function* smaller(v: JsonValue): Generator<JsonValue> {

@@ -4,8 +4,8 @@
  * and `$defs` is no change at all), nullability spelled one way (`type` includes "null"), and
  * annotations dropped. The input is not modified.
  */
-import { isPlainObject } from '../../shared/json.js';
-import type { JsonSchema } from '../ajv.js';
+import { isPlainObject } from '../shared/json.js';
+import type { JsonSchema } from './ajv.js';
 
 export type Schema = boolean | SchemaObject;
 export interface SchemaObject {

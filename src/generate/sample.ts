@@ -4,8 +4,8 @@
  * with ajv against the real schemas before it is reported.
  */
 import { generateSync } from 'json-schema-faker';
-import { isPlainObject } from '../../shared/json.js';
-import type { Schema, SchemaObject } from './normalize.js';
+import { isPlainObject } from '../shared/json.js';
+import type { Schema, SchemaObject } from '../schema/normalize.js';
 
 const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
   'date-time': '2024-05-01T12:00:00Z',

@@ -3,7 +3,7 @@
  * JSON (schemas/schema-diff-report.schema.json), Markdown (a PR comment), GitHub workflow
  * annotations and SARIF 2.1.0.
  */
-import { UsageError } from '../../shared/errors.js';
+import { UsageError } from '../shared/errors.js';
 import type { Finding } from './diff.js';
 import type { Severity } from './compare.js';
 
