@@ -15,7 +15,6 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { AgentEnv } from '../env/agent-env.js';
-import { errorInfo, type Action, type AgentInstance } from '../env/agent-instance.js';
 import type { EnvEvent, ErrorInfo } from '../events/env-events.js';
 import { generate } from '../generate/generate.js';
 import { RunWriter, trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
@@ -25,8 +24,8 @@ import { readLostSteps } from '../replay/lost-steps.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { linkedController, raceAbort, sleep } from '../shared/abort.js';
-import { AgentError, isAgentError, UsageError, describeError } from '../shared/errors.js';
-import type { JsonObject, JsonValue } from '../shared/json.js';
+import { AgentError, isAgentError, UsageError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
 import { archiveToFolder, readArchive } from '../state/archive.js';
 import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
@@ -46,6 +45,7 @@ import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-que
 import { distributedKeys } from './distributed-keys.js';
 import { FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
 import { findEnvDir } from './env-dirs.js';
+import { EpisodeRunner, STORE_FAILURES, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 
 export interface RunOptions {
@@ -151,8 +151,6 @@ export interface SourceSummary {
 /** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
 const YIELD_EVERY_MS = 8;
 const DEFAULT_STORE_WAIT_MS = 60_000;
-/** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
-const STORE_FAILURES = new Set<string>(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE', 'STATE_CORRUPT']);
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -201,15 +199,6 @@ interface HeldEpisode {
   leaseLost: boolean;
 }
 
-/** Where an episode picks up after a resume. */
-interface Continued {
-  readonly reward: number;
-  readonly lastObservation?: JsonValue;
-  readonly done: boolean;
-  /** The call in flight at the crash, re-run because its tool is idempotent. */
-  readonly redo?: InflightCall;
-}
-
 export class Run implements AsyncDisposable {
   /** Names the run folder (`<out>/<run-id>/`) and, with a Redis store, the run's keys. */
   readonly runId: string;
@@ -220,16 +209,15 @@ export class Run implements AsyncDisposable {
   readonly #clock: Clock;
   readonly #stats: RunStats;
   readonly #durable: Durable | undefined;
+  readonly #runner: EpisodeRunner;
+  /** What this run records of each episode, and where (see EpisodeHooks). */
+  readonly #hooks: EpisodeHooks;
   #dir: string | undefined;
   #writer: RunWriter | undefined;
   #server: RunServer | undefined;
   #lastYield = 0;
-  /** The steps (settled traces) each live instance has taken. */
-  readonly #steps = new Map<string, { steps: number }>();
   /** Episodes that ran to an end (not interrupted): the per-episode reward statistics cover these. */
   readonly #counted = new Set<number>();
-  /** The actions offered to the policy for each trace in flight, for its trajectory record. */
-  readonly #offered = new Map<string, readonly string[]>();
   /** A resumed run's committed steps, per episode, until the episode continues. */
   readonly #priorSteps = new Map<number, SettledStepEvent[]>();
   /** Stops the run from inside: a store failure. */
@@ -237,7 +225,6 @@ export class Run implements AsyncDisposable {
   #failure: AgentError | undefined;
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
-  #firstIndex: Map<JsonValue, number> | undefined;
   /** A worker's episodes in hand. */
   readonly #held = new Map<number, HeldEpisode>();
   #fencedWrites = 0;
@@ -253,9 +240,22 @@ export class Run implements AsyncDisposable {
     this.#clock = setup.clock;
     this.#stats = new RunStats(() => setup.clock.now());
     this.events = new Emitter<RunEvent>();
+    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.maxSteps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: () => this.#breathe() });
+    const journal = setup.durable?.journal;
+    this.#hooks = {
+      ...(setup.durable ? durableHooks(setup.durable) : {}),
+      prior: (i) => this.#priorOf(i),
+      initialState: (id, state) => this.#writer?.writeState(id, state),
+      settled: (step) => this.#forward(step),
+      storeFailed: (err) => this.#fail(err),
+      close: (record, finished) => this.#close(finished.instanceId, record, finished),
+      ended: (i, state) => {
+        this.#counted.add(i);
+        this.#setup.onEpisodeEnd?.(i, state);
+      },
+    };
     this.events.onAny((e) => this.#stats.apply(e));
     if (setup.durable) setup.durable.journal.onFailure = (err) => this.#fail(err);
-    const journal = setup.durable?.journal;
     if (journal instanceof FencedJournal) {
       journal.onLeaseLost = (episode) => this.#leaseLost(episode);
       this.events.onAny((e) => this.#publish(journal, e));
@@ -430,7 +430,7 @@ export class Run implements AsyncDisposable {
       const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instanceId: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
       // It ends at its last committed step: deltas after it belong to the call that took the worker
       // down, and are dropped, so that the history the coordinator archives replays to the record.
-      const stateIndex = this.#stateIndex(episode);
+      const stateIndex = this.#runner.stateIndex(episode);
       const initial = this.#initialStates[stateIndex] ?? null;
       const seq = last?.seq ?? 0;
       const store = this.#durable?.store;
@@ -772,19 +772,6 @@ export class Run implements AsyncDisposable {
     this.#env.rewards.expireDue();
   }
 
-  /** Episode i's initial state, by the first index it appears at: an object given for many episodes is one state in the folder. */
-  #stateIndex(episode: number): number {
-    const states = this.#initialStates;
-    if (!this.#firstIndex) {
-      const first = new Map<JsonValue, number>();
-      states.forEach((s, i) => {
-        if (!first.has(s)) first.set(s, i);
-      });
-      this.#firstIndex = first;
-    }
-    return this.#firstIndex.get(states[episode % states.length] as JsonValue) ?? episode % states.length;
-  }
-
   get #historyDir(): string {
     return path.join(this.#setup.out, this.runId, 'history');
   }
@@ -816,11 +803,7 @@ export class Run implements AsyncDisposable {
       this.#fail(new AgentError(e.error.code as 'STORE_WRITES_LOST', e.error.message, e.error.hint ? { hint: e.error.hint } : {}));
       return;
     }
-    const counts = this.#steps.get(e.instanceId);
-    if (counts) counts.steps++;
-    const offered = this.#offered.get(e.traceId);
-    this.#offered.delete(e.traceId);
-    const step: SettledStepEvent = offered ? { ...e, availableActions: offered } : e;
+    const step = this.#runner.committed(e);
     journal?.step(step).then(
       () => this.#writer?.write(step),
       () => undefined,
@@ -872,115 +855,8 @@ export class Run implements AsyncDisposable {
     this.#lastYield = performance.now();
   }
 
-  async #episode(index: number, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
-    const started = this.#clock.monotonic();
-    const agent = this.#env.createInstance({ id: `ep-${index}` });
-    const counts = { steps: 0 };
-    this.#steps.set(agent.id, counts);
-    const stateIndex = this.#stateIndex(index);
-    const initialStateId = `initial-${stateIndex}`;
-    const journal = this.#durable?.journal;
-    this.events.emit({ type: 'episode_started', time: this.#clock.now(), instanceId: agent.id, episode: index, initialStateId });
-    let reward = 0;
-    let reason: EpisodeEndReason = 'max_steps';
-    let error: ErrorInfo | undefined;
-    const initial = this.#initialStates[stateIndex] ?? null;
-    const startedAt = this.#clock.now();
-    /** The initial state as the instance holds it (a frozen copy): the final state is diffed against it. */
-    let start: JsonValue | undefined;
-    try {
-      const continued = await this.#continue(agent, index, initial, counts, signal);
-      if (continued) {
-        start = initial;
-        reward = continued.reward;
-      } else {
-        await journal?.episodeStarted(index, { status: 'running', instance_id: agent.id, initial_state_id: initialStateId, started_at: startedAt }, signal);
-        await agent.reset(initial, { signal, episode: index });
-        start = agent.state;
-      }
-      this.#writer?.writeState(initialStateId, start);
-      let lastObservation = continued?.lastObservation;
-      let lastError: ErrorInfo | undefined;
-      let redo = continued?.redo;
-      if (continued?.done) reason = 'done';
-      else {
-        for (let step = counts.steps; step < this.config.maxSteps; step++) {
-          await this.#breathe();
-          if (signal.aborted) throw signal.reason;
-          const actions = agent.availableActions();
-          if (actions.length === 0 && !redo) {
-            reason = 'no_actions';
-            break;
-          }
-          // One generator per step, not per episode: a resumed episode draws what it would have drawn.
-          const rng = new Rng(hashSeed(this.config.seed, 'policy', index, step));
-          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : (await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, rng, signal));
-          if (choice === null) {
-            reason = 'policy_stop';
-            break;
-          }
-          const offered = redo ? redo.available_actions : actions.map((a) => a.name);
-          redo = undefined;
-          const traceId = await this.#dispatch(agent, index, choice, offered, signal);
-          const result = await agent.resolve(traceId, { signal });
-          reward += result.reward;
-          lastObservation = result.observation;
-          lastError = result.info.error;
-          if (result.done) {
-            reason = 'done';
-            break;
-          }
-        }
-      }
-    } catch (err) {
-      // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
-      if (isAgentError(err) && STORE_FAILURES.has(err.code)) this.#fail(err);
-      if (signal.aborted || this.#failure) reason = 'interrupted';
-      else {
-        reason = 'policy_error';
-        const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
-        error = errorInfo(e);
-      }
-    } finally {
-      if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
-      this.#env.release(agent.id);
-      this.#steps.delete(agent.id);
-    }
-    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
-    const record: EpisodeRecord | undefined =
-      start === undefined
-        ? undefined
-        : {
-            episode: index,
-            instance_id: agent.id,
-            initial_state_id: initialStateId,
-            final_patch: diffStates(start, agent.state),
-            final_seq: agent.seq,
-            steps: counts.steps,
-            reason,
-            terminated: !truncated,
-            truncated,
-            started_at: startedAt,
-            finished_at: this.#clock.now(),
-          };
-    const finished: EpisodeFinishedEvent = {
-      type: 'episode_finished',
-      time: this.#clock.now(),
-      instanceId: agent.id,
-      episode: index,
-      steps: counts.steps,
-      reward,
-      reason,
-      durationMs: this.#clock.monotonic() - started,
-      ...(error ? { error } : {}),
-    };
-    if (await this.#close(agent.id, record, finished)) agent.archive();
-    if (reason !== 'interrupted') {
-      this.#counted.add(index);
-      this.#setup.onEpisodeEnd?.(index, agent.state);
-    }
-    this.events.emit(finished);
-    return finished;
+  #episode(index: number, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
+    return this.#runner.run(index, this.#hooks, signal);
   }
 
   /**
@@ -1017,93 +893,15 @@ export class Run implements AsyncDisposable {
     }
   }
 
-  /**
-   * A resumed run's episode that was running: back to its last committed step. The store's history
-   * is rewound to it (deltas of a step whose commit never reached the journal are dropped); the call
-   * in flight is re-run if its tool is idempotent, and otherwise settles as TOOL_LOST.
-   */
-  async #continue(agent: AgentInstance, index: number, initial: JsonValue, counts: { steps: number }, signal: AbortSignal): Promise<Continued | undefined> {
-    const durable = this.#durable;
-    const prior = this.#priorOf(index);
-    if (!durable || !prior) return undefined;
-    if (!(await durable.store.bounds(agent.id, signal))) return undefined;
-    const steps = prior.steps;
-    this.#priorSteps.delete(index);
-    const last = steps[steps.length - 1];
-    const seq = last?.seq ?? 0;
-    await durable.store.rewind(agent.id, seq, signal);
-    let traces = Math.max(0, ...steps.map((s) => traceNumber(s.traceId)));
-    let taken = last?.step ?? 0;
-    const call = last?.done ? undefined : prior.inflight;
-    let lost: SettledStepEvent | undefined;
-    let redo: InflightCall | undefined;
-    if (call) {
-      traces = Math.max(traces, traceNumber(call.trace_id));
-      if (this.#env.definition.actions.get(call.action)?.policy.idempotent) redo = call;
-      else {
-        taken++;
-        lost = {
-          type: 'trace_settled',
-          time: this.#clock.now(),
-          instanceId: agent.id,
-          traceId: call.trace_id,
-          episode: index,
-          step: taken,
-          action: call.action,
-          params: call.params as JsonObject,
-          seqBefore: seq,
-          status: 'failed',
-          reward: 0,
-          rewards: {},
-          done: false,
-          seq,
-          durationMs: 0,
-          availableActions: call.available_actions,
-          error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: 'Declare "idempotent": true on the tool if calling it twice is safe.' },
-        };
-      }
-    }
-    const trajectory = steps.filter((s) => s.status === 'resolved').map((s) => ({ action: s.action, params: s.params, ...(s.observation !== undefined ? { observation: s.observation } : {}) }));
-    await agent.restore({ episode: index, seq, steps: taken, traces, initial, trajectory }, { signal });
-    counts.steps = last?.step ?? 0;
-    if (lost) this.#forward(lost);
-    return {
-      reward: steps.reduce((sum, s) => sum + s.reward, 0),
-      ...(last?.observation !== undefined ? { lastObservation: last.observation } : {}),
-      done: last?.done === true,
-      ...(redo ? { redo } : {}),
-    };
-  }
-
   /** What the journal holds of an episode that was running (a resumed run's, or one a worker took over). */
-  #priorOf(index: number): { readonly steps: readonly SettledStepEvent[]; readonly inflight: InflightCall | undefined } | undefined {
+  #priorOf(index: number): PriorSteps | undefined {
     const held = this.#held.get(index);
     if (held) return held.progress.entry?.status === 'running' ? { steps: held.progress.steps, inflight: held.progress.inflight } : undefined;
     const resumed = this.#durable?.resumed;
     if (resumed?.episodes.get(index)?.status !== 'running') return undefined;
-    return { steps: this.#priorSteps.get(index) ?? [], inflight: resumed.inflight.get(index) };
-  }
-
-  /** Ask the policy for an action; null when it stops. */
-  async #choose(observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<Action | null> {
-    try {
-      return await this.#setup.policy(observation, { rng, signal });
-    } catch (err) {
-      if (isAgentError(err)) throw err;
-      throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
-    }
-  }
-
-  /** Dispatch the chosen action; a durable run notes the call in flight first, so a crash during it is known on resume. */
-  async #dispatch(agent: AgentInstance, index: number, action: Action, offered: readonly string[], signal: AbortSignal): Promise<string> {
-    const journal = this.#durable?.journal;
-    if (journal) {
-      const next = `${agent.id}:${agent.traces + 1}`;
-      await journal.dispatching(index, { trace_id: next, action: action.name, params: action.params ?? {}, available_actions: offered }, signal);
-    }
-    const traceId = agent.dispatch(action);
-    this.#offered.set(traceId, offered);
-    return traceId;
+    const steps = this.#priorSteps.get(index) ?? [];
+    this.#priorSteps.delete(index);
+    return { steps, inflight: resumed.inflight.get(index) };
   }
 
   /** Release the env without running (after `execute`, it is released already). */
@@ -1284,10 +1082,13 @@ async function retireDistributed(redis: Redis, queue: EpisodeQueue, runId: strin
   await queue.retire(runId);
 }
 
-/** The number at the end of a trace id (`ep-3:7` → 7). */
-function traceNumber(traceId: string): number {
-  const n = Number(traceId.slice(traceId.lastIndexOf(':') + 1));
-  return Number.isInteger(n) ? n : 0;
+/** A durable run journals each episode's start and each call before it is dispatched, and rewinds its Redis history on resume. */
+function durableHooks({ journal, store }: Durable): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
+  return {
+    starting: (i, entry, signal) => journal.episodeStarted(i, entry, signal),
+    dispatching: (i, call, signal) => journal.dispatching(i, call, signal),
+    rewind: async (instanceId, seq, signal) => void (await store.rewind(instanceId, seq, signal)),
+  };
 }
 
 function withLoss(summary: RunSummary, loss: RunWriter['loss']): RunSummary {

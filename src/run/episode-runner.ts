@@ -1,0 +1,301 @@
+/**
+ * One episode of an env with a policy: the instance reset (or restored from its committed steps),
+ * then choose → dispatch → resolve until the env says done, no action is enabled, the policy stops
+ * or the step limit is reached; its record and its end at the end. Every run drives episodes
+ * through this one runner — a local run, a durable one (journal, resume), a distributed worker,
+ * an MCP session — so that what an episode does can never differ between them.
+ *
+ * It knows no folder, journal, queue or socket: what the driver records, and where, comes in as
+ * `EpisodeHooks` (a durable driver journals an episode's start and each call before it is
+ * dispatched, and says what was committed before a crash). Events go out through `emit`.
+ */
+import type { AgentEnv } from '../env/agent-env.js';
+import { errorInfo, type Action, type AgentInstance } from '../env/agent-instance.js';
+import type { ErrorInfo } from '../events/env-events.js';
+import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run-events.js';
+import type { EpisodeRecord } from '../replay/run-writer.js';
+import type { Clock } from '../shared/clock.js';
+import { AgentError, describeError, isAgentError } from '../shared/errors.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
+import { diffStates } from '../state/diff.js';
+import type { Policy } from './policy.js';
+import type { EpisodeFinishedEvent, InflightCall, JournalEpisode } from './run-journal.js';
+
+/** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
+export const STORE_FAILURES: ReadonlySet<string> = new Set(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE', 'STATE_CORRUPT']);
+
+/** What a journal holds of an episode that was running: the steps it committed and the call it had in flight. */
+export interface PriorSteps {
+  readonly steps: readonly SettledStepEvent[];
+  readonly inflight: InflightCall | undefined;
+}
+
+export interface EpisodeHooks {
+  /** The episode starts afresh (not restored): a durable driver journals its entry before the instance is reset. */
+  starting?(index: number, entry: Extract<JournalEpisode, { status: 'running' }>, signal: AbortSignal): Promise<void>;
+  /** A call is about to be dispatched: a durable driver notes it in flight, so a crash during it is known on resume. */
+  dispatching?(index: number, call: InflightCall, signal: AbortSignal): Promise<void>;
+  /** What was committed of this episode before (a resumed run, or a worker taking it over): it continues from there. */
+  prior?(index: number): PriorSteps | undefined;
+  /** With `prior`: drop the instance's history after `seq` (deltas of a step whose commit never reached the journal). */
+  rewind?(instanceId: string, seq: number, signal: AbortSignal): Promise<void>;
+  /** The episode's initial state, once the instance holds it. */
+  initialState(stateId: string, state: JsonValue): void;
+  /** A step settled without a call (one lost in a crash): into the run like any settled step. */
+  settled(step: SettledStepEvent): void;
+  /** The store failed under the episode: the driver stops the run (the episode ends interrupted). */
+  storeFailed(err: AgentError): void;
+  /** The episode's end, recorded where the driver records; true when the instance's history is archived with it. */
+  close(record: EpisodeRecord | undefined, finished: EpisodeFinishedEvent): Promise<boolean>;
+  /** An episode that ran to an end (not interrupted), with its final state. */
+  ended?(index: number, finalState: JsonValue): void;
+}
+
+export interface EpisodeRunnerOptions {
+  readonly env: AgentEnv;
+  readonly policy: Policy;
+  readonly clock: Clock;
+  readonly seed: number;
+  readonly maxSteps: number;
+  /** Episode i starts from `initialStates[i % length]`. */
+  readonly initialStates: readonly JsonValue[];
+  readonly emit: (event: RunEvent) => void;
+  /** Gives I/O a turn between steps (the driver knows what must drain). */
+  readonly breathe: () => Promise<void>;
+}
+
+/** Where an episode picks up after a resume. */
+interface Continued {
+  readonly reward: number;
+  readonly lastObservation?: JsonValue;
+  readonly done: boolean;
+  /** The call in flight at the crash, re-run because its tool is idempotent. */
+  readonly redo?: InflightCall;
+}
+
+export class EpisodeRunner {
+  readonly #o: EpisodeRunnerOptions;
+  /** The steps each live instance has committed. */
+  readonly #steps = new Map<string, { steps: number }>();
+  /** The actions offered to the policy for each trace in flight, for its trajectory record. */
+  readonly #offered = new Map<string, readonly string[]>();
+  #firstIndex: Map<JsonValue, number> | undefined;
+
+  constructor(options: EpisodeRunnerOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * A settled step of one of this runner's episodes, committed: counted, and given the actions its
+   * policy chose among (for its trajectory record).
+   */
+  committed(e: SettledStepEvent): SettledStepEvent {
+    const counts = this.#steps.get(e.instanceId);
+    if (counts) counts.steps++;
+    const offered = this.#offered.get(e.traceId);
+    this.#offered.delete(e.traceId);
+    return offered ? { ...e, availableActions: offered } : e;
+  }
+
+  /** Episode i's initial state, by the first index it appears at: an object given for many episodes is one state in the folder. */
+  stateIndex(episode: number): number {
+    const states = this.#o.initialStates;
+    if (!this.#firstIndex) {
+      const first = new Map<JsonValue, number>();
+      states.forEach((s, i) => {
+        if (!first.has(s)) first.set(s, i);
+      });
+      this.#firstIndex = first;
+    }
+    return this.#firstIndex.get(states[episode % states.length] as JsonValue) ?? episode % states.length;
+  }
+
+  async run(index: number, hooks: EpisodeHooks, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
+    const { env, clock } = this.#o;
+    const started = clock.monotonic();
+    const agent = env.createInstance({ id: `ep-${index}` });
+    const counts = { steps: 0 };
+    this.#steps.set(agent.id, counts);
+    const stateIndex = this.stateIndex(index);
+    const initialStateId = `initial-${stateIndex}`;
+    this.#o.emit({ type: 'episode_started', time: clock.now(), instanceId: agent.id, episode: index, initialStateId });
+    let reward = 0;
+    let reason: EpisodeEndReason = 'max_steps';
+    let error: ErrorInfo | undefined;
+    const initial = this.#o.initialStates[stateIndex] ?? null;
+    const startedAt = clock.now();
+    /** The initial state as the instance holds it (a frozen copy): the final state is diffed against it. */
+    let start: JsonValue | undefined;
+    try {
+      const continued = await this.#continue(agent, index, initial, counts, hooks, signal);
+      if (continued) {
+        start = initial;
+        reward = continued.reward;
+      } else {
+        await hooks.starting?.(index, { status: 'running', instance_id: agent.id, initial_state_id: initialStateId, started_at: startedAt }, signal);
+        await agent.reset(initial, { signal, episode: index });
+        start = agent.state;
+      }
+      hooks.initialState(initialStateId, start);
+      let lastObservation = continued?.lastObservation;
+      let lastError: ErrorInfo | undefined;
+      let redo = continued?.redo;
+      if (continued?.done) reason = 'done';
+      else {
+        for (let step = counts.steps; step < this.#o.maxSteps; step++) {
+          await this.#o.breathe();
+          if (signal.aborted) throw signal.reason;
+          const actions = agent.availableActions();
+          if (actions.length === 0 && !redo) {
+            reason = 'no_actions';
+            break;
+          }
+          // One generator per step, not per episode: a resumed episode draws what it would have drawn.
+          const rng = new Rng(hashSeed(this.#o.seed, 'policy', index, step));
+          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, rng, signal);
+          if (choice === null) {
+            reason = 'policy_stop';
+            break;
+          }
+          const offered = redo ? redo.available_actions : actions.map((a) => a.name);
+          redo = undefined;
+          const traceId = await this.#dispatch(agent, index, choice, offered, hooks, signal);
+          const result = await agent.resolve(traceId, { signal });
+          reward += result.reward;
+          lastObservation = result.observation;
+          lastError = result.info.error;
+          if (result.done) {
+            reason = 'done';
+            break;
+          }
+        }
+      }
+    } catch (err) {
+      // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
+      if (isAgentError(err) && STORE_FAILURES.has(err.code)) hooks.storeFailed(err);
+      if (signal.aborted) reason = 'interrupted';
+      else {
+        reason = 'policy_error';
+        const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
+        error = errorInfo(e);
+      }
+    } finally {
+      if (agent.status !== 'terminated' && agent.status !== 'archived') await agent.terminate(reason === 'interrupted' ? 'the run was interrupted' : 'episode over');
+      env.release(agent.id);
+      this.#steps.delete(agent.id);
+    }
+    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
+    const record: EpisodeRecord | undefined =
+      start === undefined
+        ? undefined
+        : {
+            episode: index,
+            instance_id: agent.id,
+            initial_state_id: initialStateId,
+            final_patch: diffStates(start, agent.state),
+            final_seq: agent.seq,
+            steps: counts.steps,
+            reason,
+            terminated: !truncated,
+            truncated,
+            started_at: startedAt,
+            finished_at: clock.now(),
+          };
+    const finished: EpisodeFinishedEvent = {
+      type: 'episode_finished',
+      time: clock.now(),
+      instanceId: agent.id,
+      episode: index,
+      steps: counts.steps,
+      reward,
+      reason,
+      durationMs: clock.monotonic() - started,
+      ...(error ? { error } : {}),
+    };
+    if (await hooks.close(record, finished)) agent.archive();
+    if (reason !== 'interrupted') hooks.ended?.(index, agent.state);
+    this.#o.emit(finished);
+    return finished;
+  }
+
+  /**
+   * An episode that was running when its process stopped: back to its last committed step. The
+   * store's history is rewound to it (deltas of a step whose commit never reached the journal are
+   * dropped); the call in flight is re-run if its tool is idempotent, and otherwise settles as TOOL_LOST.
+   */
+  async #continue(agent: AgentInstance, index: number, initial: JsonValue, counts: { steps: number }, hooks: EpisodeHooks, signal: AbortSignal): Promise<Continued | undefined> {
+    const prior = hooks.prior?.(index);
+    if (!prior || !hooks.rewind) return undefined;
+    if (!(await this.#o.env.store.bounds(agent.id, signal))) return undefined;
+    const steps = prior.steps;
+    const last = steps[steps.length - 1];
+    const seq = last?.seq ?? 0;
+    await hooks.rewind(agent.id, seq, signal);
+    let traces = Math.max(0, ...steps.map((s) => traceNumber(s.traceId)));
+    let taken = last?.step ?? 0;
+    const call = last?.done ? undefined : prior.inflight;
+    let lost: SettledStepEvent | undefined;
+    let redo: InflightCall | undefined;
+    if (call) {
+      traces = Math.max(traces, traceNumber(call.trace_id));
+      if (this.#o.env.definition.actions.get(call.action)?.policy.idempotent) redo = call;
+      else {
+        taken++;
+        lost = {
+          type: 'trace_settled',
+          time: this.#o.clock.now(),
+          instanceId: agent.id,
+          traceId: call.trace_id,
+          episode: index,
+          step: taken,
+          action: call.action,
+          params: call.params as JsonObject,
+          seqBefore: seq,
+          status: 'failed',
+          reward: 0,
+          rewards: {},
+          done: false,
+          seq,
+          durationMs: 0,
+          availableActions: call.available_actions,
+          error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: 'Declare "idempotent": true on the tool if calling it twice is safe.' },
+        };
+      }
+    }
+    const trajectory = steps.filter((s) => s.status === 'resolved').map((s) => ({ action: s.action, params: s.params, ...(s.observation !== undefined ? { observation: s.observation } : {}) }));
+    await agent.restore({ episode: index, seq, steps: taken, traces, initial, trajectory }, { signal });
+    counts.steps = last?.step ?? 0;
+    if (lost) hooks.settled(lost);
+    return {
+      reward: steps.reduce((sum, s) => sum + s.reward, 0),
+      ...(last?.observation !== undefined ? { lastObservation: last.observation } : {}),
+      done: last?.done === true,
+      ...(redo ? { redo } : {}),
+    };
+  }
+
+  /** Ask the policy for an action; null when it stops. */
+  async #choose(observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<Action | null> {
+    try {
+      return await this.#o.policy(observation, { rng, signal });
+    } catch (err) {
+      if (isAgentError(err)) throw err;
+      throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
+    }
+  }
+
+  /** Dispatch the chosen action, after the driver has noted the call in flight (if it keeps a journal). */
+  async #dispatch(agent: AgentInstance, index: number, action: Action, offered: readonly string[], hooks: EpisodeHooks, signal: AbortSignal): Promise<string> {
+    if (hooks.dispatching) await hooks.dispatching(index, { trace_id: `${agent.id}:${agent.traces + 1}`, action: action.name, params: action.params ?? {}, available_actions: offered }, signal);
+    const traceId = agent.dispatch(action);
+    this.#offered.set(traceId, offered);
+    return traceId;
+  }
+}
+
+/** The number at the end of a trace id (`ep-3:7` → 7). */
+function traceNumber(traceId: string): number {
+  const n = Number(traceId.slice(traceId.lastIndexOf(':') + 1));
+  return Number.isInteger(n) ? n : 0;
+}
