@@ -8,7 +8,8 @@
  */
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
-import { Run, type RunSummary } from '../src/run/run.js';
+import { Run } from '../src/run/run.js';
+import type { RunSummary } from '../src/run/run-summary.js';
 import { RolloutWorker, type WorkerSummary } from '../src/run/rollout-worker.js';
 import { Rng } from '../src/shared/rng.js';
 

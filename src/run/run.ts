@@ -13,7 +13,6 @@
 import { setMaxListeners } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Redis } from 'ioredis';
 import { AgentEnv } from '../env/agent-env.js';
 import type { EnvEvent, ErrorInfo } from '../events/env-events.js';
 import { generate } from '../generate/generate.js';
@@ -23,28 +22,27 @@ import { openTrajectoryStep } from '../replay/run-rewards.js';
 import { readLostSteps } from '../replay/lost-steps.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
-import { linkedController, raceAbort, sleep } from '../shared/abort.js';
+import { linkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, UsageError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
-import { archiveToFolder, readArchive } from '../state/archive.js';
 import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
-import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from '../events/run-events.js';
+import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import { RunJournal, type EpisodeFinishedEvent, type InflightCall, type JournalContents, type JournalRun } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
-import type { RunningCall } from '../tools/router.js';
 import type { RewardBinding } from '../schema/definition.js';
-import type { SourceSla } from '../reward/ledger.js';
-import type { EvaluatorStats } from '../reward/evaluators.js';
 import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
-import { DEFAULT_QUEUE, EpisodeQueue, type WorkerHeartbeat } from './episode-queue.js';
+import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { distributedKeys } from './distributed-keys.js';
-import { FencedJournal, readEvents, type EpisodeProgress } from './fenced-journal.js';
+import { FencedJournal, type EpisodeProgress } from './fenced-journal.js';
 import { findEnvDir } from './env-dirs.js';
+import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
+import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, type Durable } from './durable.js';
+import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
 import { EpisodeRunner, STORE_FAILURES, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 
@@ -109,45 +107,6 @@ export interface WorkerEpisodeOutcome {
   readonly leaseLost: boolean;
 }
 
-export interface RunSummary {
-  readonly schema_version: 1;
-  readonly run_id: string;
-  readonly env: string;
-  readonly status: 'completed' | 'interrupted';
-  readonly started_at: string;
-  readonly finished_at: string;
-  readonly duration_ms: number;
-  readonly config: RunConfig;
-  readonly episodes: { readonly requested: number; readonly finished: number; readonly by_reason: Readonly<Partial<Record<EpisodeEndReason, number>>> };
-  readonly steps: { readonly total: number; readonly failed: number; readonly per_second: number };
-  readonly tools: Readonly<Record<string, { readonly calls: number; readonly failed: number; readonly mean_ms: number; readonly errors: Readonly<Record<string, number>> }>>;
-  readonly rewards: {
-    readonly per_episode: { readonly mean: number; readonly min: number; readonly max: number };
-    readonly by_source: Readonly<Record<string, SourceSummary>>;
-  };
-  readonly loop_blocked: number;
-  /** Records the run folder could not write (a full disk, a value that is not JSON): never dropped silently. */
-  readonly records_lost?: { readonly records: number; readonly reason: string };
-  /** Calls whose handler ignored its AbortSignal and was still running when the run closed. */
-  readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
-  /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
-  readonly problem?: string;
-  /** A distributed run: the workers that sent events, and writes refused because their worker had lost its lease. */
-  readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
-}
-
-/** One reward source over the run: values that arrived, their mean, and for delayed sources the SLA and what computing them cost. */
-export interface SourceSummary {
-  readonly binding: RewardBinding['kind'];
-  readonly arrived: number;
-  readonly pending: number;
-  /** Mean of the values that arrived (late ones included); null when none did. */
-  readonly mean: number | null;
-  readonly sla?: SourceSla;
-  /** Module and judge sources: calls made, failures, and for a judge tokens and cost. */
-  readonly calls?: EvaluatorStats;
-}
-
 /** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
 const YIELD_EVERY_MS = 8;
 const DEFAULT_STORE_WAIT_MS = 60_000;
@@ -156,24 +115,6 @@ function positiveInt(name: string, value: number | undefined, fallback: number):
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < 1) throw new UsageError(`${name} must be a whole number ≥ 1 (got ${String(value)})`, `Pass --${name} with a positive integer.`);
   return v;
-}
-
-function runIdFor(time: number, seed: number): string {
-  const stamp = new Date(time).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${stamp}-${hashSeed(time, seed, process.pid).toString(16).padStart(8, '0').slice(0, 6)}`;
-}
-
-/** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
-interface Durable {
-  readonly url: string;
-  readonly redis: Redis;
-  readonly store: RedisStateStore;
-  /** A worker of a distributed run writes through the fenced journal; every other durable run through its own. */
-  readonly journal: RunJournal | FencedJournal;
-  /** What the journal held when this process resumed the run. */
-  readonly resumed?: JournalContents;
-  /** A distributed run's queue (the coordinator's). */
-  readonly queue?: EpisodeQueue;
 }
 
 interface RunSetup {
@@ -556,7 +497,26 @@ export class Run implements AsyncDisposable {
         for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
         this.events.emit({ type: 'run_resumed', time: this.#clock.now(), runId, steps: resumed.steps.length, episodesFinished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lostSteps: lost });
       }
-      if (queue && durable) await this.#coordinate(durable, queue, writer, signal);
+      if (queue && durable) {
+        await coordinate(
+          {
+            runId,
+            episodes: this.config.episodes,
+            env: { name: this.config.env, dir: this.#setup.journalRun.env_dir, fingerprint: this.#setup.journalRun.env_fingerprint },
+            clock: this.#clock,
+            durable,
+            queue,
+            writer,
+            historyDir: this.#historyDir,
+            initialState: (stateId) => this.#initialStates[Number(stateId.slice('initial-'.length))] ?? null,
+            emit: (e) => this.events.emit(e),
+            account: (e) => this.#account(e),
+            counted: this.#counted,
+            breathe: () => this.#breathe(),
+          },
+          signal,
+        );
+      }
       else {
         const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
         let next = 0;
@@ -575,7 +535,7 @@ export class Run implements AsyncDisposable {
       if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
       await durable?.journal.flushed().catch(() => undefined);
-      const summary = withLoss(await this.#withWorkers(this.#summary(runId, status, started, abandoned)), writer.loss);
+      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` } : {}) })), writer.loss);
       await writer.finish(summary);
       if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
@@ -645,73 +605,6 @@ export class Run implements AsyncDisposable {
     await journal.release();
   }
 
-  /**
-   * A distributed run, as its coordinator: queue the episodes (a resumed coordinator finds them
-   * queued), then follow the run's events stream from its start, showing and writing what workers
-   * committed, until every episode has finished. Which workers are alive is checked every second.
-   */
-  async #coordinate(durable: Durable, queue: EpisodeQueue, writer: RunWriter, signal: AbortSignal): Promise<void> {
-    const runId = this.runId;
-    if (!durable.resumed) await queue.enqueue(runId, Array.from({ length: this.config.episodes }, (_, i) => i), signal);
-    else await queue.ensure(signal);
-    const reader = durable.redis.duplicate();
-    reader.on('error', () => undefined);
-    const finished = new Set<number>();
-    /** The newest write seen per writer and episode: a write resent after a lost reply is in the stream twice. */
-    const newest = new Map<string, number>();
-    let alive: string | undefined;
-    let refusedByAll = false;
-    const checkWorkers = async (): Promise<void> => {
-      const workers = await queue.workers(this.#clock.now(), WORKER_STALE_MS, signal).catch(() => undefined);
-      if (!workers) return;
-      // Workers are alive, but each has another version of the env: say so, the run would wait forever.
-      const refusing = workers.length > 0 && workers.every((w) => w.mismatched?.includes(runId));
-      if (refusing && !refusedByAll) {
-        this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'ENV_MISMATCH', message: `no worker has env ${this.#setup.journalRun.env_fingerprint ?? '?'} ('${this.config.env}'): ${workers.length} live worker(s) refuse the run's episodes with another version. Deploy the env the run was started with (${this.#setup.journalRun.env_dir}) and restart them.` });
-      }
-      refusedByAll = refusing;
-      const key = workers.map((w) => `${w.id}/${w.running}`).join(',');
-      if (key === alive) return;
-      alive = key;
-      this.events.emit({ type: 'workers', time: this.#clock.now(), queue: queue.name, workers: workers.map(workerRow) });
-    };
-    await checkWorkers();
-    const timer = setInterval(() => void checkWorkers(), 1_000);
-    let from = '0';
-    try {
-      while (!signal.aborted && finished.size < this.config.episodes) {
-        // While Redis is away the read fails: try again (the store watch stops the run past its store wait).
-        const batch = await raceAbort(readEvents(reader, runId, from, 1_000, 1_000), signal).catch(async () => {
-          await sleep(250, signal).catch(() => undefined);
-          return [];
-        });
-        for (const p of batch) {
-          from = p.id;
-          const cut = p.uid.lastIndexOf('/');
-          const source = p.uid.slice(0, cut);
-          const n = Number(p.uid.slice(cut + 1));
-          if (n <= (newest.get(source) ?? 0)) continue;
-          newest.set(source, n);
-          this.#account(p.event);
-          this.events.emit(p.event);
-          if (p.event.type !== 'episode_finished') continue;
-          const e = p.event;
-          if (p.record) {
-            writer.writeState(p.record.initial_state_id, this.#initialStates[Number(p.record.initial_state_id.slice('initial-'.length))] ?? null);
-            writer.writeEpisode(p.record);
-          }
-          await archiveAndDrop(durable.store, e.instanceId, this.#historyDir);
-          if (e.reason !== 'interrupted') this.#counted.add(e.episode);
-          finished.add(e.episode);
-        }
-        await this.#breathe();
-      }
-    } finally {
-      clearInterval(timer);
-      reader.disconnect();
-    }
-  }
-
   /** A committed step or reward of a distributed run into the reward ledger (per-episode rewards with delayed sources). */
   #account(e: RunEvent): void {
     const ledger = this.#env.rewards.ledger;
@@ -722,14 +615,6 @@ export class Run implements AsyncDisposable {
 
   get #sources(): Map<string, { binding: RewardBinding['kind']; weight: number }> {
     return new Map([...this.#env.definition.rewards.values()].map((r) => [r.name, { binding: r.binding.kind, weight: r.weight }]));
-  }
-
-  /** A distributed run's summary names its workers and the writes their fences refused. */
-  async #withWorkers(summary: RunSummary): Promise<RunSummary> {
-    const durable = this.#durable;
-    if (!durable?.queue) return summary;
-    const fenced = Number((await durable.redis.hget(distributedKeys(this.runId).meta, 'fenced').catch(() => null)) ?? 0);
-    return { ...summary, distributed: { queue: durable.queue.name, workers: [...this.#stats.workersSeen()].sort(), fenced_writes: fenced } };
   }
 
   /**
@@ -912,73 +797,6 @@ export class Run implements AsyncDisposable {
     await closeDurable(this.#durable);
   }
 
-  /**
-   * Reward per episode, over the episodes that ran to an end (an interrupted one was cut short and
-   * would drag the mean down). With delayed sources, each step counts what has arrived or been
-   * imputed by now, not only what was known when its episode ended.
-   */
-  #perEpisode(r: RunProgress['episodeRewards']): RunSummary['rewards']['per_episode'] {
-    const rewards = this.#env.rewards;
-    if (!rewards.active) return { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) };
-    const totals = new Map<number, number>([...this.#counted].map((e) => [e, 0]));
-    for (const step of rewards.ledger.steps()) {
-      const t = totals.get(step.episode);
-      if (t !== undefined) totals.set(step.episode, t + (rewards.reward(step.traceId) ?? 0));
-    }
-    const all = [...totals.values()];
-    if (all.length === 0) return { mean: 0, min: 0, max: 0 };
-    return { mean: round(all.reduce((a, b) => a + b, 0) / all.length), min: round(Math.min(...all)), max: round(Math.max(...all)) };
-  }
-
-  #sourceSummaries(p: RunProgress): Record<string, SourceSummary> {
-    const sla = this.#env.rewards.sla();
-    const calls = this.#env.rewards.sourceStats();
-    return Object.fromEntries(
-      [...this.#env.definition.rewards.values()].map((def) => {
-        const s = p.rewardsBySource[def.name] ?? { arrived: 0, sum: 0 };
-        const summary: SourceSummary = {
-          binding: def.binding.kind,
-          arrived: s.arrived,
-          pending: sla[def.name]?.pending ?? 0,
-          mean: s.arrived === 0 ? null : round(s.sum / s.arrived),
-          ...(sla[def.name] ? { sla: sla[def.name] } : {}),
-          ...(calls[def.name] ? { calls: calls[def.name] } : {}),
-        };
-        return [def.name, summary];
-      }),
-    );
-  }
-
-  #summary(runId: string, status: RunSummary['status'], started: number, abandoned: readonly RunningCall[]): RunSummary {
-    const p = this.#stats.snapshot();
-    const finished = this.#clock.now();
-    const r = p.episodeRewards;
-    const failure = this.#failure;
-    const resume = `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}`;
-    const problem = failure ? `${failure.message}; the run stopped: ${failure.code === 'STATE_CORRUPT' ? `${failure.hint} Then resume: ${resume}` : `it can be resumed: ${resume}`}` : status === 'completed' ? problemOf(p) : undefined;
-    return {
-      schema_version: 1,
-      run_id: runId,
-      env: this.config.env,
-      status,
-      started_at: new Date(started).toISOString(),
-      finished_at: new Date(finished).toISOString(),
-      duration_ms: Math.round(finished - started),
-      config: this.config,
-      episodes: { requested: this.config.episodes, finished: p.episodesDone, by_reason: p.episodesByReason },
-      steps: { total: p.steps, failed: p.failedSteps, per_second: round(p.stepsPerSecond, 2) },
-      tools: Object.fromEntries(
-        Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : round(t.totalMs / t.calls, 3), errors: t.errors }]),
-      ),
-      rewards: {
-        per_episode: this.#perEpisode(r),
-        by_source: this.#sourceSummaries(p),
-      },
-      loop_blocked: p.loopBlocked.length,
-      ...(abandoned.length > 0 ? { abandoned_calls: abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),
-      ...(problem ? { problem } : {}),
-    };
-  }
 }
 
 /** The env's initial states, or one generated from its state schema when it declares none. */
@@ -998,121 +816,10 @@ function episodeOfInstance(instanceId: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-function isRedisUrl(spec: unknown): spec is string {
-  return typeof spec === 'string' && /^rediss?:\/\//.test(spec);
-}
-
 /** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
 async function memoryOrGiven(spec: RunOptions['store']): Promise<undefined> {
   if (spec === undefined || typeof spec === 'object' || spec === 'memory') return undefined;
   throw new UsageError(`unknown store '${spec}'`, 'Pass --store memory (the default) or a Redis URL such as redis://127.0.0.1:6379/0.');
-}
-
-function durableOn(url: string, redis: Redis, runId: string, out: string, resumed?: JournalContents): Durable {
-  // Keys of the run's episodes under agent:<run-id>:; history trimmed from Redis goes to the run folder.
-  const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, archive: archiveToFolder(path.join(out, runId, 'history')) }, true);
-  return { url, redis, store, journal: new RunJournal(redis, runId), ...(resumed ? { resumed } : {}) };
-}
-
-/** A new durable run's Redis side, when the store is a Redis URL (its journal is written when the run starts). */
-async function newJournal(spec: RunOptions['store'], clock: Clock, seed: number, out: string, signal: AbortSignal | undefined): Promise<Durable | undefined> {
-  if (!isRedisUrl(spec)) return undefined;
-  const redis = await openRedis(spec, signal);
-  // A durable run waits out a Redis outage (see Run#watchStore) instead of failing its commands.
-  redis.options.maxRetriesPerRequest = null;
-  const runId = runIdFor(clock.now(), seed);
-  return durableOn(spec, redis, runId, out);
-}
-
-/** The Redis side of a run to resume: its journal read back, and the run taken (refused while another process holds it). */
-async function resumeJournal(runId: string, spec: RunOptions['store'], signal: AbortSignal | undefined): Promise<Durable> {
-  if (!isRedisUrl(spec)) throw new UsageError('resuming a run needs the Redis store it ran on', 'Pass --store redis://host:port/db (or set AGENT_STORE) as when the run started.');
-  if (!/^[\w.-]+$/.test(runId)) throw new UsageError(`'${runId}' is not a run id`, 'Pass the name of the run folder (runs/<run-id>).');
-  const redis = await openRedis(spec, signal);
-  redis.options.maxRetriesPerRequest = null;
-  try {
-    const journal = new RunJournal(redis, runId);
-    const resumed = await journal.read(signal);
-    if (!resumed) throw new UsageError(`Redis at ${redactUrl(spec)} has no run '${runId}'`, 'Check the run id (the name of its folder under runs/) and that --store names the Redis the run used. A run that completed is gone from Redis: its folder has summary.json.');
-    await journal.acquire(signal);
-    return { ...durableOn(spec, redis, runId, resumed.run.out, resumed), journal };
-  } catch (err) {
-    redis.disconnect();
-    throw err;
-  }
-}
-
-async function closeDurable(durable: Durable | undefined): Promise<void> {
-  if (!durable) return;
-  if (durable.journal instanceof RunJournal) durable.journal[Symbol.dispose]();
-  await durable.store[Symbol.asyncDispose]();
-}
-
-/**
- * Copy an instance's history into the run folder (what trimming or an earlier try, cut short by a
- * crash, has not archived already), then remove its keys from Redis.
- */
-async function archiveAndDrop(store: RedisStateStore, instanceId: string, dir: string): Promise<void> {
-  const bounds = await store.bounds(instanceId);
-  if (!bounds) return;
-  const archived = await readArchive(dir, instanceId).then(
-    (deltas) => deltas[deltas.length - 1]?.seq ?? 0,
-    (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return 0;
-      throw err;
-    },
-  );
-  const from = Math.max(bounds.oldestSeq, archived) + 1;
-  if (from <= bounds.headSeq) await archiveToFolder(dir)(instanceId, await store.read(instanceId, from, bounds.headSeq));
-  await store.drop(instanceId);
-}
-
-/** How long a worker may go without reporting before a coordinator counts it dead (workers report every second). */
-const WORKER_STALE_MS = 5_000;
-
-function workerRow(w: WorkerHeartbeat): WorkerRow {
-  return { id: w.id, host: w.host, pid: w.pid, running: w.running, concurrency: w.concurrency };
-}
-
-/** A completed distributed run's keys beside its journal: the events stream, per-episode steps, the queue's tokens. */
-async function retireDistributed(redis: Redis, queue: EpisodeQueue, runId: string, episodes: number): Promise<void> {
-  const keys = distributedKeys(runId);
-  for (let i = 0; i < episodes; i += 500) await redis.del(...Array.from({ length: Math.min(500, episodes - i) }, (_, j) => keys.steps(i + j)));
-  await redis.del(keys.events);
-  await queue.retire(runId);
-}
-
-/** A durable run journals each episode's start and each call before it is dispatched, and rewinds its Redis history on resume. */
-function durableHooks({ journal, store }: Durable): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
-  return {
-    starting: (i, entry, signal) => journal.episodeStarted(i, entry, signal),
-    dispatching: (i, call, signal) => journal.dispatching(i, call, signal),
-    rewind: async (instanceId, seq, signal) => void (await store.rewind(instanceId, seq, signal)),
-  };
-}
-
-function withLoss(summary: RunSummary, loss: RunWriter['loss']): RunSummary {
-  return loss ? { ...summary, records_lost: loss, problem: `${loss.records} record(s) could not be written to the run folder: ${loss.reason}` } : summary;
-}
-
-/** Six decimal places: enough for any reward scale, without float noise in summaries. */
-function round(n: number, digits = 6): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
-/** Why a completed run could not have worked, or undefined. `agent run` exits 1 on one. */
-function problemOf(p: RunProgress): string | undefined {
-  const finished = p.episodesDone;
-  if (finished === 0) return undefined;
-  const byReason = p.episodesByReason;
-  if (p.steps > 0 && p.failedSteps === p.steps) {
-    const [code, n] = Object.entries(p.errors).sort((a, b) => b[1] - a[1])[0] ?? ['?', 0];
-    return `every step failed (${p.steps} of ${p.steps}; ${code} ×${n}${p.firstError ? `: ${p.firstError}` : ''})`;
-  }
-  if ((byReason.no_actions ?? 0) === finished && p.steps === 0) return 'no action was ever enabled: every episode ended before its first step (check enabled_if against the initial states)';
-  if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.firstPolicyError ? `: ${p.firstPolicyError}` : ''}`;
-  return undefined;
 }
 
 /** The server settings of a run, checked before anything starts: off loopback only with a token. */

@@ -3,7 +3,7 @@
  * finished episode, a progress line every few seconds while calls are in flight, warnings for
  * failures and blocked event loops (on stderr), and a closing summary.
  */
-import type { RunSummary } from '../run/run.js';
+import type { RunSummary } from '../run/run-summary.js';
 import type { RunEvent } from '../events/run-events.js';
 import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';

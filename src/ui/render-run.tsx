@@ -1,6 +1,6 @@
 /** Mounts the live ink view for a run and unmounts it cleanly when the run ends. */
 import { render } from 'ink';
-import type { RunSummary } from '../run/run.js';
+import type { RunSummary } from '../run/run-summary.js';
 import { summaryLines } from './plain-reporter.js';
 import type { Output, RunSource } from './run-source.js';
 import { LiveRunView } from './run-view.js';

@@ -1,0 +1,109 @@
+/**
+ * A durable run's Redis side: the state store and the journal on one connection (so their writes
+ * reach Redis in one order), set up for a new run or read back for a resume; what the episode
+ * runner is told to do for it (journal before acting, rewind on resume); and an episode's history
+ * archived into the run folder once it has finished.
+ */
+import path from 'node:path';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../shared/clock.js';
+import { UsageError } from '../shared/errors.js';
+import { hashSeed } from '../shared/rng.js';
+import { archiveToFolder, readArchive } from '../state/archive.js';
+import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
+import type { EpisodeHooks } from './episode-runner.js';
+import type { EpisodeQueue } from './episode-queue.js';
+import type { FencedJournal } from './fenced-journal.js';
+import { RunJournal, type JournalContents } from './run-journal.js';
+
+/** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
+export interface Durable {
+  readonly url: string;
+  readonly redis: Redis;
+  readonly store: RedisStateStore;
+  /** A worker of a distributed run writes through the fenced journal; every other durable run through its own. */
+  readonly journal: RunJournal | FencedJournal;
+  /** What the journal held when this process resumed the run. */
+  readonly resumed?: JournalContents;
+  /** A distributed run's queue (the coordinator's). */
+  readonly queue?: EpisodeQueue;
+}
+
+export function runIdFor(time: number, seed: number): string {
+  const stamp = new Date(time).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${stamp}-${hashSeed(time, seed, process.pid).toString(16).padStart(8, '0').slice(0, 6)}`;
+}
+
+/** A Redis URL (`redis://` or `rediss://`), as `--store` takes one. */
+export function isRedisUrl(spec: unknown): spec is string {
+  return typeof spec === 'string' && /^rediss?:\/\//.test(spec);
+}
+
+function durableOn(url: string, redis: Redis, runId: string, out: string, resumed?: JournalContents): Durable {
+  // Keys of the run's episodes under agent:<run-id>:; history trimmed from Redis goes to the run folder.
+  const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, archive: archiveToFolder(path.join(out, runId, 'history')) }, true);
+  return { url, redis, store, journal: new RunJournal(redis, runId), ...(resumed ? { resumed } : {}) };
+}
+
+/** A new durable run's Redis side, when the store is a Redis URL (its journal is written when the run starts). */
+export async function newJournal(spec: unknown, clock: Clock, seed: number, out: string, signal: AbortSignal | undefined): Promise<Durable | undefined> {
+  if (!isRedisUrl(spec)) return undefined;
+  const redis = await openRedis(spec, signal);
+  // A durable run waits out a Redis outage (see Run#watchStore) instead of failing its commands.
+  redis.options.maxRetriesPerRequest = null;
+  const runId = runIdFor(clock.now(), seed);
+  return durableOn(spec, redis, runId, out);
+}
+
+/** The Redis side of a run to resume: its journal read back, and the run taken (refused while another process holds it). */
+export async function resumeJournal(runId: string, spec: unknown, signal: AbortSignal | undefined): Promise<Durable> {
+  if (!isRedisUrl(spec)) throw new UsageError('resuming a run needs the Redis store it ran on', 'Pass --store redis://host:port/db (or set AGENT_STORE) as when the run started.');
+  if (!/^[\w.-]+$/.test(runId)) throw new UsageError(`'${runId}' is not a run id`, 'Pass the name of the run folder (runs/<run-id>).');
+  const redis = await openRedis(spec, signal);
+  redis.options.maxRetriesPerRequest = null;
+  try {
+    const journal = new RunJournal(redis, runId);
+    const resumed = await journal.read(signal);
+    if (!resumed) throw new UsageError(`Redis at ${redactUrl(spec)} has no run '${runId}'`, 'Check the run id (the name of its folder under runs/) and that --store names the Redis the run used. A run that completed is gone from Redis: its folder has summary.json.');
+    await journal.acquire(signal);
+    return { ...durableOn(spec, redis, runId, resumed.run.out, resumed), journal };
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}
+
+export async function closeDurable(durable: Durable | undefined): Promise<void> {
+  if (!durable) return;
+  if (durable.journal instanceof RunJournal) durable.journal[Symbol.dispose]();
+  await durable.store[Symbol.asyncDispose]();
+}
+
+/**
+ * Copy an instance's history into the run folder (what trimming or an earlier try, cut short by a
+ * crash, has not archived already), then remove its keys from Redis.
+ */
+export async function archiveAndDrop(store: RedisStateStore, instanceId: string, dir: string): Promise<void> {
+  const bounds = await store.bounds(instanceId);
+  if (!bounds) return;
+  const archived = await readArchive(dir, instanceId).then(
+    (deltas) => deltas[deltas.length - 1]?.seq ?? 0,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return 0;
+      throw err;
+    },
+  );
+  const from = Math.max(bounds.oldestSeq, archived) + 1;
+  if (from <= bounds.headSeq) await archiveToFolder(dir)(instanceId, await store.read(instanceId, from, bounds.headSeq));
+  await store.drop(instanceId);
+}
+
+/** A durable run journals each episode's start and each call before it is dispatched, and rewinds its Redis history on resume. */
+export function durableHooks({ journal, store }: Durable): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
+  return {
+    starting: (i, entry, signal) => journal.episodeStarted(i, entry, signal),
+    dispatching: (i, call, signal) => journal.dispatching(i, call, signal),
+    rewind: async (instanceId, seq, signal) => void (await store.rewind(instanceId, seq, signal)),
+  };
+}
+
