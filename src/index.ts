@@ -49,7 +49,8 @@ export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';
 export type { JsonObject, JsonValue } from './shared/json.js';
 
-export { Run, type WorkerEpisodeOutcome, type RunOptions } from './run/run.js';
+export { Run, type RunOptions } from './run/run.js';
+export type { WorkerEpisodeOutcome } from './run/worker-run.js';
 export type { RunSummary, SourceSummary } from './run/run-summary.js';
 export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent, WorkerRow } from './events/run-events.js';
 export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary } from './run/rollout-worker.js';

@@ -6,8 +6,9 @@
  */
 import path from 'node:path';
 import type { Redis } from 'ioredis';
+import type { RunEvent } from '../events/run-events.js';
 import type { Clock } from '../shared/clock.js';
-import { UsageError } from '../shared/errors.js';
+import { AgentError, UsageError } from '../shared/errors.js';
 import { hashSeed } from '../shared/rng.js';
 import { archiveToFolder, readArchive } from '../state/archive.js';
 import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
@@ -17,12 +18,15 @@ import type { FencedJournal } from './fenced-journal.js';
 import { RunJournal, type JournalContents } from './run-journal.js';
 
 /** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
-export interface Durable {
+/** How long a durable run waits for an unreachable Redis before it stops, by default. */
+export const DEFAULT_STORE_WAIT_MS = 60_000;
+
+export interface Durable<J extends RunJournal | FencedJournal = RunJournal> {
   readonly url: string;
   readonly redis: Redis;
   readonly store: RedisStateStore;
   /** A worker of a distributed run writes through the fenced journal; every other durable run through its own. */
-  readonly journal: RunJournal | FencedJournal;
+  readonly journal: J;
   /** What the journal held when this process resumed the run. */
   readonly resumed?: JournalContents;
   /** A distributed run's queue (the coordinator's). */
@@ -73,7 +77,7 @@ export async function resumeJournal(runId: string, spec: unknown, signal: AbortS
   }
 }
 
-export async function closeDurable(durable: Durable | undefined): Promise<void> {
+export async function closeDurable(durable: Durable<RunJournal | FencedJournal> | undefined): Promise<void> {
   if (!durable) return;
   if (durable.journal instanceof RunJournal) durable.journal[Symbol.dispose]();
   await durable.store[Symbol.asyncDispose]();
@@ -99,7 +103,7 @@ export async function archiveAndDrop(store: RedisStateStore, instanceId: string,
 }
 
 /** A durable run journals each episode's start and each call before it is dispatched, and rewinds its Redis history on resume. */
-export function durableHooks({ journal, store }: Durable): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
+export function durableHooks({ journal, store }: Durable<RunJournal | FencedJournal>): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
   return {
     starting: (i, entry, signal) => journal.episodeStarted(i, entry, signal),
     dispatching: (i, call, signal) => journal.dispatching(i, call, signal),
@@ -107,3 +111,56 @@ export function durableHooks({ journal, store }: Durable): Pick<EpisodeHooks, 's
   };
 }
 
+
+export interface StoreWatch {
+  readonly runId: string;
+  readonly clock: Clock;
+  /** How long Redis may stay away before the run stops (resumable). */
+  readonly waitMs: number;
+  readonly emit: (event: RunEvent) => void;
+  /** True once the run is stopping anyway (nothing to report then). */
+  readonly stopping: () => boolean;
+  readonly fail: (err: AgentError) => void;
+}
+
+/**
+ * Redis going away pauses a durable run (commands wait while the client reconnects with backoff);
+ * the live view says so (`store_unavailable`, `store_recovered`). Past the store wait, the run
+ * stops cleanly (`STORE_UNAVAILABLE`) and can be resumed. Returns the unwatch.
+ */
+export function watchStore(durable: Durable<RunJournal | FencedJournal>, o: StoreWatch): () => void {
+  const store = redactUrl(durable.url);
+  let since: number | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const onClose = (): void => {
+    if (since !== undefined || o.stopping()) return;
+    since = o.clock.now();
+    o.emit({ type: 'store_unavailable', time: since, store, since });
+    timer = setTimeout(() => {
+      const wait = o.waitMs;
+      o.fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${wait < 1000 ? `${wait} ms` : `${Math.round(wait / 1000)} s`}`, { hint: `Check Redis, then continue with: agent run --resume ${o.runId} --store ${store}` }));
+    }, o.waitMs);
+  };
+  const onReady = (): void => {
+    if (since === undefined) return;
+    clearTimeout(timer);
+    o.emit({ type: 'store_recovered', time: o.clock.now(), store, downMs: o.clock.now() - since });
+    since = undefined;
+  };
+  durable.redis.on('close', onClose);
+  durable.redis.on('ready', onReady);
+  return () => {
+    clearTimeout(timer);
+    durable.redis.off('close', onClose);
+    durable.redis.off('ready', onReady);
+  };
+}
+
+/**
+ * Stop a durable run on a store failure: with no retry left, ioredis's next reconnect attempt
+ * ends the connection and fails the commands waiting in its queue (disconnect() while
+ * reconnecting would leave them waiting).
+ */
+export function stopRetrying(durable: Durable<RunJournal | FencedJournal> | undefined, err: AgentError): void {
+  if (err.code === 'STORE_UNAVAILABLE' && durable) durable.redis.options.retryStrategy = () => null;
+}

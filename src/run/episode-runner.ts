@@ -15,12 +15,32 @@ import type { ErrorInfo } from '../events/env-events.js';
 import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
-import { AgentError, describeError, isAgentError } from '../shared/errors.js';
+import { AgentError, describeError, isAgentError, UsageError } from '../shared/errors.js';
+import { generate } from '../generate/generate.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { diffStates } from '../state/diff.js';
 import type { Policy } from './policy.js';
 import type { EpisodeFinishedEvent, InflightCall, JournalEpisode } from './run-journal.js';
+
+/** How long a run's loop may keep the event loop before it yields to I/O. */
+const YIELD_EVERY_MS = 8;
+
+/**
+ * Give I/O a turn: a tool that answers at once makes an episode loop pure microtasks, which would
+ * starve writers, signals and timers. Yields every few ms, and waits while `writer` (the run
+ * folder, if any) catches up.
+ */
+export function breather(writer: () => { readonly needsDrain: boolean; drained(): Promise<void> } | undefined): () => Promise<void> {
+  let last = 0;
+  return async () => {
+    const w = writer();
+    if (performance.now() - last < YIELD_EVERY_MS && !w?.needsDrain) return;
+    await new Promise((r) => setImmediate(r));
+    await w?.drained();
+    last = performance.now();
+  };
+}
 
 /** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
 export const STORE_FAILURES: ReadonlySet<string> = new Set(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE', 'STATE_CORRUPT']);
@@ -298,4 +318,15 @@ export class EpisodeRunner {
 function traceNumber(traceId: string): number {
   const n = Number(traceId.slice(traceId.lastIndexOf(':') + 1));
   return Number.isInteger(n) ? n : 0;
+}
+
+/** The env's initial states, or one generated from its state schema when it declares none. */
+export async function initialStatesOf(env: AgentEnv, seed: number): Promise<readonly JsonValue[]> {
+  if (env.definition.initialStates.length > 0) return env.definition.initialStates;
+  const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
+  if (generated.value === undefined) {
+    await env[Symbol.asyncDispose]();
+    throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
+  }
+  return [generated.value];
 }

@@ -24,7 +24,7 @@ import { sleep } from '../shared/abort.js';
 import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
 import type { EpisodeEndReason } from '../events/run-events.js';
-import { Run } from './run.js';
+import { WorkerRun } from './worker-run.js';
 
 export interface WorkerOptions {
   /** `redis://host:port/db`: the Redis of the runs to work on. */
@@ -79,7 +79,7 @@ export class RolloutWorker {
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
   /** Runs this worker has joined (a promise: concurrent claims of one run join it once). */
-  readonly #runs = new Map<string, Promise<Run | undefined>>();
+  readonly #runs = new Map<string, Promise<WorkerRun | undefined>>();
   /** When each joined run last had an episode here: a run idle for long is left (its env and connection closed). */
   readonly #lastUsed = new Map<string, number>();
   /** Runs whose env differs from this worker's (ENV_MISMATCH), told to their coordinator by the heartbeat. */
@@ -240,11 +240,11 @@ export class RolloutWorker {
   }
 
   /** Joined once per run: 'gone' when Redis no longer has it, undefined when it failed to load (reported). */
-  async #run(runId: string): Promise<Run | 'gone' | undefined> {
+  async #run(runId: string): Promise<WorkerRun | 'gone' | undefined> {
     let joining = this.#runs.get(runId);
     if (!joining) {
       const { store, envs, storeWaitMs, signal } = this.#options;
-      joining = Run.join(runId, { store, workerId: this.id, ...(envs ? { envs } : {}), ...(storeWaitMs !== undefined ? { storeWaitMs } : {}), ...(signal ? { signal } : {}) });
+      joining = WorkerRun.join(runId, { store, workerId: this.id, ...(envs ? { envs } : {}), ...(storeWaitMs !== undefined ? { storeWaitMs } : {}), ...(signal ? { signal } : {}) });
       this.#runs.set(runId, joining);
     }
     try {
@@ -263,13 +263,13 @@ export class RolloutWorker {
     }
   }
 
-  #forget(runId: string, run: Run, why: string): void {
+  #forget(runId: string, run: WorkerRun, why: string): void {
     if (this.#runs.get(runId) === undefined) return;
     this.events.emit({ type: 'problem', runId, message: `left run ${runId}: ${why}` });
     this.#leave(runId, run);
   }
 
-  #leave(runId: string, run: Run): void {
+  #leave(runId: string, run: WorkerRun): void {
     this.#runs.delete(runId);
     this.#lastUsed.delete(runId);
     this.#fencedOfLeft += run.fencedWrites;
@@ -286,7 +286,7 @@ export class RolloutWorker {
     }
   }
 
-  async #giveUp(run: Run, claim: Claim): Promise<void> {
+  async #giveUp(run: WorkerRun, claim: Claim): Promise<void> {
     const inflight = await run.inflightOf(claim.episode).catch(() => undefined);
     const lost = claim.attempts - 1;
     const cause = `its worker stopped ${lost === 1 ? 'once' : `${lost} times`} without committing a step in between (the last: ${claim.previousOwner ?? 'unknown'})${inflight ? `; the call in flight was ${inflight.action} ${JSON.stringify(inflight.params)}` : ''}`;

@@ -14,8 +14,7 @@ import { setMaxListeners } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
-import type { EnvEvent, ErrorInfo } from '../events/env-events.js';
-import { generate } from '../generate/generate.js';
+import type { EnvEvent } from '../events/env-events.js';
 import { RunWriter, trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
 import { isLoggedReward, rewardEvent, rewardRecord } from '../replay/reward-log.js';
 import { openTrajectoryStep } from '../replay/run-rewards.js';
@@ -25,25 +24,20 @@ import { Emitter } from '../shared/emitter.js';
 import { linkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, UsageError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
-import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
+import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
-import { hashSeed, Rng } from '../shared/rng.js';
 import { loadPolicy, type Policy } from './policy.js';
-import type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
-import { RunJournal, type EpisodeFinishedEvent, type InflightCall, type JournalContents, type JournalRun } from './run-journal.js';
+import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
+import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
 import type { RewardBinding } from '../schema/definition.js';
-import { diffStates } from '../state/diff.js';
 import { RunServer } from '../server/run-server.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
-import { distributedKeys } from './distributed-keys.js';
-import { FencedJournal, type EpisodeProgress } from './fenced-journal.js';
-import { findEnvDir } from './env-dirs.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
-import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, type Durable } from './durable.js';
+import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, stopRetrying, watchStore, DEFAULT_STORE_WAIT_MS, type Durable } from './durable.js';
 import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
-import { EpisodeRunner, STORE_FAILURES, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
+import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 
 export interface RunOptions {
@@ -100,16 +94,6 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
 }
 
-/** How a worker's episode ended: its reason, and whether the worker's lease on it was lost on the way. */
-export interface WorkerEpisodeOutcome {
-  readonly reason: EpisodeEndReason;
-  readonly steps: number;
-  readonly leaseLost: boolean;
-}
-
-/** How long the run loop may keep the event loop before it yields to I/O (see #breathe). */
-const YIELD_EVERY_MS = 8;
-const DEFAULT_STORE_WAIT_MS = 60_000;
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -133,13 +117,6 @@ interface RunSetup {
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
 }
 
-/** The episode a worker runs: its abort (lease lost, hand-back) and what the journal held of it. */
-interface HeldEpisode {
-  readonly controller: AbortController;
-  readonly progress: EpisodeProgress;
-  leaseLost: boolean;
-}
-
 export class Run implements AsyncDisposable {
   /** Names the run folder (`<out>/<run-id>/`) and, with a Redis store, the run's keys. */
   readonly runId: string;
@@ -156,7 +133,7 @@ export class Run implements AsyncDisposable {
   #dir: string | undefined;
   #writer: RunWriter | undefined;
   #server: RunServer | undefined;
-  #lastYield = 0;
+  readonly #breathe = breather(() => this.#writer);
   /** Episodes that ran to an end (not interrupted): the per-episode reward statistics cover these. */
   readonly #counted = new Set<number>();
   /** A resumed run's committed steps, per episode, until the episode continues. */
@@ -166,11 +143,6 @@ export class Run implements AsyncDisposable {
   #failure: AgentError | undefined;
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
-  /** A worker's episodes in hand. */
-  readonly #held = new Map<number, HeldEpisode>();
-  #fencedWrites = 0;
-  /** A joined run's subscriptions (store watch, env events), undone on dispose. */
-  #detach: (() => void) | undefined;
 
   private constructor(setup: RunSetup) {
     this.#setup = setup;
@@ -181,7 +153,7 @@ export class Run implements AsyncDisposable {
     this.#clock = setup.clock;
     this.#stats = new RunStats(() => setup.clock.now());
     this.events = new Emitter<RunEvent>();
-    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.maxSteps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: () => this.#breathe() });
+    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.maxSteps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: this.#breathe });
     const journal = setup.durable?.journal;
     this.#hooks = {
       ...(setup.durable ? durableHooks(setup.durable) : {}),
@@ -196,11 +168,7 @@ export class Run implements AsyncDisposable {
       },
     };
     this.events.onAny((e) => this.#stats.apply(e));
-    if (setup.durable) setup.durable.journal.onFailure = (err) => this.#fail(err);
-    if (journal instanceof FencedJournal) {
-      journal.onLeaseLost = (episode) => this.#leaseLost(episode);
-      this.events.onAny((e) => this.#publish(journal, e));
-    }
+    if (journal) journal.onFailure = (err) => this.#fail(err);
   }
 
   /** Validate options, load the env and the policy (or the journal of a run to resume). Nothing is written yet; errors here are the user's (exit 2). */
@@ -264,161 +232,6 @@ export class Run implements AsyncDisposable {
     }
   }
 
-  /**
-   * A distributed run as a worker takes part in it: env, policy and settings from the run's journal
-   * in Redis (the env found by name under `envs` when given, else at the coordinator's path), its
-   * state and journal writes fenced by the worker's leases. Undefined when Redis no longer has the
-   * run (it completed). Episodes run with `runEpisode`.
-   */
-  static async join(runId: string, options: { readonly store: string; readonly workerId: string; readonly envs?: readonly string[]; readonly storeWaitMs?: number; readonly signal?: AbortSignal }): Promise<Run | undefined> {
-    const redis = await openRedis(options.store, options.signal);
-    redis.options.maxRetriesPerRequest = null;
-    let env: AgentEnv | undefined;
-    try {
-      const journal = new FencedJournal(redis, runId, options.workerId);
-      const saved = await journal.run(options.signal);
-      if (!saved) {
-        redis.disconnect();
-        return undefined;
-      }
-      const { config } = saved;
-      const envDir = options.envs && options.envs.length > 0 ? await findEnvDir(config.env, options.envs, options.signal) : saved.env_dir;
-      if (saved.env_fingerprint !== undefined) {
-        const here = await envFingerprint(envDir);
-        if (here !== saved.env_fingerprint) {
-          throw new AgentError('ENV_MISMATCH', `the env '${config.env}' at ${envDir} is not the one run ${runId} was started with: fingerprint ${here} here, ${saved.env_fingerprint} on the coordinator (${saved.env_dir})`, {
-            hint: 'Deploy the env version the run was started with to this worker (or point --envs at it); its episodes are handed back for a worker that has it.',
-          });
-        }
-      }
-      const policy = await loadPolicy(config.policy);
-      const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, fence: (id) => journal.token(episodeOfInstance(id) ?? -1) }, true);
-      env = await AgentEnv.open(envDir, {
-        seed: config.seed,
-        clock: systemClock,
-        store,
-        watchEventLoop: true,
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(saved.tool_options ? { toolOptions: saved.tool_options } : {}),
-        ...(saved.reward_sources ? { rewardSources: saved.reward_sources } : {}),
-      });
-      const durable: Durable = { url: options.store, redis, store, journal };
-      const run = new Run({ runId, env, ownedStore: undefined, durable, policy, config, out: saved.out, clock: systemClock, initialStates: await initialStatesOf(env, config.seed), server: undefined, storeWaitMs: options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS, journalRun: saved, onEpisodeEnd: undefined });
-      const unwatch = run.#watchStore(durable);
-      const unsubscribe = env.events.onAny((e) => run.#forward(e));
-      run.#detach = () => {
-        unwatch();
-        unsubscribe();
-      };
-      return run;
-    } catch (err) {
-      await env?.[Symbol.asyncDispose]();
-      redis.disconnect();
-      throw err;
-    }
-  }
-
-  /** Writes this worker made after losing a lease, refused by their fence. */
-  get fencedWrites(): number {
-    return this.#fencedWrites;
-  }
-
-  /** Whether this worker's part of the run stopped on a store failure (the worker lets the run go). */
-  get failure(): AgentError | undefined {
-    return this.#failure;
-  }
-
-  get #fenced(): FencedJournal {
-    const journal = this.#durable?.journal;
-    if (!(journal instanceof FencedJournal)) throw new AgentError('INTERNAL', 'runEpisode is for runs joined by a worker (Run.join)');
-    return journal;
-  }
-
-  /**
-   * Run one episode of a distributed run under the lease `token`: from its start, or from its last
-   * committed step when another worker began it. Aborting `signal` (a hand-back, a lost lease)
-   * stops it as interrupted, its progress kept for whoever takes it next.
-   */
-  async runEpisode(episode: number, token: number, signal: AbortSignal): Promise<WorkerEpisodeOutcome> {
-    const journal = this.#fenced;
-    journal.hold(episode, token);
-    using linked = linkedController(signal, this.#internal.signal);
-    try {
-      const progress = await journal.progress(episode, linked.signal);
-      // Finished already: its last worker died before acknowledging it.
-      if (progress.entry?.status === 'finished') return { reason: progress.entry.event.reason, steps: progress.entry.event.steps, leaseLost: false };
-      const held: HeldEpisode = { controller: linked.controller, progress, leaseLost: false };
-      this.#held.set(episode, held);
-      const finished = await this.#episode(episode, linked.signal);
-      // Judges and reward models still working on its steps deliver before the worker acknowledges the episode.
-      if (!linked.signal.aborted) await this.#env.rewards.settle(linked.signal);
-      return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost };
-    } finally {
-      this.#held.delete(episode);
-      journal.release(episode);
-    }
-  }
-
-  /** End an episode that keeps killing its workers: finished as `worker_lost` with `error`, never run again. */
-  async failEpisode(episode: number, token: number, error: ErrorInfo, signal?: AbortSignal): Promise<void> {
-    const journal = this.#fenced;
-    journal.hold(episode, token);
-    try {
-      const { entry, steps } = await journal.progress(episode, signal);
-      if (entry?.status === 'finished') return;
-      const now = this.#clock.now();
-      const last = steps[steps.length - 1];
-      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instanceId: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
-      // It ends at its last committed step: deltas after it belong to the call that took the worker
-      // down, and are dropped, so that the history the coordinator archives replays to the record.
-      const stateIndex = this.#runner.stateIndex(episode);
-      const initial = this.#initialStates[stateIndex] ?? null;
-      const seq = last?.seq ?? 0;
-      const store = this.#durable?.store;
-      const bounds = await store?.bounds(event.instanceId, signal);
-      if (store && bounds && bounds.headSeq > seq) await store.rewind(event.instanceId, seq, signal);
-      const final = store && bounds ? (await store.stateAt(event.instanceId, { seq }, signal)).state : initial;
-      const record: EpisodeRecord = {
-        episode,
-        instance_id: event.instanceId,
-        initial_state_id: `initial-${stateIndex}`,
-        final_patch: diffStates(initial, final),
-        final_seq: seq,
-        steps: event.steps,
-        reason: 'worker_lost',
-        terminated: false,
-        truncated: true,
-        started_at: entry?.started_at ?? now,
-        finished_at: now,
-      };
-      await journal.episodeFinished(episode, record, event, signal);
-    } finally {
-      journal.release(episode);
-    }
-  }
-
-  /** The call in flight when the episode's last worker stopped, for the cause of a poisoned episode. */
-  async inflightOf(episode: number, signal?: AbortSignal): Promise<InflightCall | undefined> {
-    return (await this.#fenced.progress(episode, signal)).inflight;
-  }
-
-  /** A worker's write of `episode` was refused: stop working on it (its new holder continues it). */
-  #leaseLost(episode: number): void {
-    this.#fencedWrites++;
-    const held = this.#held.get(episode);
-    if (!held || held.leaseLost) return;
-    held.leaseLost = true;
-    held.controller.abort(new AgentError('LEASE_LOST', `the lease on episode ${episode} passed to another worker`));
-  }
-
-  /** A worker's events onto the run's stream (steps and episode ends go with their journal writes). */
-  #publish(journal: FencedJournal, e: RunEvent): void {
-    if (e.type === 'trace_settled' || e.type === 'episode_finished') return;
-    const episode = 'episode' in e && typeof e.episode === 'number' ? e.episode : 'instanceId' in e && typeof e.instanceId === 'string' ? episodeOfInstance(e.instanceId) : undefined;
-    if (episode === undefined || journal.token(episode) === undefined) return;
-    journal.publish(episode, e);
-  }
-
   /** The local server's port, once `execute` has started it (with the `port` option). */
   get port(): number | undefined {
     return this.#server?.port;
@@ -459,8 +272,7 @@ export class Run implements AsyncDisposable {
     this.#signal = signal;
     setMaxListeners(0, signal);
     const durable = this.#durable;
-    const local = durable?.journal instanceof RunJournal ? durable.journal : undefined;
-    if (durable && !local) throw new AgentError('INTERNAL', 'a worker runs episodes with runEpisode, not execute');
+    const local = durable?.journal;
     const queue = durable?.queue;
     const resumed = durable?.resumed;
     const started = this.#setup.journalRun.started_at;
@@ -488,7 +300,7 @@ export class Run implements AsyncDisposable {
       else if (e.type !== 'trace_settled') durable.journal.after(() => writer.write(e));
     };
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
-    const unwatch = durable ? this.#watchStore(durable) : undefined;
+    const unwatch = durable ? watchStore(durable, { runId, clock: this.#clock, waitMs: this.#setup.storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err) }) : undefined;
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       if (resumed && !queue) {
@@ -512,7 +324,7 @@ export class Run implements AsyncDisposable {
             emit: (e) => this.events.emit(e),
             account: (e) => this.#account(e),
             counted: this.#counted,
-            breathe: () => this.#breathe(),
+            breathe: this.#breathe,
           },
           signal,
         );
@@ -553,42 +365,7 @@ export class Run implements AsyncDisposable {
     if (this.#failure) return;
     this.#failure = err;
     this.#internal.abort(err);
-    // Commands wait in ioredis's queue while it reconnects: with no retry left, its next attempt
-    // ends the connection and fails them (disconnect() while reconnecting would leave them waiting).
-    const redis = this.#durable?.redis;
-    if (err.code === 'STORE_UNAVAILABLE' && redis) redis.options.retryStrategy = () => null;
-  }
-
-  /**
-   * Redis going away pauses the run (commands wait while the client reconnects with backoff);
-   * the live view says so. Past the store wait, the run stops cleanly and can be resumed.
-   */
-  #watchStore(durable: Durable): () => void {
-    const store = redactUrl(durable.url);
-    let since: number | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const onClose = (): void => {
-      if (since !== undefined || this.#failure || this.#internal.signal.aborted) return;
-      since = this.#clock.now();
-      this.events.emit({ type: 'store_unavailable', time: since, store, since });
-      timer = setTimeout(() => {
-        const wait = this.#setup.storeWaitMs;
-        this.#fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${wait < 1000 ? `${wait} ms` : `${Math.round(wait / 1000)} s`}`, { hint: `Check Redis, then continue with: agent run --resume ${this.runId} --store ${store}` }));
-      }, this.#setup.storeWaitMs);
-    };
-    const onReady = (): void => {
-      if (since === undefined) return;
-      clearTimeout(timer);
-      this.events.emit({ type: 'store_recovered', time: this.#clock.now(), store, downMs: this.#clock.now() - since });
-      since = undefined;
-    };
-    durable.redis.on('close', onClose);
-    durable.redis.on('ready', onReady);
-    return () => {
-      clearTimeout(timer);
-      durable.redis.off('close', onClose);
-      durable.redis.off('ready', onReady);
-    };
+    stopRetrying(this.#durable, err);
   }
 
   /** A completed run is retired (its episodes' keys and journal removed: the folder has it all); an interrupted one stays, resumable. */
@@ -669,21 +446,14 @@ export class Run implements AsyncDisposable {
   #forward(e: EnvEvent | SettledStepEvent): void {
     const journal = this.#durable?.journal;
     if (e.type !== 'trace_settled') {
-      if (journal instanceof RunJournal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
+      if (journal && isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
       return this.events.emit(e);
     }
     // The run is stopping on a store failure: a step settling now was not committed. A durable run
     // that is being interrupted does not commit the calls it cancels either: they stay in flight,
     // for the resume to run again (idempotent tools) or settle as TOOL_LOST.
     if (this.#failure) return;
-    const held = this.#held.get(e.episode);
-    if (journal && (this.#signal?.aborted || held?.controller.signal.aborted) && e.error?.code === 'TOOL_CANCELLED') return;
-    if (e.error?.code === 'LEASE_LOST') {
-      // The state store refused the step's write: count it with the run's other refused writes.
-      this.#durable?.redis.hincrby(distributedKeys(this.runId).meta, 'fenced', 1).catch(() => undefined);
-      this.#leaseLost(e.episode);
-      return;
-    }
+    if (journal && this.#signal?.aborted && e.error?.code === 'TOOL_CANCELLED') return;
     if (e.error && STORE_FAILURES.has(e.error.code)) {
       this.#fail(new AgentError(e.error.code as 'STORE_WRITES_LOST', e.error.message, e.error.hint ? { hint: e.error.hint } : {}));
       return;
@@ -728,18 +498,6 @@ export class Run implements AsyncDisposable {
     };
   }
 
-  /**
-   * Give I/O a turn: a tool that answers at once makes the loop pure microtasks, which would starve
-   * the writer, signals and timers. Yield every few ms, and wait while the run folder catches up.
-   */
-  async #breathe(): Promise<void> {
-    const now = performance.now();
-    if (now - this.#lastYield < YIELD_EVERY_MS && !this.#writer?.needsDrain) return;
-    await new Promise((r) => setImmediate(r));
-    await this.#writer?.drained();
-    this.#lastYield = performance.now();
-  }
-
   #episode(index: number, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
     return this.#runner.run(index, this.#hooks, signal);
   }
@@ -767,8 +525,7 @@ export class Run implements AsyncDisposable {
     try {
       await durable.journal.episodeFinished(finished.episode, record, finished);
       if (record) this.#writer?.writeEpisode(record);
-      // A worker leaves the history in Redis: the coordinator archives it into the run folder.
-      if (durable.journal instanceof RunJournal) await archiveAndDrop(durable.store, instanceId, this.#historyDir);
+      await archiveAndDrop(durable.store, instanceId, this.#historyDir);
       return true;
     } catch (err) {
       // The journal's failure stops the run (see #fail); so does a history that cannot be archived
@@ -778,10 +535,8 @@ export class Run implements AsyncDisposable {
     }
   }
 
-  /** What the journal holds of an episode that was running (a resumed run's, or one a worker took over). */
+  /** What the journal holds of an episode that was running when the run's process stopped. */
   #priorOf(index: number): PriorSteps | undefined {
-    const held = this.#held.get(index);
-    if (held) return held.progress.entry?.status === 'running' ? { steps: held.progress.steps, inflight: held.progress.inflight } : undefined;
     const resumed = this.#durable?.resumed;
     if (resumed?.episodes.get(index)?.status !== 'running') return undefined;
     const steps = this.#priorSteps.get(index) ?? [];
@@ -791,29 +546,11 @@ export class Run implements AsyncDisposable {
 
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
-    this.#detach?.();
     await this.#env[Symbol.asyncDispose]();
     await this.#setup.ownedStore?.[Symbol.asyncDispose]();
     await closeDurable(this.#durable);
   }
 
-}
-
-/** The env's initial states, or one generated from its state schema when it declares none. */
-async function initialStatesOf(env: AgentEnv, seed: number): Promise<readonly JsonValue[]> {
-  if (env.definition.initialStates.length > 0) return env.definition.initialStates;
-  const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
-  if (generated.value === undefined) {
-    await env[Symbol.asyncDispose]();
-    throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
-  }
-  return [generated.value];
-}
-
-/** `ep-3` → 3 (the instance of an episode); undefined for other ids. */
-function episodeOfInstance(instanceId: string): number | undefined {
-  const m = /^ep-(\d+)$/.exec(instanceId);
-  return m ? Number(m[1]) : undefined;
 }
 
 /** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
