@@ -5,6 +5,10 @@
  * as a **breaking** finding only if ajv confirms it valid under the producer's schema and invalid
  * under the consumer's. Tightening with no confirmed witness is a **warning** ("could not
  * decide"); loosening is **info**. A final sampling pass catches narrowings no rule explained.
+ *
+ * Over 500 lines on purpose: the rules are one table over one pair of normalized schemas, and a
+ * rule read beside the others (keywords, formats, composition) is how a reviewer checks that
+ * they agree on direction; split, they would each repeat the walk.
  */
 import { generateSync } from 'json-schema-faker';
 import { compileSchema, type JsonSchema } from '../schema/ajv.js';

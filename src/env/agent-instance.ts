@@ -4,6 +4,9 @@
  * Several calls may be in flight; their state changes commit in completion order, each patch
  * applied to the then-current state and validated against the state schema before it is
  * written. A call whose result is invalid fails its own trace and writes nothing.
+ *
+ * Over 500 lines on purpose: dispatch, settle, commit and restore share the instance's in-flight
+ * map and commit order; they are one state machine and are read together.
  */
 import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.js';
 import { stepRewards, type StepRewards } from '../reward/step-rewards.js';

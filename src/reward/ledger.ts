@@ -12,6 +12,10 @@
  * - several values of one source on one step combine by the source's `aggregation`.
  * The ledger does no I/O and reads time from the injected clock: the live env, `agent reward` on
  * a finished run folder, and the tests all drive the same code.
+ *
+ * Over 500 lines on purpose: landing, deadlines, late values, replay and the SLA all read and
+ * write the same per-step slots; their invariants (exactly once, late beside imputed) hold only
+ * if they are kept in one place.
  */
 import type { CallCost, RewardEntry, RewardEventType, RewardImputation, EnvEventOf } from '../events/env-events.js';
 import { compileSchema } from '../schema/ajv.js';

@@ -9,6 +9,11 @@
  * const run = await Run.prepare({ env: 'fixtures/weather', episodes: 20, concurrency: 8 });
  * run.events.on('episode_finished', (e) => console.log(e.episode, e.reward));
  * const summary = await run.execute(controller.signal);
+ *
+ * The driver of local, durable and coordinated runs (a worker's part is WorkerRun); the episode
+ * itself is the EpisodeRunner's. Over 500 lines because those three share one `execute`: the run
+ * folder, the run server, the store watch and the summary; what differs lives beside it
+ * (durable.ts, coordinator.ts, run-summary.ts).
  */
 import { setMaxListeners } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
