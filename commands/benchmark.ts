@@ -1,7 +1,7 @@
 /** `agent benchmark <suite-dir>`: run a suite's tasks with a policy, score them, and gate on a baseline. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/index.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
@@ -61,6 +61,7 @@ export function registerBenchmark(program: Command, io: Io): void {
       if (!(FORMATS as readonly string[]).includes(v)) throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
       return v as Format;
     }, 'text')
+    .addOption(new Option('--json', 'the report as JSON (the same as --format json: every command takes --json)').implies({ format: 'json' }))
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--metric <module>', 'a metric module: (episode) => number | Record<string, number>, aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')

@@ -36,6 +36,15 @@ describe('agent schema-diff', () => {
     expect(report.findings.filter((f) => f.severity === 'breaking').every((f) => f.witness !== undefined)).toBe(true);
   });
 
+  it('--json is --format json (every command takes --json for machine output)', async () => {
+    const [json, format] = await Promise.all([agent(['schema-diff', V1, V2, '--json']), agent(['schema-diff', V1, V2, '--format', 'json'])]);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual(JSON.parse(format.stdout));
+    for (const command of ['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'benchmark', 'debug', 'worker']) {
+      expect((await agent([command, '--help'])).stdout, command).toMatch(/^\s+--json\b/m);
+    }
+  });
+
   it('--format markdown states plainly whether the change is compatible', async () => {
     expect((await agent(['schema-diff', V1, V2, '--format', 'markdown'])).stdout).toMatch(/^### ❌ Schema change breaks consumers\n\n\*\*4 breaking\*\*/);
     expect((await agent(['schema-diff', V1, V1, '--format', 'markdown'])).stdout).toMatch(/^### ✅ Schema change is compatible/);

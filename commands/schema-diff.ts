@@ -42,6 +42,7 @@ export function registerSchemaDiff(program: Command, io: Io): void {
     .addOption(new Option('--kind <kind>', 'kind of the schema files (inferred from their names otherwise)').choices(['state', 'action', 'reward']))
     .addOption(new Option('--mode <mode>', 'default: actions backward, state and rewards forward; or force one direction, or both').choices(['default', 'backward', 'forward', 'full']).default('default'))
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'markdown', 'github', 'sarif']).default('text'))
+    .addOption(new Option('--json', 'the report as JSON (the same as --format json: every command takes --json)').implies({ format: 'json' }))
     .addOption(new Option('--fail-on <severity>', 'exit 1 when a finding at or above this severity remains').choices(['breaking', 'warning', 'info']).default('breaking'))
     .option('--ignore <file>', 'ignore file: `<rule-id> <location> <until|-> <reason>` per line')
     .option('--tolerant', 'consumers ignore undeclared keys (oasdiff-style); default is strict set semantics')
