@@ -36,7 +36,7 @@ async function measure(label: string, dir: string, ready: () => boolean = () => 
   const out = path.join(root, `${label.replace(/\W+/g, '-')}-runs`);
   const child = execa('node', ['bin/agent.js', 'run', dir, '--episodes', String(CALLS), '--concurrency', String(CALLS), '--max-steps', '1', '--out', out], { reject: false });
   let lines = '';
-  child.stdout?.on('data', (c: Buffer) => (lines += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (lines += c.toString()));
   while (!(lines.includes(` ${CALLS} in flight`) && ready())) await new Promise((r) => setTimeout(r, 100));
   const t0 = performance.now();
   child.kill('SIGINT');

@@ -73,7 +73,7 @@ export function registerBenchmark(program: Command, io: Io): void {
 async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<number> {
   const { runBenchmark, compareWithBaseline, attachPlainReporter } = await core();
   // On a terminal, the run's live view (episodes done, calls in flight, errors by tool); else progress lines on stderr.
-  const live = io.stdout.isTTY === true && flags.format === 'text' ? (await ui()).renderRunView : undefined;
+  const live = io.stderr.isTTY === true && flags.format === 'text' ? (await ui()).renderRunView : undefined;
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: stopping the benchmark');
   let reporter: { close(): void } | undefined;
@@ -105,7 +105,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
             return s.done === 0 ? undefined : `success so far ${s.succeeded}/${s.done} (${((s.succeeded / s.done) * 100).toFixed(1)}%)`;
           },
         };
-        reporter = live ? live(source, io.stdout as NodeJS.WriteStream, io.stdout) : attachPlainReporter(source, { out: io.stderr, err: io.stderr });
+        reporter = live ? live(source, io.stderr as NodeJS.WriteStream, io.stdout) : attachPlainReporter(source, { out: io.stderr, err: io.stderr });
       },
     });
   } finally {

@@ -98,14 +98,15 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
 
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: finishing the current case, then shrinking and saving what failed');
-  const tty = io.stdout.isTTY === true && !flags.json;
-  const view = tty ? (await ui()).renderFuzzView(fuzzer, io.stdout as NodeJS.WriteStream) : undefined;
+  // Progress on stderr (the live view when it is a terminal), the report on stdout.
+  const tty = io.stderr.isTTY === true && !flags.json;
+  const view = tty ? (await ui()).renderFuzzView(fuzzer, io.stderr as NodeJS.WriteStream) : undefined;
   const off = flags.json
     ? fuzzer.events.onAny((e) => {
         if (e.type !== 'case') io.stdout.write(`${JSON.stringify(e)}\n`);
       })
     : fuzzer.events.onAny((e) => {
-        if (!tty && e.type === 'started') io.stdout.write(`fuzzing ${e.env}: ${e.runs} cases, seed ${e.seed}${e.saved > 0 ? `, replaying ${e.saved} saved case${e.saved === 1 ? '' : 's'} first` : ''}\n`);
+        if (!tty && e.type === 'started') io.stderr.write(`fuzzing ${e.env}: ${e.runs} cases, seed ${e.seed}${e.saved > 0 ? `, replaying ${e.saved} saved case${e.saved === 1 ? '' : 's'} first` : ''}\n`);
       });
   try {
     const summary = await fuzzer.run(controller.signal);

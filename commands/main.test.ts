@@ -35,13 +35,15 @@ describe('agent', () => {
     expect(stderr).toContain('run folder:');
   });
 
-  it('run without a TTY prints plain progress lines and a summary', async () => {
+  it('run without a TTY prints plain progress lines on stderr, and its result (the summary, the folder) on stdout', async () => {
     const out = await tmpOut();
-    const { code, stdout } = await agent(['run', 'fixtures/weather', '--episodes', '2', '--max-steps', '2', '--out', out, '--tool-option', 'latency_scale=0']);
+    const { code, stdout, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '2', '--max-steps', '2', '--out', out, '--tool-option', 'latency_scale=0']);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^run \S+: env weather, 2 episodes × ≤2 steps/);
-    expect(stdout).toMatch(/\[1\/2\] episode \d: 2 steps/);
-    expect(stdout).toContain('done: 2/2 episodes, 4 steps (0 failed)');
+    expect(stderr).toMatch(/^run \S+: env weather, 2 episodes × ≤2 steps/);
+    expect(stderr).toMatch(/\[1\/2\] episode \d: 2 steps/);
+    expect(stdout).not.toMatch(/episode \d: 2 steps/);
+    expect(stdout).toMatch(/^done: 2\/2 episodes, 4 steps \(0 failed\)/);
+    expect(stdout).toMatch(/^run folder: /m);
     expect(stdout).toMatch(/llm_score: 4 arrived \(mean [\d.]+\), 0 pending, 0 imputed, 0 late; arrival p50/);
     expect((await readdir(out)).length).toBe(1);
   });
@@ -76,9 +78,9 @@ describe('agent', () => {
     const served = await runAgent(['run', 'fixtures/weather', '--episodes', '1', '--max-steps', '2', '--port', '0', '--host', '0.0.0.0', '--token', 'a-long-enough-test-token', '--out', out, '--tool-option', 'latency_scale=0.01']);
     expect(served.code, served.stderr).toBe(0);
     expect(served.stderr).toContain('warning: serving on 0.0.0.0: anyone who can reach this machine and has the token');
-    expect(served.stdout).toContain('server token: (as given)');
+    expect(served.stderr).toContain('server token: (as given)');
     const local = await runAgent(['run', 'fixtures/weather', '--episodes', '1', '--max-steps', '2', '--port', '0', '--out', out, '--tool-option', 'latency_scale=0.01']);
-    expect(local.stdout.match(/server token: [\w-]{32} /g)).toHaveLength(1);
+    expect(local.stderr.match(/server token: [\w-]{32} /g)).toHaveLength(1);
   });
 
   it('Ctrl-C stops gracefully: exit 130, folder flushed and marked interrupted', async () => {
@@ -117,10 +119,10 @@ describe('agent run | head', () => {
 describe('agent run --policy <module>', () => {
   it('drives episodes with a TypeScript policy module', async () => {
     const out = await tmpOut();
-    const { code, stdout } = await agent(['run', 'fixtures/weather', '--episodes', '4', '--policy', 'fixtures/policies/ask-home-city.ts', '--out', out, '--tool-option', 'latency_scale=0']);
+    const { code, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '4', '--policy', 'fixtures/policies/ask-home-city.ts', '--out', out, '--tool-option', 'latency_scale=0']);
     expect(code).toBe(0);
-    expect(stdout).toContain('policy fixtures/policies/ask-home-city.ts');
-    expect(stdout.match(/1 steps, reward [\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
+    expect(stderr).toContain('policy fixtures/policies/ask-home-city.ts');
+    expect(stderr.match(/1 steps, reward [\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
     const [runId] = await readdir(out);
     const lines = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { params: { city: string }; episode: number });
     expect(lines.map((l) => l.params.city).sort()).toEqual(['上海', '北京', '杭州', '深圳']);

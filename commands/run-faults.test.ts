@@ -72,7 +72,7 @@ describe('Ctrl-C', () => {
       JSON.stringify({ state: { type: 'object' }, actions: [{ name: 'stall', parameters: { type: 'object' } }], initial_states: [{}], tools: { stall: { command: ['python3', 'stall.py'], persistent: true } } }),
     );
     const child = execa('node', ['bin/agent.js', 'run', dir, '--episodes', '1', '--out', await tmp.dir('agent-runs-')], { reject: false });
-    await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('run ') && resolve()));
+    await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('run ') && resolve()));
     child.kill('SIGINT');
     await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('interrupted') && resolve()));
     child.kill('SIGINT');

@@ -55,9 +55,9 @@ describe.runIf(available)('agent run --resume', () => {
     const interrupted = await readRunSummary(out);
     expect(interrupted.status).toBe('interrupted');
     const runId = (interrupted as unknown as { run_id: string }).run_id;
-    const { code, stdout } = await runAgent(['run', '--resume', runId, '--store', TEST_REDIS_URL]);
+    const { code, stderr } = await runAgent(['run', '--resume', runId, '--store', TEST_REDIS_URL]);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^resumed: \d+ episodes finished before/m);
+    expect(stderr).toMatch(/^resumed: \d+ episodes finished before/m);
     expect(await readRunSummary(out)).toMatchObject({ status: 'completed', episodes: { finished: 6 } });
   });
 

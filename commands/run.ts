@@ -81,7 +81,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
   // The server's token is printed once, before a live view takes the terminal (never into events).
   const token = run.server?.token;
   if (token !== undefined) {
-    (flags.json ? io.stderr : io.stdout).write(`server token: ${flags.token ? '(as given)' : token} — clients send Authorization: Bearer <token>; URL and token are in <run>/server.json while the run is live\n`);
+    io.stderr.write(`server token: ${flags.token ? '(as given)' : token} — clients send Authorization: Bearer <token>; URL and token are in <run>/server.json while the run is live\n`);
     if (flags.host !== '127.0.0.1' && flags.host !== 'localhost') io.stderr.write(`warning: serving on ${flags.host}: anyone who can reach this machine and has the token can post rewards and read the run\n`);
   }
   const controller = new AbortController();
@@ -91,12 +91,14 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     if (!controller.signal.aborted) controller.abort(new Error(`stdout closed (${err.code ?? err.message})`));
   };
   io.stdout.on('error', onStdoutError);
-  const tty = io.stdout.isTTY === true && !flags.json;
+  // Progress goes to stderr (the live view when it is a terminal), the result to stdout: the
+  // summary and the run folder, or with --json the events.
+  const tty = io.stderr.isTTY === true && !flags.json;
   const reporter = flags.json
     ? attachJsonReporter(run, io.stdout)
     : tty
-      ? (await ui()).renderRunView(run, io.stdout as NodeJS.WriteStream, io.stdout)
-      : attachPlainReporter(run, { out: io.stdout, err: io.stderr });
+      ? (await ui()).renderRunView(run, io.stderr as NodeJS.WriteStream, io.stdout)
+      : attachPlainReporter(run, { out: io.stderr, err: io.stderr, summary: io.stdout });
   let summary: RunSummary | undefined;
   try {
     summary = await run.execute(controller.signal);

@@ -43,7 +43,7 @@ export async function readRunSummary(out: string): Promise<{ status: string; epi
 /** `agent run …` as a child process, sent Ctrl-C once its first episode has finished. */
 export async function interruptAfterFirstEpisode(args: string[]): Promise<{ exitCode: number | undefined; stderr: string }> {
   const child = execa('node', ['bin/agent.js', 'run', ...args], { reject: false });
-  await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
+  await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
   child.kill('SIGINT');
   const result = await child;
   return { exitCode: result.exitCode, stderr: String(result.stderr) };

@@ -247,7 +247,7 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     const coordinator = execa('node', ['bin/agent.js', 'run', ENV, '--distributed', '--queue', q, '--store', TEST_REDIS_URL, '--episodes', '6', '--max-steps', '4', '--tool-option', 'step_ms=150', '--out', dir], { reject: false, stdin: 'ignore' });
     let text = '';
     const runId = await new Promise<string>((resolve) => {
-      coordinator.stdout?.on('data', (c: Buffer) => {
+      coordinator.stderr?.on('data', (c: Buffer) => {
         text += c.toString();
         const m = /^run (\S+):/m.exec(text);
         if (m) resolve(m[1] as string);

@@ -54,7 +54,7 @@ async function lines<T>(file: string): Promise<T[]> {
 function started(child: ResultPromise): Promise<string | undefined> {
   return new Promise((resolve) => {
     let text = '';
-    child.stdout?.on('data', (c: Buffer) => {
+    child.stderr?.on('data', (c: Buffer) => {
       text += c.toString();
       const m = /^run (\S+):/m.exec(text);
       if (m) resolve(m[1]);

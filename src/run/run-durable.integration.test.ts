@@ -65,12 +65,12 @@ describe.runIf(startable)('durable runs when Redis restarts', () => {
   it('stops cleanly when Redis stays away past the store wait (exit 1, folder marked), and resumes once it is back', async () => {
     const { redis, out } = await setup('always');
     const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '8', '--concurrency', '2', '--tool-option', 'latency_scale=0.1', '--store', redis.url, '--store-wait', '300ms', '--out', out], { reject: false });
-    await new Promise<void>((resolve) => child.stdout?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
+    await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('] episode') && resolve()));
     await redis.kill();
     const first = await child;
     expect(first.exitCode).toBe(1);
     expect(String(first.stderr)).toMatch(/error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0 was unreachable for 300 ms; the run stopped: it can be resumed: agent run --resume \S+ --store redis:\/\/127\.0\.0\.1:\d+\/0$/m);
-    const runId = /^run (\S+):/m.exec(String(first.stdout))?.[1] as string;
+    const runId = /^run (\S+):/m.exec(String(first.stderr))?.[1] as string;
     await redis.start();
     const resumed = await Run.prepare({ env: '', resume: runId, store: redis.url });
     const summary = await resumed.execute();

@@ -10,13 +10,17 @@ import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';
 
 export interface PlainReporterOptions {
+  /** Progress: the run's header, each episode's line, a progress line every `intervalMs`. */
   readonly out: Output;
+  /** Warnings. */
   readonly err: Output;
+  /** The summary the run comes to (default: `out`): a command's result, where progress is not. */
+  readonly summary?: Output;
   /** How often to print a progress line (ms). */
   readonly intervalMs?: number;
 }
 
-export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_000 }: PlainReporterOptions): { close(summary?: RunSummary): void } {
+export function attachPlainReporter(run: RunSource, { out, err, summary: result = out, intervalMs = 5_000 }: PlainReporterOptions): { close(summary?: RunSummary): void } {
   const total = run.config.episodes;
   const width = String(total).length;
   const timer = setInterval(() => {
@@ -62,7 +66,7 @@ export function attachPlainReporter(run: RunSource, { out, err, intervalMs = 5_0
     close(summary) {
       clearInterval(timer);
       off();
-      if (summary) out.write(summaryLines(summary).join('\n') + '\n');
+      if (summary) result.write(summaryLines(summary).join('\n') + '\n');
     },
   };
 }
