@@ -66,7 +66,9 @@ async function runOnce(tool: string, command: readonly string[], shown: string, 
       throw err;
     }
     if (child.pid !== undefined) {
-      slot.started();
+      // In flight until the child reports it started (a later tick): a burst of calls forks at most
+      // `limit` processes before the queue makes the rest wait a turn of the event loop.
+      child.once('spawn', () => slot.started());
       return talk(child, slot, tool, shown, options, params, ctx);
     }
     // Not started: the reason comes as an 'error' event.
