@@ -1,5 +1,5 @@
 /** `agent benchmark` on the tau-bench port: gold scores every task, random almost none, and a planted regression fails the gate. */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../src/index.js';
@@ -78,8 +78,24 @@ export default function sabotaged(obs) {
 `,
     );
     const out = await tmp.dir('bench-');
+    // A baseline that cannot be read, or is not a report, fails before the first episode: nothing runs.
+    const missing = await runAgent(['benchmark', RETAIL, '--policy', policy, '--baseline', path.join(out, 'nope.json'), '--out', out]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/error: cannot read the baseline '.*nope\.json': .*ENOENT/);
+    await writeFile(path.join(out, 'foreign.json'), '{"hello": 1}');
+    const foreign = await runAgent(['benchmark', RETAIL, '--policy', policy, '--baseline', path.join(out, 'foreign.json'), '--out', out]);
+    expect(foreign.stderr).toMatch(/is not a benchmark report/);
+    expect((await readdir(out)).filter((f) => !f.endsWith('.json'))).toEqual([]);
     const failed = await runAgent(['benchmark', RETAIL, '--policy', policy, '--tasks', tasks.join(','), '--baseline', baseline, '--out', out]);
     expect(failed.code).toBe(1);
+    // The comparison is saved with the report, and shown on its page.
+    const [runDir] = (await readdir(out)).filter((f) => !f.endsWith('.json'));
+    const saved = JSON.parse(await readFile(path.join(out, runDir as string, 'benchmark.json'), 'utf8')) as { baseline?: { regressed: boolean; flipped: unknown[] } };
+    expect(saved.baseline).toMatchObject({ regressed: true, flipped: expect.arrayContaining([{ id: 'retail-test-0', trial: 0, now: false, before: true }]) });
+    expect(validate(metaSchema('benchmark-report'), saved)).toEqual([]);
+    const page = await readFile(path.join(out, runDir as string, 'benchmark.html'), 'utf8');
+    expect(page).toMatch(/Against baseline <code>.*benchmark\.json<\/code>: <span style="color:#d62728">regressed<\/span>/);
+    expect(page).toContain('<td>retail-test-0</td><td>0</td><td style="color:#d62728">passed → fails</td>');
     expect(failed.stdout).toMatch(/success_rate +0\.500 vs 1\.000: -0\.500 .*REGRESSION \(allowed 0\)/);
     expect(failed.stdout).toMatch(/flipped: retail-test-0#0 pass→fail, retail-test-2#0 pass→fail, retail-test-4#0 pass→fail, retail-test-6#0 pass→fail/);
     expect(failed.stdout).toMatch(/^gate: FAILED$/m);

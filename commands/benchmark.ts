@@ -71,7 +71,7 @@ export function registerBenchmark(program: Command, io: Io): void {
 }
 
 async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<number> {
-  const { runBenchmark, compareWithBaseline, attachPlainReporter } = await core();
+  const { runBenchmark, attachPlainReporter } = await core();
   // On a terminal, the run's live view (episodes done, calls in flight, errors by tool); else progress lines on stderr.
   const live = io.stderr.isTTY === true && flags.format === 'text' ? (await ui()).renderRunView : undefined;
   const controller = new AbortController();
@@ -92,6 +92,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       toolOptions: flags.toolOption,
       ...(flags.user !== undefined ? { user: flags.user } : {}),
       ...(flags.metric.length > 0 ? { metrics: flags.metric } : {}),
+      ...(flags.baseline ? { baseline: { file: flags.baseline, maxRegression: flags.maxRegression } } : {}),
       llm: { ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}), ...(flags.llmProvider ? { provider: flags.llmProvider } : {}) },
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
@@ -112,7 +113,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
     reporter?.close();
     stopListening();
   }
-  const comparison = flags.baseline ? await compareWithBaseline(report, flags.baseline, flags.maxRegression) : undefined;
+  const comparison = report.baseline;
   // The page is written beside benchmark.json in any case; --format html prints it too.
   io.stdout.write(flags.format === 'html' ? await readFile(path.join(report.run_dir, 'benchmark.html'), 'utf8') : render(report, comparison, flags.format));
   return comparison?.regressed ? 1 : 0;
@@ -130,7 +131,7 @@ function render(r: BenchmarkReport, c: BaselineComparison | undefined, format: F
   switch (format) {
     case 'html':
     case 'json':
-      return `${JSON.stringify(c ? { ...r, baseline: c } : r, null, 2)}\n`;
+      return `${JSON.stringify(r, null, 2)}\n`;
     case 'markdown':
       return markdown(r, c);
     case 'junit':

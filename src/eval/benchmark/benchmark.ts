@@ -20,11 +20,12 @@ import { AgentError, describeError } from '../../shared/errors.js';
 import { importModule } from '../../shared/import-module.js';
 import type { JsonValue } from '../../shared/json.js';
 import { applyPatch } from '../../state/patch.js';
-import { bootstrapMean, pairedDifference, passHatK, percentile, round, type Estimate } from './stats.js';
+import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
 import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
+import { compareReports, loadBaseline } from './baseline.js';
 import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
 
 export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
@@ -48,6 +49,8 @@ export interface BenchmarkOptions {
   readonly signal?: AbortSignal;
   /** Metric modules: each exports `(episode: MetricEpisode) => number | Record<string, number>` (default export or `metric`), aggregated with a bootstrap interval. */
   readonly metrics?: readonly string[];
+  /** A baseline report to compare with (paired by task and trial): read and checked before the first episode; the comparison goes into the report. */
+  readonly baseline?: { readonly file: string; readonly maxRegression?: Readonly<Record<string, number>> };
   /** Sees the run as it goes (progress for a live view), with the score so far. */
   readonly onRun?: (run: Run, scored: () => { readonly done: number; readonly succeeded: number }) => void;
 }
@@ -68,6 +71,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const trials = options.trials ?? 1;
   if (!Number.isInteger(trials) || trials < 1) throw new AgentError('BAD_USAGE', `trials must be a whole number ≥ 1 (got ${trials})`);
   const seed = options.seed ?? 0;
+  const baseline = options.baseline ? await loadBaseline(options.baseline.file, options.baseline.maxRegression) : undefined;
   const started = Date.now();
   // The env once in-process: its base state, and each task's gold final state.
   await using env = await AgentEnv.open(options.suite, options.toolOptions ? { toolOptions: options.toolOptions } : {});
@@ -156,7 +160,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
     });
   }
-  const report: BenchmarkReport = {
+  let report: BenchmarkReport = {
     schema_version: 1,
     suite: suite.name,
     split: suite.split,
@@ -174,6 +178,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     },
     tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
   };
+  if (baseline) report = { ...report, baseline: compareReports(report, baseline) };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
   const latencies: Record<string, number[]> = {};
   for (const list of steps.values()) for (const s of list) (latencies[s.action] ??= []).push(s.durationMs);
@@ -413,67 +418,3 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
   return { custom };
 }
 
-/** Higher is better for these; lower for steps. The gate compares what a baseline report has too. */
-const DIRECTION: Readonly<Record<string, 1 | -1>> = { success_rate: 1, reward: 1, steps_per_episode: -1 };
-
-export interface MetricComparison {
-  readonly metric: string;
-  readonly current: number;
-  readonly baseline: number;
-  /** current − baseline over paired (task, trial) episodes, with its 95% interval. */
-  readonly difference: Estimate & { readonly pairs: number };
-  readonly allowed: number;
-  /** The whole interval lies beyond the allowed change in the bad direction. */
-  readonly regression: boolean;
-}
-
-export interface BaselineComparison {
-  readonly baseline: string;
-  readonly metrics: readonly MetricComparison[];
-  /** Paired by task and trial: a win is a success where the baseline failed; ties count half. */
-  readonly win_rate: Estimate & { readonly wins: number; readonly losses: number; readonly ties: number };
-  /** Tasks whose success changed in some paired trial. */
-  readonly flipped: readonly { readonly id: string; readonly trial: number; readonly now: boolean; readonly before: boolean }[];
-  readonly regressed: boolean;
-}
-
-/** Compare with a baseline report, paired by task and trial; `maxRegression` per metric (default 0). */
-export async function compareWithBaseline(report: BenchmarkReport, baselineFile: string, maxRegression: Readonly<Record<string, number>> = {}): Promise<BaselineComparison> {
-  let baseline: BenchmarkReport;
-  try {
-    baseline = JSON.parse(await readFile(baselineFile, 'utf8')) as BenchmarkReport;
-  } catch (err) {
-    throw new AgentError('BAD_USAGE', `cannot read the baseline '${baselineFile}': ${describeError(err)}`, { hint: 'Pass --baseline the benchmark.json of an earlier run.' });
-  }
-  if (!Array.isArray(baseline.tasks)) throw new AgentError('BAD_USAGE', `'${baselineFile}' is not a benchmark report (no tasks)`, { hint: 'Pass --baseline the benchmark.json of an earlier run.' });
-  for (const m of Object.keys(maxRegression)) if (!(m in DIRECTION)) throw new AgentError('BAD_USAGE', `--max-regression: unknown metric '${m}'`, { hint: `Use one of ${Object.keys(DIRECTION).join(', ')}.` });
-  const before = new Map(baseline.tasks.map((t) => [t.id, new Map<number, TrialResult>(t.trials.map((x: TrialResult) => [x.trial, x]))]));
-  const flipped: BaselineComparison['flipped'][number][] = [];
-  const pairsOf = (pick: (t: TrialResult) => number): [number, number][][] =>
-    report.tasks.map((t) =>
-      t.trials.flatMap((x) => {
-        const b = before.get(t.id)?.get(x.trial);
-        return b ? [[pick(x), pick(b)] as [number, number]] : [];
-      }),
-    );
-  for (const t of report.tasks) {
-    for (const x of t.trials) {
-      const b = before.get(t.id)?.get(x.trial);
-      if (b && b.success !== x.success) flipped.push({ id: t.id, trial: x.trial, now: x.success, before: b.success });
-    }
-  }
-  const pick: Record<string, (t: TrialResult) => number> = { success_rate: (t) => (t.success ? 1 : 0), reward: (t) => t.reward, steps_per_episode: (t) => t.steps };
-  const metrics = Object.entries(DIRECTION).map(([metric, dir]): MetricComparison => {
-    const difference = pairedDifference(pairsOf(pick[metric] as (t: TrialResult) => number), report.seed);
-    const allowed = maxRegression[metric] ?? (metric === 'success_rate' ? 0 : Infinity);
-    // Worse by more than allowed, with the whole interval on the bad side.
-    const regression = difference.pairs > 0 && (dir === 1 ? difference.ci_high < -allowed : difference.ci_low > allowed);
-    const current = (report.metrics as unknown as Record<string, Estimate>)[metric]?.value ?? 0;
-    const base = (baseline.metrics as unknown as Record<string, Estimate>)[metric]?.value ?? 0;
-    return { metric, current, baseline: base, difference, allowed, regression };
-  });
-  const outcomes = pairsOf((t) => (t.success ? 1 : 0)).map((task) => task.map(([now, was]) => (now > was ? 1 : now < was ? 0 : 0.5)));
-  const all = outcomes.flat();
-  const win_rate = { ...bootstrapMean(outcomes, report.seed + 3), wins: all.filter((x) => x === 1).length, losses: all.filter((x) => x === 0).length, ties: all.filter((x) => x === 0.5).length };
-  return { baseline: baselineFile, metrics, win_rate, flipped, regressed: metrics.some((m) => m.regression) };
-}

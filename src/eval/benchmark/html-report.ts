@@ -4,7 +4,7 @@
  * distribution, latency CDF per tool, cost per episode), then the tasks that failed and why.
  * One self-contained file: no script, no network.
  */
-import type { BenchmarkReport } from './report.js';
+import type { BaselineComparison, BenchmarkReport } from './report.js';
 
 type Spec = Record<string, unknown>;
 
@@ -24,6 +24,17 @@ async function svg(spec: Spec): Promise<string> {
 
 /** Per tool, the latency of every call (ms): the CDF chart's data. */
 export type ToolLatencies = Readonly<Record<string, readonly number[]>>;
+
+/** How the run compares with its baseline: per metric the paired difference and the verdict, the win rate, the tasks that flipped. */
+function baselineSection(b: BaselineComparison): string {
+  const num = (n: number): string => (Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(3));
+  const rows = b.metrics.map((m) => `<tr><td>${esc(m.metric)}</td><td>${num(m.current)}</td><td>${num(m.baseline)}</td><td>${m.difference.value >= 0 ? '+' : ''}${num(m.difference.value)} (95% CI ${num(m.difference.ci_low)} – ${num(m.difference.ci_high)}, ${m.difference.pairs} pairs)</td><td>${Number.isFinite(m.allowed) ? num(m.allowed) : 'any'}</td><td${m.regression ? ' style="color:#d62728;font-weight:bold"' : ''}>${m.regression ? 'REGRESSED' : 'ok'}</td></tr>`);
+  const flips = b.flipped.slice(0, 100).map((f) => `<tr><td>${esc(f.id)}</td><td>${f.trial}</td><td${f.now ? '' : ' style="color:#d62728"'}>${f.before ? 'passed' : 'failed'} → ${f.now ? 'passes' : 'fails'}</td></tr>`);
+  return `<section><h2>Against baseline <code>${esc(b.baseline)}</code>: ${b.regressed ? '<span style="color:#d62728">regressed</span>' : 'no regression'}</h2>
+<table><tr><th>metric</th><th>now</th><th>baseline</th><th>difference</th><th>allowed drop</th><th></th></tr>${rows.join('')}</table>
+<p>win rate ${(b.win_rate.value * 100).toFixed(1)}% (${b.win_rate.wins} won, ${b.win_rate.losses} lost, ${b.win_rate.ties} tied)</p>
+${flips.length > 0 ? `<table><tr><th>task</th><th>trial</th><th>flipped</th></tr>${flips.join('')}</table>${b.flipped.length > flips.length ? `<p>… ${b.flipped.length - flips.length} more</p>` : ''}` : '<p>no task flipped</p>'}</section>`;
+}
 
 export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolLatencies): Promise<string> {
   const m = report.metrics;
@@ -62,6 +73,7 @@ export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolL
 <h1>${esc(report.suite)} (${esc(report.split)}) · policy <code>${esc(report.policy)}</code> · ${report.tasks.length} tasks × ${report.trials} trial${report.trials === 1 ? '' : 's'}</h1>
 <p>${esc(report.started_at)} · ${(report.duration_ms / 1000).toFixed(1)} s · seed ${report.seed} · run folder <code>${esc(report.run_dir)}</code></p>
 <table>${rows.map(([k, v]) => `<tr><th>${esc(k as string)}</th><td>${esc(v as string)}</td></tr>`).join('')}</table>
+${report.baseline ? baselineSection(report.baseline) : ''}
 ${drawn.join('\n')}
 <section><h2>Failed tasks (${failed.length})</h2><table><tr><th>task</th><th>trial</th><th>why</th></tr>${failed
     .flatMap((t) =>

@@ -70,4 +70,28 @@ export interface BenchmarkReport {
     readonly tools: Readonly<Record<string, ToolMetrics>>;
   };
   readonly tasks: readonly { readonly id: string; readonly trials: readonly TrialResult[] }[];
+  /** With a baseline (`--baseline`): how this run compares with it. */
+  readonly baseline?: BaselineComparison;
 }
+
+export interface MetricComparison {
+  readonly metric: string;
+  readonly current: number;
+  readonly baseline: number;
+  /** current − baseline over paired (task, trial) episodes, with its 95% interval. */
+  readonly difference: Estimate & { readonly pairs: number };
+  readonly allowed: number;
+  /** The whole interval lies beyond the allowed change in the bad direction. */
+  readonly regression: boolean;
+}
+
+export interface BaselineComparison {
+  readonly baseline: string;
+  readonly metrics: readonly MetricComparison[];
+  /** Paired by task and trial: a win is a success where the baseline failed; ties count half. */
+  readonly win_rate: Estimate & { readonly wins: number; readonly losses: number; readonly ties: number };
+  /** Tasks whose success changed in some paired trial. */
+  readonly flipped: readonly { readonly id: string; readonly trial: number; readonly now: boolean; readonly before: boolean }[];
+  readonly regressed: boolean;
+}
+
