@@ -167,6 +167,14 @@ export const bad = defineTool<{ city: string }>(({ city }) => city.toFixed(1));
 });
 
 describe('npx agent run with an env written anywhere', () => {
+  it('has a command named after the package (what `npx agentic-rl-toolkit` runs anywhere), beside agent', async () => {
+    const version = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const bin of ['agentic-rl-toolkit', 'agent']) {
+      const r = await node([path.join(consumer, 'node_modules', '.bin', bin), '--version'], consumer);
+      expect(r.stdout.trim(), bin).toBe(version.version);
+    }
+  });
+
   it('runs a TypeScript env in the consumer folder (ESM) that imports the package', async () => {
     const env = path.join(consumer, 'my-env');
     await writeEnv(env);

@@ -39,7 +39,7 @@ const blocks: Block[] = [];
   }
 }
 const tsBlocks = blocks.filter((b) => b.lang === 'ts' && b.body.includes("from 'agentic-rl-toolkit'"));
-const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^npx agent /m.test(b.body));
+const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^npx (agent|agentic-rl-toolkit) /m.test(b.body));
 const transcripts = blocks.filter((b) => b.lang === '' && b.body.startsWith('$ agent '));
 const usages = blocks.filter((b) => b.lang === '' && /^agent [a-z-]+ /.test(b.body));
 
@@ -86,8 +86,8 @@ describe('README', () => {
 
   it.each(shBlocks.map((b) => [b.line, b] as const))('the shell block at line %i runs as written', async (_line, block) => {
     const home = await tmp.dir('readme-home-');
-    // `npx agent` is this checkout's CLI; npm lines (install, test) are what CI itself does.
-    const shim = `npx() { [ "$1" = agent ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
+    // `npx agent` and `npx agentic-rl-toolkit` are this checkout's CLI; npm lines (install, test) are what CI itself does.
+    const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
     const out = await promisify(execFile)('bash', ['-e', '-c', shim + block.body], { cwd: ROOT, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 });
     expect(out.stderr).not.toMatch(/internal error|exit \d+: agent/);
   }, 120_000);
