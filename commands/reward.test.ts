@@ -2,8 +2,8 @@ import { execa } from 'execa';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliverToRunFolder, exportRun, randomPolicy, Run, validate, type Policy } from '../src/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { deliverToRunFolder, exportRun, FolderFeed, randomPolicy, Run, validate, type Policy } from '../src/index.js';
 import { metaSchema } from '../src/schema/meta-schemas.js';
 import { runAgent, scratch } from './testing.js';
 
@@ -127,6 +127,23 @@ describe('rewards delivered after the run', () => {
     expect((await deliverToRunFolder(dir, [{ line: 1, delivery: { trace_id: trace, source: 'human', value: 1 } }])).landed[0]?.outcome).toBe('arrived');
     await writeFile(path.join(dir, '.lock'), JSON.stringify({ pid: process.pid, host: os.hostname(), since: 'now' }));
     await expect(deliverToRunFolder(dir, [], { lockTimeoutMs: 100 })).rejects.toMatchObject({ code: 'FOLDER_LOCKED', message: expect.stringContaining(`pid ${process.pid}`) });
+  });
+
+  it('a value delivered after the run shows in agent debug: --trace and the console index read the reward log too', async () => {
+    const dir = await runFolder();
+    const trace = (await readFile(path.join(dir, 'trajectories.jsonl'), 'utf8')).split('\n').map((l) => (l ? (JSON.parse(l) as { trace_id: string; status: string }) : undefined)).find((t) => t?.status === 'resolved')?.trace_id as string;
+    await deliverToRunFolder(dir, [{ line: 1, delivery: { trace_id: trace, source: 'human', value: 0.75 } }]);
+    const report = JSON.parse((await runAgent(['debug', dir, '--trace', trace, '--json'])).stdout) as { events: { type: string; detail?: { source?: string; value?: number } }[] };
+    expect(report.events.filter((e) => e.type === 'reward_arrived').map((e) => e.detail)).toContainEqual({ source: 'human', value: 0.75 });
+    // The live rewards (speed, from the tool) are there once each, not twice.
+    expect(report.events.filter((e) => e.type === 'reward_arrived' && e.detail?.source === 'speed')).toHaveLength(1);
+    const feed = await FolderFeed.open(dir, { follow: false });
+    try {
+      await vi.waitFor(() => expect(feed.status().phase).toBe('finished'));
+      await vi.waitFor(() => expect(feed.index.traces.get(trace)?.rewards?.find((r) => r.source === 'human')).toMatchObject({ status: 'arrived', value: 0.75 }));
+    } finally {
+      await feed[Symbol.asyncDispose]();
+    }
   });
 
   it('applies deadlines that passed after the run: the fallback is imputed and a later value is late beside it', async () => {

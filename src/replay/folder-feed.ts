@@ -12,7 +12,8 @@ import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { episodeCommits, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
 import { RunIndex, type IndexedEvent } from './run-index.js';
-import { forEachLine, readManifest } from './run-rewards.js';
+import { forEachLine, readManifest, RecordReading, rewardsAfterRun } from './run-rewards.js';
+import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
 
 const CHUNK = 4 * 1024 * 1024;
@@ -171,6 +172,7 @@ export class FolderFeed implements DebugFeed {
     if (this.#closed) return;
     const finished = this.index.run?.status !== undefined && this.index.run.status !== 'running';
     this.#status = { phase: finished || !this.#follow || existsSync(path.join(this.#dir, RUN_FILES.summary)) ? 'finished' : 'following' };
+    if (this.#status.phase === 'finished') await this.#laterRewards();
     this.#changed();
     if (this.#status.phase === 'following') {
       this.#timer = setTimeout(() => {
@@ -180,6 +182,12 @@ export class FolderFeed implements DebugFeed {
         });
       }, this.#pollMs);
     }
+  }
+
+  /** Values delivered after the run (`agent reward` on the folder) are only in the reward log: onto their steps. */
+  async #laterRewards(): Promise<void> {
+    if (!(await rewardsAfterRun(this.#dir))) return;
+    await forEachLine(path.join(this.#dir, RUN_FILES.rewards), (r) => void this.index.laterReward(rewardEvent(r as unknown as RewardLogRecord) as unknown as IndexedEvent), { reading: new RecordReading(true) });
   }
 
   /** Indexes the complete lines of `chunk` (which starts at file offset `start`); returns the bytes used. */

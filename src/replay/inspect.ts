@@ -11,7 +11,8 @@ import { parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js'
 import { episodeCommits, type Commit } from './debug-feed.js';
 import type { IndexedEvent } from './run-index.js';
 import { applyPatch } from '../state/patch.js';
-import { forEachLine, readManifest } from './run-rewards.js';
+import { forEachLine, readManifest, RecordReading, rewardsAfterRun } from './run-rewards.js';
+import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
 
 type Event = Record<string, unknown> & { readonly type: string; readonly time: number };
@@ -35,9 +36,19 @@ export interface TraceReport {
 export async function inspectTrace(dir: string, traceId: string): Promise<TraceReport> {
   await readManifest(dir);
   const events: Event[] = [];
+  let finishedAt: number | undefined;
   await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
     if (r['traceId'] === traceId) events.push(r as Event);
+    else if (r['type'] === 'run_finished') finishedAt = r['time'] as number;
   });
+  // Values delivered after the run (`agent reward`) are only in the reward log: those from after its end.
+  if (finishedAt !== undefined && (await rewardsAfterRun(dir))) {
+    const end = finishedAt;
+    await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => {
+      if (r['trace_id'] === traceId && (r['time'] as number) > end) events.push(rewardEvent(r as unknown as RewardLogRecord) as unknown as Event);
+    }, { reading: new RecordReading(true) });
+  }
+  events.sort((a, b) => a.time - b.time);
   const dispatched = events.find((e) => e.type === 'dispatched');
   const settled = events.find((e) => e.type === 'trace_settled');
   // A call in flight when its run's process died may have lost its dispatch with the process; a

@@ -82,6 +82,8 @@ export interface RunHeader {
   readonly startedAt: number;
   readonly port?: number;
   readonly status: 'running' | 'completed' | 'interrupted';
+  /** When the run finished (its `run_finished` event). */
+  readonly finishedAt?: number;
 }
 
 const VIOLATION_KINDS: Readonly<Record<string, ViolationKind>> = {
@@ -152,7 +154,7 @@ export class RunIndex<Ref> {
         break;
       }
       case 'run_finished':
-        if (this.run) this.run = { ...this.run, status: e['status'] === 'completed' ? 'completed' : 'interrupted' };
+        if (this.run) this.run = { ...this.run, status: e['status'] === 'completed' ? 'completed' : 'interrupted', finishedAt: e.time };
         break;
       case 'episode_started': {
         const episode = e['episode'] as number;
@@ -262,6 +264,18 @@ export class RunIndex<Ref> {
       counts[status]++;
     }
     row.status = status;
+  }
+
+  /**
+   * A record of the run's reward log (`rewards.jsonl`) as an event: one from after the run finished
+   * (`agent reward` on the folder) lands on its step; any other is in the event log already.
+   * True when it landed.
+   */
+  laterReward(e: IndexedEvent): boolean {
+    const end = this.run?.finishedAt;
+    if (end === undefined || e.time <= end) return false;
+    this.#reward(e);
+    return true;
   }
 
   #reward(e: IndexedEvent): void {
