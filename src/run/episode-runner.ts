@@ -279,7 +279,7 @@ export class EpisodeRunner {
           seq,
           durationMs: 0,
           availableActions: call.available_actions,
-          error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: 'Declare "idempotent": true on the tool if calling it twice is safe.' },
+          error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: `If calling it twice is safe, declare it idempotent in env.json: "tools": {"${call.action}": {"idempotent": true}} (an env of the three files gets an env.json beside them: {"state": "state_schema.json", "actions": "action_schema.json", "rewards": "reward_schema.json", "module": "<its tools module>", "tools": {…}}).` },
         };
       }
     }
