@@ -71,6 +71,7 @@ describe('agent debug', async () => {
     expect(await runAgent(['debug', dir, '--state', '7'])).toMatchObject({ code: 2, stderr: expect.stringContaining('no episode 7') });
     expect(await runAgent(['debug', dir, '--field', '0', 'current_weather'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a JSON pointer') });
     expect(await runAgent(['debug', dir, '--state', '0', '--at', '999'])).toMatchObject({ code: 2, stderr: expect.stringContaining('has seqs 0 …') });
+    expect(await runAgent(['debug', dir, '--state', '0', '--time', '2000-01-01T00:00:00Z'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/episode 0 began at \S+, after 2000-01-01T00:00:00\.000Z: it had no state then\nhint: Pass --time at or after its start, or --at 0/) });
     expect(await runAgent(['debug', path.join(dir, 'nope'), '--trace', 'x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a run folder') });
   });
 });

@@ -91,13 +91,16 @@ function detailOf(e: Event): JsonValue | undefined {
 }
 
 /** An episode's initial state and its commits in order. */
-async function history(dir: string, episode: number): Promise<{ instanceId: string; initial: JsonValue; commits: Commit[] }> {
+async function history(dir: string, episode: number): Promise<{ instanceId: string; startedAt: number; initial: JsonValue; commits: Commit[] }> {
   await readManifest(dir);
   let instanceId: string | undefined;
   let stateId: string | undefined;
+  let startedAt = 0;
   const committed: IndexedEvent[] = [];
   await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
     if (r['type'] === 'episode_started' && r['episode'] === episode) {
+      // A resumed episode starts again: the first start is when it began.
+      if (instanceId === undefined) startedAt = r['time'] as number;
       instanceId = r['instanceId'] as string;
       stateId = r['initialStateId'] as string;
     } else if (r['type'] === 'state_committed' && instanceId !== undefined && r['instanceId'] === instanceId) {
@@ -110,7 +113,7 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
     if (r['state_id'] === stateId) initial = r['state'] as JsonValue;
   });
   if (initial === undefined) throw new AgentError('STATE_CORRUPT', `states.jsonl has no ${stateId}, the initial state of episode ${episode}`);
-  return { instanceId, initial, commits: await episodeCommits(dir, instanceId, committed) };
+  return { instanceId, startedAt, initial, commits: await episodeCommits(dir, instanceId, committed) };
 }
 
 export interface StateReport {
@@ -126,6 +129,9 @@ export async function inspectState(dir: string, episode: number, point: { readon
   const h = await history(dir, episode);
   const last = h.commits[h.commits.length - 1]?.seq ?? 0;
   if (point.seq !== undefined && (point.seq < 0 || point.seq > last)) throw new AgentError('BAD_USAGE', `episode ${episode} has seqs 0 … ${last} (asked for ${point.seq})`, { hint: 'Pass --at with a seq in that range.' });
+  if (point.time !== undefined && point.time < h.startedAt) {
+    throw new AgentError('BAD_USAGE', `episode ${episode} began at ${new Date(h.startedAt).toISOString()}, after ${new Date(point.time).toISOString()}: it had no state then`, { hint: 'Pass --time at or after its start, or --at 0 for its initial state.' });
+  }
   let state = h.initial;
   let seq = 0;
   let time: number | undefined;

@@ -12,7 +12,20 @@ export function formatDuration(ms: number): string {
 export function formatNumber(n: number, digits = 1): string {
   if (!Number.isFinite(n)) return String(n);
   if (Math.abs(n) >= 10_000) return Math.round(n).toLocaleString('en-US');
-  return Number.isInteger(n) ? String(n) : n.toFixed(digits);
+  return Number.isInteger(n) ? String(n) : roundHalfAway(n, digits).toFixed(digits);
+}
+
+/**
+ * One rounding rule for every number shown: half away from zero on the decimal digits as written
+ * (`toFixed` alone rounds 2.55 down, its binary value being 2.5499…, while 2.5500001 goes up: an
+ * episode's reward and the summary's maximum of it would disagree).
+ */
+function roundHalfAway(n: number, digits: number): number {
+  const written = String(Math.abs(n));
+  // Already in exponent form (below 1e-6): far from any half.
+  if (written.includes('e')) return Number(n.toFixed(digits));
+  const scaled = Math.round(Number(`${written}e${digits}`));
+  return Math.sign(n) * Number(`${scaled}e-${digits}`);
 }
 
 /** A text progress bar: `████░░░░`. */
