@@ -12,6 +12,8 @@ const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const
 type Format = (typeof FORMATS)[number];
 
 interface Flags {
+  list?: boolean;
+  json?: boolean;
   split: string;
   tasks?: string[];
   policy: string;
@@ -40,7 +42,8 @@ export function registerBenchmark(program: Command, io: Io): void {
   program
     .command('benchmark')
     .description("Run a suite's tasks with a policy, score them (success with confidence intervals, pass^k, tools), and gate on a baseline.")
-    .argument('<suite-dir>', 'an env folder with tasks/<split>.jsonl (e.g. fixtures/tau-bench/airline)')
+    .argument('[suite]', 'a suite folder (an env with tasks/<split>.jsonl), or a suite shipped with the toolkit by name: tau-bench/airline, tau-bench/retail')
+    .option('--list', 'list the suites shipped with the toolkit')
     .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', 'test')
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), or a policy module", 'random')
@@ -65,7 +68,18 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--metric <module>', 'a metric module: (episode) => number | Record<string, number>, aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
-    .action(async (suite: string, flags: Flags) => {
+    .action(async (suite: string | undefined, flags: Flags) => {
+      if (flags.list) {
+        const { listSuites } = await core();
+        const suites = await listSuites();
+        io.stdout.write(flags.json ? `${JSON.stringify(suites, null, 2)}\n` : `${suites.map((s) => `${s.name.padEnd(20)} ${String(s.tasks).padStart(4)} tasks  ${s.title}`).join('\n')}\n`);
+        return;
+      }
+      if (suite === undefined) {
+        io.stderr.write("error: missing required argument 'suite'\n(run with --help for usage; agent benchmark --list names the built-in suites)\n");
+        io.exitCode = 2;
+        return;
+      }
       io.exitCode = await benchmarkCommand(suite, flags, io);
     });
 }

@@ -82,7 +82,7 @@ describe('the tarball', () => {
     expect(packed.size).toBeLessThan(3 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'fixtures/weather/tools.ts']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
@@ -167,6 +167,14 @@ export const bad = defineTool<{ city: string }>(({ city }) => city.toFixed(1));
 });
 
 describe('npx agent run with an env written anywhere', () => {
+  it('benchmarks a suite shipped with the package by its name, from outside a checkout', async () => {
+    const list = await node([agentBin(), 'benchmark', '--list'], outside);
+    expect(list.stdout).toMatch(/^tau-bench\/retail +115 tasks/m);
+    const r = await node([agentBin(), 'benchmark', 'tau-bench/retail', '--policy', 'gold', '--tasks', 'retail-test-0', '--json', '--out', path.join(outside, 'bench-runs')], outside);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ suite: 'tau-bench retail', metrics: { success_rate: { value: 1 } } });
+  });
+
   it('has a command named after the package (what `npx agentic-rl-toolkit` runs anywhere), beside agent', async () => {
     const version = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     for (const bin of ['agentic-rl-toolkit', 'agent']) {

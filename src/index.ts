@@ -86,6 +86,7 @@ export { fuzzReport } from './ui/fuzz-report.js';
 export { recordedSteps, type RecordedStep } from './replay/recording.js';
 export { runBenchmark, equalJson, type BenchmarkOptions, type BenchmarkReport, type TrialResult, type ToolMetrics, type EpisodeOutcome } from './eval/benchmark/benchmark.js';
 export { compareWithBaseline, loadBaseline, type Baseline } from './eval/benchmark/baseline.js';
+export { BUILT_IN_SUITES, listSuites, resolveSuite, type SuiteListing } from './eval/benchmark/suites.js';
 export type { BaselineComparison, MetricComparison } from './eval/benchmark/report.js';
 export { loadSuite, type BenchmarkTask, type Suite, type SuccessCriterion } from './eval/benchmark/suite.js';
 export type { Estimate } from './eval/benchmark/stats.js';

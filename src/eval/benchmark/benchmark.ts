@@ -26,6 +26,7 @@ import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './ll
 import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
 import { compareReports, loadBaseline } from './baseline.js';
+import { resolveSuite } from './suites.js';
 import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
 
 export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
@@ -74,9 +75,11 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const baseline = options.baseline ? await loadBaseline(options.baseline.file, options.baseline.maxRegression) : undefined;
   const started = Date.now();
   // The env once in-process: its base state, and each task's gold final state.
-  await using env = await AgentEnv.open(options.suite, options.toolOptions ? { toolOptions: options.toolOptions } : {});
+  // A folder, or a suite shipped with the toolkit by name (tau-bench/airline).
+  const suiteDir = resolveSuite(options.suite);
+  await using env = await AgentEnv.open(suiteDir, options.toolOptions ? { toolOptions: options.toolOptions } : {});
   const base = env.definition.initialStates[0] ?? null;
-  const suite = await loadSuite(options.suite, options.split ?? 'test', base, options.tasks ? { only: options.tasks } : {});
+  const suite = await loadSuite(suiteDir, options.split ?? 'test', base, options.tasks ? { only: options.tasks } : {});
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');

@@ -1,0 +1,60 @@
+/**
+ * Where `agent benchmark` finds a suite: a folder given by path, or a suite shipped with the
+ * package by its name (`tau-bench/airline`, `tau-bench/retail`: τ-bench's tasks, databases and
+ * tools, ported), so that an installed toolkit benchmarks without a checkout.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AgentError } from '../../shared/errors.js';
+
+/** This file is src/eval/benchmark/ in a checkout and dist/src/eval/benchmark/ when built; fixtures/ sits at the package root. */
+const FIXTURES = ['../../../fixtures/', '../../../../fixtures/'].map((rel) => new URL(rel, import.meta.url)).find((u) => existsSync(u));
+
+/** The suites shipped with the package, by name. */
+export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail'];
+
+export interface SuiteListing {
+  readonly name: string;
+  readonly dir: string;
+  readonly title: string;
+  readonly tasks: number;
+}
+
+function builtInDir(name: string): string | undefined {
+  if (!FIXTURES || !BUILT_IN_SUITES.includes(name)) return undefined;
+  const dir = path.join(fileURLToPath(FIXTURES), name);
+  return existsSync(dir) ? dir : undefined;
+}
+
+const isDir = (p: string): boolean => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** The folder of suite `spec`: a path to one, or the name of a built-in suite. Says where it looked when neither. */
+export function resolveSuite(spec: string): string {
+  if (isDir(spec)) return spec;
+  const builtIn = builtInDir(spec.replace(/^fixtures\//, ''));
+  if (builtIn) return builtIn;
+  throw new AgentError('BAD_USAGE', `no suite '${spec}': it is neither a folder (looked at ${path.resolve(spec)}) nor a suite shipped with the toolkit (${BUILT_IN_SUITES.join(', ')})`, {
+    hint: 'Pass a suite folder (an env with tasks/<split>.jsonl), or a built-in name: agent benchmark --list.',
+  });
+}
+
+/** The built-in suites with their titles and task counts (the test split). */
+export async function listSuites(): Promise<SuiteListing[]> {
+  const out: SuiteListing[] = [];
+  for (const name of BUILT_IN_SUITES) {
+    const dir = builtInDir(name);
+    if (!dir) continue;
+    const manifest = JSON.parse(await readFile(path.join(dir, 'suite.json'), 'utf8').catch(() => '{}')) as { name?: string };
+    const tasks = (await readFile(path.join(dir, 'tasks', 'test.jsonl'), 'utf8').catch(() => '')).split('\n').filter((l) => l.trim() !== '').length;
+    out.push({ name, dir, title: manifest.name ?? name, tasks });
+  }
+  return out;
+}
