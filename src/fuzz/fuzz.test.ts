@@ -121,4 +121,24 @@ export const withdraw = ({ amount }, ctx) => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('reaches state-dependent bugs that live near the state schema\'s bounds, whatever the seed (the state pool grows with --runs)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-deposit-'));
+    try {
+      await writeFile(path.join(dir, 'state_schema.json'), JSON.stringify({ type: 'object', required: ['balance'], properties: { balance: { type: 'integer', minimum: 0, maximum: 100000 } } }));
+      await writeFile(path.join(dir, 'action_schema.json'), JSON.stringify({ properties: { deposit: { params: { amount: { type: 'integer', minimum: 1, maximum: 100 } } } } }));
+      await writeFile(path.join(dir, 'reward_schema.json'), JSON.stringify({ properties: {} }));
+      await writeFile(path.join(dir, 'initial_states.json'), JSON.stringify([{ balance: 100 }]));
+      // The bug: no check against the maximum, so a deposit above a balance of 99,900 can break it
+      // (one state in a thousand, drawn at random).
+      await writeFile(path.join(dir, 'tools.mjs'), `export const deposit = ({ amount }, ctx) => ({ patch: [{ op: 'replace', path: '/balance', value: ctx.state.balance + amount }] });`);
+      for (const seed of [0, 1]) {
+        const summary = await fuzz({ env: dir, runs: 2_000, seed });
+        expect(summary.failures.map((f) => f.signature), `seed ${seed}`).toContain('state-valid:deposit:STATE_INVALID');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
+

@@ -132,7 +132,7 @@ export class Fuzzer {
       throw new UsageError(`unknown action${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`, `Actions of ${def.name}: ${[...def.actions.keys()].join(', ')}.`);
     }
     const actions = [...def.actions.values()].filter((a) => !a.unsatisfiable && (!options.actions || options.actions.includes(a.name)));
-    return new Fuzzer(env, options, actions, statesFor(def, seed));
+    return new Fuzzer(env, options, actions, statesFor(def, seed, runs));
   }
 
   get definition(): EnvDefinition {
@@ -356,13 +356,24 @@ function stringsOf(state: JsonValue): { byName: Map<string, string[]>; all: stri
   return { byName: new Map([...byName].map(([k, v]) => [k, [...v]])), all: [...all].slice(0, 400) };
 }
 
-/** The states cases start from: the env's initial states and states generated from its state schema. */
-function statesFor(def: EnvDefinition, seed: number): JsonValue[] {
+/**
+ * The states cases start from: the env's initial states, and states generated from its state
+ * schema — more of them the larger the budget (one per 20 cases, 24 to 2,000), so a longer run
+ * reaches states a short one does not — a third of them at the schema's bounds (a balance at its
+ * maximum, a list at its longest), where a state-dependent bug (a deposit that breaks `maximum`
+ * only above 900) lives.
+ */
+function statesFor(def: EnvDefinition, seed: number, runs: number): JsonValue[] {
   const rng = new Rng(hashSeed(seed, 'states'));
   const states: JsonValue[] = [...def.initialStates];
-  for (let i = 0; i < 24; i++) {
+  const count = Math.min(2_000, Math.max(24, Math.ceil(runs / 20)));
+  for (let i = 0; states.length < def.initialStates.length + count && i < count * 2; i++) {
     const v = generate(def.stateSchema, rng, { maxDepth: 3 }).value;
-    if (v !== undefined) states.push(v);
+    if (v === undefined) continue;
+    if (rng.next() < 1 / 3) {
+      const atBounds = boundaries(def.stateSchema, v).filter((b) => b.valid);
+      states.push(atBounds.length > 0 ? rng.pick(atBounds).value : v);
+    } else states.push(v);
   }
   if (states.length === 0) throw new UsageError(`env '${def.name}' has no initial states and none could be generated from its state schema`, 'Add initial_states.json to the env folder.');
   return states;
