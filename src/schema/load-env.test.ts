@@ -150,6 +150,13 @@ describe('loadEnvDefinition', () => {
         'reward_schema.json#/properties/judge/delay_ms',
       ]),
     );
+    // A state schema that is not JSON is one error: not a cascade of enabled_if paths it "does not declare".
+    const torn = await envDir({
+      'state_schema.json': '{ "type": "object", "properties": { ',
+      'action_schema.json': { properties: { greet: { params: {}, enabled_if: 'user.name != null and user.vip' } } },
+    });
+    const once = await issuesOf(loadEnvDefinition(torn));
+    expect(once.map((i) => `${path.basename(i.file ?? '')} ${i.message.slice(0, 12)}`)).toEqual(['state_schema.json invalid JSON']);
     // after fixing the shape error, the deeper ones show up
     const dir2 = await envDir({
       'state_schema.json': USER_STATE,

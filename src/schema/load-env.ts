@@ -148,14 +148,20 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   const { signal } = options;
   // State schema.
   let stateSchema: JsonSchema = { type: 'object' };
+  /** The state schema was read whole: checks that depend on it (enabled_if paths) mean something. */
+  let stateRead = true;
   if (manifest.state !== undefined) {
+    const before = issues.length;
     const { doc, file, pointer } = await documentOf(dir, manifestFile, 'state', manifest.state, issues, signal);
     if (doc !== undefined) {
       const stateIssues = checkSchema(doc, file, pointer);
       issues.push(...stateIssues);
       if (stateIssues.length === 0) stateSchema = doc as JsonSchema;
     }
+    // A state schema that is not JSON, or not a schema, would make every enabled_if path look undeclared: one error, not a cascade.
+    stateRead = issues.length === before;
   }
+  const checkPaths = options.checkConditionPaths !== false && stateRead;
 
   // Actions.
   const dialect = options.dialect ?? manifest.dialect ?? 'json-schema';
@@ -225,13 +231,13 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     if (enabledSource !== undefined) {
       try {
         enabledIf = compileCondition(enabledSource);
-        for (const p of options.checkConditionPaths === false ? [] : enabledIf.paths) {
+        for (const p of checkPaths ? enabledIf.paths : []) {
           if (!schemaDeclaresPath(stateSchema, p)) {
             issues.push({ ...enabledPointer, message: `enabled_if reads '${p.join('.')}', which the state schema does not declare: add it to state_schema.json or fix the path` });
           }
         }
         // A comparison whose sides can never have the same type is always false (or always true with !=): a typo, not a rule.
-        for (const c of options.checkConditionPaths === false ? [] : enabledIf.comparisons) {
+        for (const c of checkPaths ? enabledIf.comparisons : []) {
           const types = c.literal === null ? undefined : typesAtPath(stateSchema, c.path);
           const literal = jsonType(c.literal);
           if (types && !types.has(literal)) {
