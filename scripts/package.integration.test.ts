@@ -232,5 +232,11 @@ exports.bump = defineTool(({ by }, ctx) => ({ observation: ctx.state.count + by,
     const s = await node([agentBin(), 'run', cjs, '--episodes', '1'], outside);
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(/broken-cjs\/tools\.ts:2:18: TransformError: ERROR: Unexpected ";"/);
+    // A name the package does not export, in a CommonJS folder (where require would read undefined): named, with what is close.
+    const typo = path.join(outside, 'typo-cjs');
+    await writeEnv(typo, { 'tools.ts': `import { defineTol } from 'agentic-rl-toolkit';\nexport const bump = defineTol(() => ({}));\n` });
+    const t = await node([agentBin(), 'run', typo, '--episodes', '1'], outside);
+    expect(t.code).toBe(2);
+    expect(t.stderr).toMatch(/'agentic-rl-toolkit' has no export named 'defineTol': did you mean .*defineTool/);
   });
 });

@@ -49,7 +49,7 @@ interface CommonJsLoader {
 export function resolveToolkitFromAnywhere(): Promise<void> {
   installed ??= (async () => {
     register(`data:text/javascript,${encodeURIComponent(HOOK)}`, { data: { targets: TARGETS } });
-    const core: unknown = await import(TARGETS[PACKAGE] as string);
+    const core = strictExports((await import(TARGETS[PACKAGE] as string)) as Record<string | symbol, unknown>);
     const Module = createRequire(import.meta.url)('node:module') as CommonJsLoader;
     const original = Module._load;
     Module._load = function load(request: string, ...rest: unknown[]): unknown {
@@ -57,6 +57,28 @@ export function resolveToolkitFromAnywhere(): Promise<void> {
     };
   })();
   return installed;
+}
+
+/** Property names that code probes on any object (interop, promises, inspection, test matchers): never an error to read. */
+const PROBES = new Set(['__esModule', 'default', 'then', 'toJSON', 'constructor', 'inspect', 'asymmetricMatch', '$$typeof', 'nodeType', 'toString', 'valueOf']);
+
+/**
+ * The core's namespace as `require` returns it, refusing a name it does not export: ESM says so
+ * at import time ("does not provide an export named"), but CommonJS would read `undefined` and
+ * fail far from the typo. Reading an unknown export throws, naming the ones that exist.
+ */
+function strictExports(ns: Record<string | symbol, unknown>): Record<string | symbol, unknown> {
+  return new Proxy(ns, {
+    get(target, prop, receiver) {
+      if (typeof prop === 'string' && !(prop in target) && !PROBES.has(prop)) {
+        const names = Object.keys(target).sort();
+        const close = names.filter((n) => n.toLowerCase().includes(prop.toLowerCase().slice(0, 4)));
+        const listed = close.length > 0 ? `did you mean ${close.slice(0, 3).join(', ')}?` : `it exports ${names.slice(0, 24).join(', ')}${names.length > 24 ? `, … (${names.length} in all)` : ''}`;
+        throw new TypeError(`'${PACKAGE}' has no export named '${prop}': ${listed}`);
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
 }
 
 /**
