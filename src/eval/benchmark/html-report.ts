@@ -40,20 +40,37 @@ export async function renderHtmlReport(report: BenchmarkReport, latencies: ToolL
   const m = report.metrics;
   const perTask = report.tasks.map((t) => ({ task: t.id, success: t.trials.filter((x) => x.success).length / t.trials.length }));
   const rewards = report.tasks.flatMap((t) => t.trials.map((x) => ({ reward: x.reward })));
-  const cdf = Object.entries(latencies).flatMap(([tool, values]) => {
+  // Past 20 tools a palette repeats colours: the 19 most called keep theirs, the rest are one line.
+  const byCalls = Object.entries(latencies).sort((a, b) => b[1].length - a[1].length);
+  const shown = new Set(byCalls.slice(0, byCalls.length > 20 ? 19 : 20).map(([tool]) => tool));
+  const grouped = new Map<string, number[]>();
+  for (const [tool, values] of byCalls) {
+    const key = shown.has(tool) ? tool : `other (${byCalls.length - shown.size} tools)`;
+    grouped.set(key, [...(grouped.get(key) ?? []), ...values]);
+  }
+  const cdf = [...grouped].flatMap(([tool, values]) => {
     const sorted = [...values].sort((a, b) => a - b);
     // At most 200 points per tool: the curve's shape, not every call.
     const stride = Math.max(1, Math.floor(sorted.length / 200));
     return sorted.filter((_, i) => i % stride === 0 || i === sorted.length - 1).map((ms, i, all) => ({ tool, ms, share: (i + 1) / all.length }));
   });
   const costs = report.tasks.flatMap((t) => t.trials.flatMap((x) => (x.cost?.usd !== undefined && x.cost.usd !== null ? [{ task: t.id, usd: x.cost.usd }] : [])));
-  const charts: [string, Spec][] = [
-    ['Success per task', { data: { values: perTask }, mark: 'bar', width: Math.min(1100, Math.max(300, perTask.length * 7)), height: 160, encoding: { x: { field: 'task', type: 'nominal', sort: null, axis: perTask.length > 60 ? { labels: false, ticks: false, title: `${perTask.length} tasks` } : { labelAngle: -60 } }, y: { field: 'success', type: 'quantitative', scale: { domain: [0, 1] }, title: 'share of trials' }, color: { condition: { test: 'datum.success < 1', value: '#d62728' }, value: '#2ca02c' } } }],
-    ['Reward per episode', { data: { values: rewards }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'reward', type: 'quantitative', bin: { maxbins: 30 } }, y: { aggregate: 'count', title: 'episodes' } } }],
+  const sameReward = rewards.every((r) => r.reward === rewards[0]?.reward);
+  // Past 25 tasks their names cannot all stand under the bars: the failed ones are listed below.
+  // Nameless, they are sorted by how often they passed: the strip reads as a share.
+  const many = perTask.length > 25;
+  const labels = many ? { labels: false, ticks: false, title: `${perTask.length} tasks, by share of trials passed (failed ones listed below)` } : { labelAngle: -60, labelLimit: 160 };
+  if (many) perTask.sort((a, b) => a.success - b.success);
+  const charts: [string, Spec | string][] = [
+    // One cell per task, coloured by the share of its trials that passed: a failed task stands out
+    // (a bar of height 0 would not), at 8 tasks or 1,000.
+    ['Success per task', { data: { values: perTask }, mark: 'rect', width: Math.min(960, Math.max(300, perTask.length * 7)), height: 40, encoding: { x: { field: 'task', type: 'nominal', sort: null, axis: labels }, color: { field: 'success', type: 'quantitative', scale: { domain: [0, 1], range: ['#d62728', '#2ca02c'] }, title: 'passed' } } }],
+    // One value for every episode makes a histogram of one block: say it instead.
+    ['Reward per episode', sameReward ? `every episode's reward is ${rewards[0]?.reward ?? 0} (${rewards.length} episodes)` : { data: { values: rewards }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'reward', type: 'quantitative', bin: { maxbins: 30 } }, y: { aggregate: 'count', title: 'episodes' } } }],
   ];
-  if (cdf.length > 0) charts.push(['Latency per tool (CDF)', { data: { values: cdf }, mark: { type: 'line', interpolate: 'step-after' }, width: 520, height: 220, encoding: { x: { field: 'ms', type: 'quantitative', scale: { type: 'symlog' }, title: 'latency (ms)' }, y: { field: 'share', type: 'quantitative', title: 'share of calls' }, color: { field: 'tool', type: 'nominal' } } }]);
-  if (costs.length > 0) charts.push(['LLM cost per episode', { data: { values: costs }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'usd', type: 'quantitative', bin: { maxbins: 30 }, title: 'USD' }, y: { aggregate: 'count', title: 'episodes' } } }]);
-  const drawn = await Promise.all(charts.map(async ([title, spec]) => `<section><h2>${esc(title)}</h2>${await svg(spec)}</section>`));
+  if (cdf.length > 0) charts.push(['Latency per tool (CDF)', { data: { values: cdf }, mark: { type: 'line', interpolate: 'step-after' }, width: 520, height: 220, encoding: { x: { field: 'ms', type: 'quantitative', scale: { type: 'symlog' }, title: 'latency (ms)' }, y: { field: 'share', type: 'quantitative', title: 'share of calls' }, color: { field: 'tool', type: 'nominal', scale: { scheme: 'category20' }, legend: { labelLimit: 320 } } } }]);
+  charts.push(['Cost per episode', costs.length > 0 ? { data: { values: costs }, mark: 'bar', width: 420, height: 160, encoding: { x: { field: 'usd', type: 'quantitative', bin: { maxbins: 30 }, title: 'USD' }, y: { aggregate: 'count', title: 'episodes' } } } : 'no priced calls: the cost per episode is drawn for llm: policies and judges, and for tools that declare cost_usd']);
+  const drawn = await Promise.all(charts.map(async ([title, spec]) => `<section><h2>${esc(title)}</h2>${typeof spec === 'string' ? `<p>${esc(spec)}</p>` : await svg(spec)}</section>`));
   const failed = report.tasks.filter((t) => t.trials.some((x) => !x.success));
   const rows = [
     ['success', `${pct(m.success_rate.value)} (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)})`],
