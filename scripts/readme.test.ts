@@ -4,6 +4,7 @@
  * transcripts (`$ agent …` followed by output) match what the command prints today.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -52,6 +53,14 @@ describe('README', () => {
     expect(shBlocks.length).toBeGreaterThanOrEqual(3);
     expect(transcripts.length).toBeGreaterThanOrEqual(2);
     expect(usages.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('names every event type and every trainer-export field the schemas define (the docs cannot drift from them)', async () => {
+    const schema = (name: string): { properties: Record<string, { enum?: string[] }> } => JSON.parse(readFileSync(path.join(ROOT, 'schemas', `${name}.schema.json`), 'utf8')) as { properties: Record<string, { enum?: string[] }> };
+    const row = readme.split('\n').find((l) => l.startsWith('| `events.jsonl`')) ?? '';
+    expect((schema('run-event').properties['type']?.enum ?? []).filter((t) => !row.includes(`\`${t}\``))).toEqual([]);
+    const exportSection = readme.slice(readme.indexOf('### Trainer export'), readme.indexOf('## `agent schema-diff`'));
+    expect(Object.keys(schema('export-record').properties).filter((f) => !exportSection.includes(f))).toEqual([]);
   });
 
   it('TypeScript blocks type-check against the package (strict)', async () => {
