@@ -17,10 +17,10 @@ import type { EpisodeQueue } from './episode-queue.js';
 import type { FencedJournal } from './fenced-journal.js';
 import { RunJournal, type JournalContents } from './run-journal.js';
 
-/** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
 /** How long a durable run waits for an unreachable Redis before it stops, by default. */
 export const DEFAULT_STORE_WAIT_MS = 60_000;
 
+/** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
 export interface Durable<J extends RunJournal | FencedJournal = RunJournal> {
   readonly url: string;
   readonly redis: Redis;
@@ -33,6 +33,7 @@ export interface Durable<J extends RunJournal | FencedJournal = RunJournal> {
   readonly queue?: EpisodeQueue;
 }
 
+/** A new run's id: its start (UTC, to the second) and six hex digits of the time, seed and pid. */
 export function runIdFor(time: number, seed: number): string {
   const stamp = new Date(time).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${stamp}-${hashSeed(time, seed, process.pid).toString(16).padStart(8, '0').slice(0, 6)}`;
@@ -53,7 +54,7 @@ function durableOn(url: string, redis: Redis, runId: string, out: string, resume
 export async function newJournal(spec: unknown, clock: Clock, seed: number, out: string, signal: AbortSignal | undefined): Promise<Durable | undefined> {
   if (!isRedisUrl(spec)) return undefined;
   const redis = await openRedis(spec, signal);
-  // A durable run waits out a Redis outage (see Run#watchStore) instead of failing its commands.
+  // A durable run waits out a Redis outage (see watchStore) instead of failing its commands.
   redis.options.maxRetriesPerRequest = null;
   const runId = runIdFor(clock.now(), seed);
   return durableOn(spec, redis, runId, out);
@@ -110,7 +111,6 @@ export function durableHooks({ journal, store }: Durable<RunJournal | FencedJour
     rewind: async (instanceId, seq, signal) => void (await store.rewind(instanceId, seq, signal)),
   };
 }
-
 
 export interface StoreWatch {
   readonly runId: string;
