@@ -163,6 +163,17 @@ export const bad = defineTool<{ city: string }>(({ city }) => city.toFixed(1));
     const tsc = await node([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], consumer);
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.code).toBe(0);
+    // The resolution modes the README names: node16 and a bundler's as well as nodenext.
+    for (const [module, moduleResolution] of [
+      ['esnext', 'bundler'],
+      ['node16', 'node16'],
+    ]) {
+      const config = JSON.parse(await readFile(path.join(consumer, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+      await writeFile(path.join(consumer, `tsconfig.${moduleResolution}.json`), JSON.stringify({ ...config, compilerOptions: { ...config.compilerOptions, module, moduleResolution } }));
+      const r = await node([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', `tsconfig.${moduleResolution}.json`], consumer);
+      expect(r.stdout + r.stderr, moduleResolution).toBe('');
+      expect(r.code, moduleResolution).toBe(0);
+    }
   });
 });
 
