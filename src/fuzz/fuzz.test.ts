@@ -17,6 +17,18 @@ async function tmp(prefix: string, inRepo = false): Promise<string> {
   return d;
 }
 
+/** A bank env in a folder of its own: the balance's schema, one action's params, initial states, the tools module. */
+async function bankEnv(balance: object, action: Record<string, Record<string, object>>, initialStates: object[], tools: string): Promise<string> {
+  const dir = await tmp('agent-bank-');
+  const [name, params] = Object.entries(action)[0] as [string, Record<string, object>];
+  await writeFile(path.join(dir, 'state_schema.json'), JSON.stringify({ type: 'object', required: ['balance'], properties: { balance } }));
+  await writeFile(path.join(dir, 'action_schema.json'), JSON.stringify({ properties: { [name]: { params } } }));
+  await writeFile(path.join(dir, 'reward_schema.json'), JSON.stringify({ properties: {} }));
+  await writeFile(path.join(dir, 'initial_states.json'), JSON.stringify(initialStates));
+  await writeFile(path.join(dir, 'tools.mjs'), tools);
+  return dir;
+}
+
 async function fuzz(options: FuzzOptions): Promise<FuzzSummary> {
   await using f = await Fuzzer.prepare({ storeDir: await tmp('agent-fuzz-store-'), toolTimeoutMs: 100, ...options });
   return await f.run();
@@ -91,53 +103,39 @@ describe('agent fuzz on clean envs', () => {
 
 describe('state-aware fuzzing', () => {
   it('finds an off-by-one between a param and the state (amount > balance + 1), and shrinks both toward round numbers', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-bank-'));
-    try {
-      await writeFile(path.join(dir, 'state_schema.json'), JSON.stringify({ type: 'object', required: ['balance'], properties: { balance: { type: 'number', minimum: 0, maximum: 100000 } } }));
-      await writeFile(path.join(dir, 'action_schema.json'), JSON.stringify({ properties: { withdraw: { params: { amount: { type: 'number', minimum: 0, maximum: 100000 } } } } }));
-      await writeFile(path.join(dir, 'reward_schema.json'), JSON.stringify({ properties: {} }));
-      await writeFile(path.join(dir, 'initial_states.json'), JSON.stringify([{ balance: 388.501 }, { balance: 1250.75 }]));
-      // The bug: an overdraft of up to 1 slips through the check, and the patch breaks `minimum: 0`.
-      await writeFile(
-        path.join(dir, 'tools.mjs'),
-        `import { ToolError } from 'agentic-rl-toolkit';
+    // The bug: an overdraft of up to 1 slips through the check, and the patch breaks `minimum: 0`.
+    const dir = await bankEnv(
+      { type: 'number', minimum: 0, maximum: 100000 },
+      { withdraw: { amount: { type: 'number', minimum: 0, maximum: 100000 } } },
+      [{ balance: 388.501 }, { balance: 1250.75 }],
+      `import { ToolError } from 'agentic-rl-toolkit';
 export const withdraw = ({ amount }, ctx) => {
   if (amount > ctx.state.balance + 1) throw new ToolError('TOOL_FAILED', 'withdraw', 'insufficient funds');
   return { patch: [{ op: 'replace', path: '/balance', value: ctx.state.balance - amount }] };
 };`,
-      );
-      const store = await mkdtemp(path.join(os.tmpdir(), 'agent-bank-store-'));
-      await using fuzzer = await Fuzzer.prepare({ env: dir, runs: 300, seed: 5, storeDir: store });
-      const summary = await fuzzer.run();
-      await rm(store, { recursive: true, force: true });
-      const found = summary.failures.find((f) => f.check === 'state-valid');
-      expect(found).toBeDefined();
-      const { params, state } = (found as unknown as { case: { params: { amount: number }; state: { balance: number } } }).case;
-      // Shrunk to whole numbers, still exactly in the window the bug opens.
-      expect(Number.isInteger(params.amount) && Number.isInteger(state.balance)).toBe(true);
-      expect(params.amount).toBeGreaterThan(state.balance);
-      expect(params.amount).toBeLessThanOrEqual(state.balance + 1);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    );
+    const summary = await fuzz({ env: dir, runs: 300, seed: 5 });
+    const found = summary.failures.find((f) => f.check === 'state-valid');
+    expect(found).toBeDefined();
+    const { params, state } = (found as unknown as { case: { params: { amount: number }; state: { balance: number } } }).case;
+    // Shrunk to whole numbers, still exactly in the window the bug opens.
+    expect(Number.isInteger(params.amount) && Number.isInteger(state.balance)).toBe(true);
+    expect(params.amount).toBeGreaterThan(state.balance);
+    expect(params.amount).toBeLessThanOrEqual(state.balance + 1);
   });
 
   it('reaches state-dependent bugs that live near the state schema\'s bounds, whatever the seed (the state pool grows with --runs)', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-deposit-'));
-    try {
-      await writeFile(path.join(dir, 'state_schema.json'), JSON.stringify({ type: 'object', required: ['balance'], properties: { balance: { type: 'integer', minimum: 0, maximum: 100000 } } }));
-      await writeFile(path.join(dir, 'action_schema.json'), JSON.stringify({ properties: { deposit: { params: { amount: { type: 'integer', minimum: 1, maximum: 100 } } } } }));
-      await writeFile(path.join(dir, 'reward_schema.json'), JSON.stringify({ properties: {} }));
-      await writeFile(path.join(dir, 'initial_states.json'), JSON.stringify([{ balance: 100 }]));
-      // The bug: no check against the maximum, so a deposit above a balance of 99,900 can break it
-      // (one state in a thousand, drawn at random).
-      await writeFile(path.join(dir, 'tools.mjs'), `export const deposit = ({ amount }, ctx) => ({ patch: [{ op: 'replace', path: '/balance', value: ctx.state.balance + amount }] });`);
-      for (const seed of [0, 1]) {
-        const summary = await fuzz({ env: dir, runs: 2_000, seed });
-        expect(summary.failures.map((f) => f.signature), `seed ${seed}`).toContain('state-valid:deposit:STATE_INVALID');
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
+    // The bug: no check against the maximum, so a deposit above a balance of 99,900 can break it
+    // (one state in a thousand, drawn at random).
+    const dir = await bankEnv(
+      { type: 'integer', minimum: 0, maximum: 100000 },
+      { deposit: { amount: { type: 'integer', minimum: 1, maximum: 100 } } },
+      [{ balance: 100 }],
+      `export const deposit = ({ amount }, ctx) => ({ patch: [{ op: 'replace', path: '/balance', value: ctx.state.balance + amount }] });`,
+    );
+    for (const seed of [0, 1]) {
+      const summary = await fuzz({ env: dir, runs: 2_000, seed });
+      expect(summary.failures.map((f) => f.signature), `seed ${seed}`).toContain('state-valid:deposit:STATE_INVALID');
     }
   });
 });

@@ -12,7 +12,7 @@ import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { episodeCommits, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
 import { RunIndex, type IndexedEvent } from './run-index.js';
-import { forEachLine, readManifest, RecordReading, rewardsAfterRun } from './run-rewards.js';
+import { forEachLine, readManifest, RecordReading } from './run-rewards.js';
 import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
 
@@ -67,7 +67,7 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
   if (type === 'reward_arrived' || type === 'reward_late') {
     const m = REWARD_HEAD.exec(line);
     if (!m || line.includes('\\')) return undefined;
-    return { type, time: Number(m[2]), instanceId: m[3], traceId: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), delayMs: Number(m[10]) };
+    return { type, time: Number(m[2]), instanceId: m[3], traceId: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), key: m[9], delayMs: Number(m[10]) };
   }
   // A failed step's error can hold any JSON (an offending value): those lines are parsed whole.
   if (type !== 'trace_settled' || hasError) return undefined;
@@ -89,6 +89,28 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
     durationMs: Number(m[9]),
     rewards: JSON.parse(line.slice(at + REWARDS_KEY.length - 1, end)) as unknown,
   };
+}
+
+/** The lines of a file (0 when it is missing), counted in 1 MB reads without decoding them. */
+async function countLines(file: string): Promise<number> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, 'r');
+  } catch {
+    return 0;
+  }
+  try {
+    const buffer = Buffer.allocUnsafe(1 << 20);
+    let lines = 0;
+    for (let pos = 0; ; ) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, pos);
+      if (bytesRead === 0) return lines;
+      for (let i = buffer.indexOf(10, 0); i !== -1 && i < bytesRead; i = buffer.indexOf(10, i + 1)) lines++;
+      pos += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
 }
 
 export interface FolderFeedOptions {
@@ -186,7 +208,9 @@ export class FolderFeed implements DebugFeed {
 
   /** Values delivered after the run (`agent reward` on the folder) are only in the reward log: onto their steps. */
   async #laterRewards(): Promise<void> {
-    if (!(await rewardsAfterRun(this.#dir))) return;
+    // The reward log repeats the reward events the event log has: read it (parsing every line) only
+    // when it holds more or other lines than that, which only a delivery after the run makes.
+    if ((await countLines(path.join(this.#dir, RUN_FILES.rewards))) === this.index.loggedRewards) return;
     await forEachLine(path.join(this.#dir, RUN_FILES.rewards), (r) => void this.index.laterReward(rewardEvent(r as unknown as RewardLogRecord) as unknown as IndexedEvent), { reading: new RecordReading(true) });
   }
 

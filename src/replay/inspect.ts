@@ -11,7 +11,7 @@ import { parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js'
 import { episodeCommits, type Commit } from './debug-feed.js';
 import type { IndexedEvent } from './run-index.js';
 import { applyPatch } from '../state/patch.js';
-import { forEachLine, readManifest, RecordReading, rewardsAfterRun } from './run-rewards.js';
+import { forEachLine, readManifest, RecordReading } from './run-rewards.js';
 import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
 
@@ -42,7 +42,7 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
     else if (r['type'] === 'run_finished') finishedAt = r['time'] as number;
   });
   // Values delivered after the run (`agent reward`) are only in the reward log: those from after its end.
-  if (finishedAt !== undefined && (await rewardsAfterRun(dir))) {
+  if (finishedAt !== undefined) {
     const end = finishedAt;
     await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => {
       if (r['trace_id'] === traceId && (r['time'] as number) > end) events.push(rewardEvent(r as unknown as RewardLogRecord) as unknown as Event);

@@ -110,6 +110,8 @@ export class RunIndex<Ref> {
   readonly episodes = new Map<number, EpisodeRow<Ref>>();
   /** Every (step, source) value, in the order first seen; also reachable from its trace. */
   readonly rewards: RewardRow[] = [];
+  /** Reward events of the event log that the run also wrote to its reward log. */
+  loggedRewards = 0;
   readonly violations: ViolationRow[] = [];
   /** Events indexed so far. */
   events = 0;
@@ -200,6 +202,8 @@ export class RunIndex<Ref> {
       case 'reward_late':
       case 'reward_imputed':
       case 'reward_failed':
+        // What the run writer also logged to rewards.jsonl (a tool's own reward is not logged there).
+        if (!(e.type === 'reward_arrived' && e['key'] === 'tool')) this.loggedRewards++;
         this.#reward(e);
         break;
       default:

@@ -5,7 +5,7 @@
  * `agent export` read it. Nothing here rewrites a line of the folder.
  */
 import { createReadStream, existsSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { RewardLedger as Ledger } from '../reward/ledger.js';
@@ -122,16 +122,6 @@ export async function readManifest(dir: string): Promise<RunManifest> {
   const issue = validate(metaSchema('run-manifest'), manifest)[0];
   if (issue) throw new AgentError('RECORD_INVALID', `${file}: ${issue.pointer || '/'} ${issue.message}`, { hint: 'run.json was edited or damaged: restore it (agent run writes it at start).' });
   return manifest as RunManifest;
-}
-
-/**
- * Whether the reward log was written to after the run closed its folder (`agent reward`, or
- * deadlines applied later): only then does it hold records the event log does not, and a reader
- * of events needs to read it too (a million-event folder is opened a second faster without).
- */
-export async function rewardsAfterRun(dir: string): Promise<boolean> {
-  const [rewards, summary] = await Promise.all([stat(path.join(dir, RUN_FILES.rewards)).catch(() => undefined), stat(path.join(dir, RUN_FILES.summary)).catch(() => undefined)]);
-  return rewards !== undefined && summary !== undefined && rewards.mtimeMs > summary.mtimeMs;
 }
 
 /** The reward source contracts recorded in run.json, as definitions the ledger takes. */
