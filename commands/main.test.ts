@@ -44,6 +44,8 @@ describe('agent', () => {
     expect(stdout).not.toMatch(/episode \d: 2 steps/);
     expect(stdout).toMatch(/^done: 2\/2 episodes, 4 steps \(0 failed\)/);
     expect(stdout).toMatch(/^run folder: /m);
+    // An episode's line shows its reward when it ended; the summary says its figures include what arrived later.
+    expect(stdout).toMatch(/^reward per episode: mean .* \(with the delayed rewards that arrived after each episode ended\)$/m);
     expect(stdout).toMatch(/llm_score: 4 arrived \(mean [\d.]+\), 0 pending, 0 imputed, 0 late; arrival p50/);
     expect((await readdir(out)).length).toBe(1);
   });

@@ -113,7 +113,10 @@ export function lagText(lagMs: number, inFlight: readonly { traceId: string; too
 export function summaryLines(s: RunSummary): string[] {
   const lines = [
     `${s.status === 'completed' ? 'done' : 'interrupted'}: ${s.episodes.finished}/${s.episodes.requested} episodes, ${s.steps.total} steps (${s.steps.failed} failed) in ${formatDuration(s.duration_ms)}, ${formatNumber(s.steps.per_second)} steps/s`,
-    `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}`,
+    `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}${
+      // An episode's own line shows its reward when it ended; delayed values that came after count here.
+      Object.values(s.rewards.by_source).some((r) => r.sla) ? ' (with the delayed rewards that arrived after each episode ended)' : ''
+    }`,
   ];
   for (const [name, r] of Object.entries(s.rewards.by_source)) {
     const sla = r.sla;
