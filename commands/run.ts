@@ -60,7 +60,7 @@ export function registerRun(program: Command, io: Io): void {
 }
 
 async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): Promise<number> {
-  const { Run, attachJsonReporter, attachPlainReporter } = await core();
+  const { Run, attachJsonReporter, attachPlainReporter, isLoopback } = await core();
   const run = await Run.prepare({
     env: envDir ?? '',
     ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
@@ -82,7 +82,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
   const token = run.server?.token;
   if (token !== undefined) {
     io.stderr.write(`server token: ${flags.token ? '(as given)' : token} — clients send Authorization: Bearer <token>; URL and token are in <run>/server.json while the run is live\n`);
-    if (flags.host !== '127.0.0.1' && flags.host !== 'localhost') io.stderr.write(`warning: serving on ${flags.host}: anyone who can reach this machine and has the token can post rewards and read the run\n`);
+    if (!isLoopback(flags.host)) io.stderr.write(`warning: serving on ${flags.host}: anyone who can reach this machine and has the token can post rewards and read the run\n`);
   }
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder (Ctrl-C again to exit at once)');

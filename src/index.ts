@@ -58,6 +58,7 @@ export { EpisodeQueue, DEFAULT_QUEUE, type Claim, type WorkerHeartbeat } from '.
 export { serveWorkerHealth } from './server/worker-health.js';
 export { decodeUtf8 } from './shared/utf8.js';
 export { killProcessGroups } from './tools/process-starts.js';
+export { isLoopback } from './server/http-guard.js';
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { randomPolicy, loadPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
