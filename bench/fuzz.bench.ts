@@ -20,7 +20,7 @@ try {
     await using f = await Fuzzer.prepare({ env, runs: 6_000, seed: 1, storeDir: store, toolOptions });
     const summary = await f.run();
     if (summary.failures.length > 0) throw new Error(`${name}: ${summary.failures.length} failures`);
-    results[name] = summary.casesPerSecond;
+    results[name] = summary.cases_per_second;
   }
 } finally {
   await rm(store, { recursive: true, force: true });

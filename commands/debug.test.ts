@@ -44,7 +44,7 @@ describe('agent debug', async () => {
     const copy = path.join(await tmp.dir('debug-lost-'), 'run');
     await cp(dir, copy, { recursive: true });
     const events = (await readFile(path.join(copy, 'events.jsonl'), 'utf8')).split('\n');
-    await writeFile(path.join(copy, 'events.jsonl'), events.filter((l) => !(l.includes(`"traceId":"${id}"`) && !l.includes('"type":"trace_settled"'))).join('\n'));
+    await writeFile(path.join(copy, 'events.jsonl'), events.filter((l) => !(l.includes(`"trace_id":"${id}"`) && !l.includes('"type":"trace_settled"'))).join('\n'));
     const json = JSON.parse((await runAgent(['debug', copy, '--trace', id, '--json'])).stdout) as { action: string; events: { type: string }[] };
     expect(json.action).toBe('get_weather');
     const types = json.events.map((e) => e.type);

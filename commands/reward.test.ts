@@ -203,8 +203,8 @@ describe('rewards delivered after the run', () => {
       if (posts.length > 0 || e.status !== 'resolved') return;
       const url = `${run.server?.url ?? ''}/rewards`;
       const headers = { authorization: `Bearer ${run.server?.token ?? ''}`, 'content-type': 'application/json' };
-      posts.push(fetch(url, { method: 'POST', headers, body: JSON.stringify({ trace_id: e.traceId, source: 'human', value: 0.5 }) }));
-      posts.push(fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body: `${JSON.stringify({ trace_id: e.traceId, source: 'business', value: 1 })}\n${JSON.stringify({ trace_id: 'x', source: 'business', value: 1 })}` }));
+      posts.push(fetch(url, { method: 'POST', headers, body: JSON.stringify({ trace_id: e.trace_id, source: 'human', value: 0.5 }) }));
+      posts.push(fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body: `${JSON.stringify({ trace_id: e.trace_id, source: 'business', value: 1 })}\n${JSON.stringify({ trace_id: 'x', source: 'business', value: 1 })}` }));
       refused = deliverToRunFolder(run.dir as string, []).catch((err: unknown) => err);
     });
     await run.execute();

@@ -113,7 +113,7 @@ function reportText(r: FolderDeliveryReport, file: string | undefined): string {
     lines.push(`nothing written: ${r.errors.length} bad deliver${r.errors.length === 1 ? 'y' : 'ies'} (fix ${r.errors.length === 1 ? 'it' : 'them'} and send again; the good ones will land once)`);
     return `${lines.join('\n')}\n`;
   }
-  for (const l of r.landed) lines.push(`${where(l.line)}${l.outcome.padEnd(9)} ${l.source} on ${l.traceId} (episode ${l.episode}, step ${l.step}); step reward now ${l.reward}`);
+  for (const l of r.landed) lines.push(`${where(l.line)}${l.outcome.padEnd(9)} ${l.source} on ${l.trace_id} (episode ${l.episode}, step ${l.step}); step reward now ${l.reward}`);
   const count = (o: string): number => r.landed.filter((l) => l.outcome === o).length;
   lines.push(`${count('arrived') + count('late')} landed (${count('arrived')} in time, ${count('late')} late), ${count('duplicate')} duplicate${count('duplicate') === 1 ? '' : 's'} ignored${r.imputed > 0 ? `; ${r.imputed} overdue deadline${r.imputed === 1 ? '' : 's'} applied` : ''}`);
   return `${lines.join('\n')}\n`;

@@ -226,7 +226,7 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
       await until('the coordinator to notice', async () => notices.length > 0, 15_000);
       expect(notices[0]).toMatch(/^ENV_MISMATCH: no worker has env [0-9a-f]{16} \('distributed'\): 1 live worker\(s\) refuse/);
       expect(problems[0]).toMatch(/ENV_MISMATCH|is not the one run .* was started with: fingerprint [0-9a-f]{16} here, [0-9a-f]{16} on the coordinator/);
-      expect(run.progress().episodesDone).toBe(0);
+      expect(run.progress().episodes_done).toBe(0);
     } finally {
       await wrong.stop();
     }

@@ -82,7 +82,7 @@ describe('schema-diff property test', () => {
       const [producer, consumer] = kind === 'action' ? [oldS, newS] : [newS, oldS];
       const broke = findings.filter((f) => f.severity === 'breaking');
       for (const f of broke) {
-        const [valid, invalid] = f.witnessValidIn === 'old' ? [oldS, newS] : [newS, oldS];
+        const [valid, invalid] = f.witness_valid_in === 'old' ? [oldS, newS] : [newS, oldS];
         const where = `pair ${i} (${kind}) ${f.rule}: ${JSON.stringify(oldS)} → ${JSON.stringify(newS)}`;
         expect(compileSchema(valid)(f.witness), where).toBe(true);
         expect(compileSchema(invalid)(f.witness), where).toBe(false);

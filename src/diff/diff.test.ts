@@ -134,8 +134,8 @@ const modeCases: Case[] = [
 const corpus = [...actionCases, ...stateCases, ...rewardCases, ...modeCases];
 
 function checkWitness(c: Case, f: Finding): void {
-  const [valid, invalid] = f.witnessValidIn === 'old' ? [c.old, c.new] : [c.new, c.old];
-  expect(compileSchema(valid)(f.witness), `${f.rule}: witness valid on the ${f.witnessValidIn} side`).toBe(true);
+  const [valid, invalid] = f.witness_valid_in === 'old' ? [c.old, c.new] : [c.new, c.old];
+  expect(compileSchema(valid)(f.witness), `${f.rule}: witness valid on the ${f.witness_valid_in} side`).toBe(true);
   expect(compileSchema(invalid)(f.witness), `${f.rule}: witness invalid on the other side`).toBe(false);
 }
 
@@ -156,8 +156,8 @@ describe('schema-diff corpus', () => {
     }
     if (c.witness !== undefined) {
       // The witness we expected is a real one, and the differ found one of the same shape.
-      const side = breaking[0]?.witnessValidIn ?? (c.kind === 'action' ? 'old' : 'new');
-      checkWitness(c, { ...(breaking[0] as Finding), witness: c.witness, witnessValidIn: side });
+      const side = breaking[0]?.witness_valid_in ?? (c.kind === 'action' ? 'old' : 'new');
+      checkWitness(c, { ...(breaking[0] as Finding), witness: c.witness, witness_valid_in: side });
       expect(breaking.map((f) => f.witness)).toContainEqual(c.witness);
     }
     if (c.warnings) expect(findings.filter((f) => f.severity === 'warning').map((f) => f.rule)).toEqual(c.warnings);

@@ -35,7 +35,7 @@ export interface Finding {
   /** JSON pointer inside the schema. */
   readonly pointer: string;
   /** Where the difference bites in a payload (`*` = any item or key). */
-  readonly instancePath: string;
+  readonly instance_path: string;
   /** The file that declares it, when known. */
   readonly file?: string;
   /** Who breaks and why, in one sentence. */
@@ -43,7 +43,7 @@ export interface Finding {
   /** A concrete whole payload valid on one side and invalid on the other, checked with ajv. */
   readonly witness?: unknown;
   /** Which side accepts the witness (the other rejects it). */
-  readonly witnessValidIn?: 'old' | 'new';
+  readonly witness_valid_in?: 'old' | 'new';
 }
 
 export interface DiffOptions {
@@ -107,10 +107,10 @@ function toFinding(raw: RawFinding, kind: DiffKind, producer: Side, options: { s
     ...(options.subject !== undefined ? { subject: options.subject } : {}),
     location: `${base}${raw.pointer}`,
     pointer: raw.pointer,
-    instancePath: raw.instancePath,
+    instance_path: raw.instancePath,
     ...(options.file ? { file: options.file } : {}),
     message,
-    ...(raw.witness !== undefined ? { witness: raw.witness, witnessValidIn: producer } : {}),
+    ...(raw.witness !== undefined ? { witness: raw.witness, witness_valid_in: producer } : {}),
   };
 }
 
@@ -139,11 +139,11 @@ function diffActions(oldActions: ReadonlyMap<string, Pick<ActionDefinition, 'nam
         subject: name,
         location,
         pointer: '',
-        instancePath: '',
+        instance_path: '',
         file: rel(oldA.source.file),
         message: `action '${name}' was removed: every policy that calls it now gets ACTION_UNKNOWN.`,
         witness: { name, params },
-        witnessValidIn: 'old',
+        witness_valid_in: 'old',
       });
       continue;
     }
@@ -151,7 +151,7 @@ function diffActions(oldActions: ReadonlyMap<string, Pick<ActionDefinition, 'nam
   }
   for (const [name, newA] of newActions) {
     if (!oldActions.has(name)) {
-      findings.push({ rule: 'action-added', severity: 'info', kind: 'action', subject: name, location: `/actions/${escapePointerToken(name)}`, pointer: '', instancePath: '', file: rel(newA.source.file), message: `action '${name}' was added.` });
+      findings.push({ rule: 'action-added', severity: 'info', kind: 'action', subject: name, location: `/actions/${escapePointerToken(name)}`, pointer: '', instance_path: '', file: rel(newA.source.file), message: `action '${name}' was added.` });
     }
   }
   return findings;
@@ -181,7 +181,7 @@ function diffConditions(oldDef: EnvDefinition, newDef: EnvDefinition, options: D
     const after = newA.enabledIf;
     const location = `/actions/${escapePointerToken(name)}/enabled_if`;
     if (!after) {
-      if (before) findings.push({ rule: 'enabled-if-removed', severity: 'info', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `enabled_if ${JSON.stringify(before.source)} removed: '${name}' is always enabled.` });
+      if (before) findings.push({ rule: 'enabled-if-removed', severity: 'info', kind: 'action', subject: name, location, pointer: '/enabled_if', instance_path: '', message: `enabled_if ${JSON.stringify(before.source)} removed: '${name}' is always enabled.` });
       continue;
     }
     const dangling = after.paths.filter((p) => !declared(newDef.stateSchema, p) && declared(oldDef.stateSchema, p));
@@ -193,7 +193,7 @@ function diffConditions(oldDef: EnvDefinition, newDef: EnvDefinition, options: D
         .find((s) => stateOk(s) && !after.evaluate(s) && (before ? candidateStates().some((o) => before.evaluate(o)) : true));
       const fields = dangling.map((p) => p.join('.')).join(', ');
       if (witness !== undefined) {
-        findings.push({ rule: 'enabled-if-dangling', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `enabled_if ${JSON.stringify(after.source)} reads ${fields}, which the new state schema no longer declares: in this state (valid under the new schema) '${name}' is disabled, so policies that relied on it are refused.`, witness, witnessValidIn: 'new' });
+        findings.push({ rule: 'enabled-if-dangling', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instance_path: '', message: `enabled_if ${JSON.stringify(after.source)} reads ${fields}, which the new state schema no longer declares: in this state (valid under the new schema) '${name}' is disabled, so policies that relied on it are refused.`, witness, witness_valid_in: 'new' });
         continue;
       }
     }
@@ -202,9 +202,9 @@ function diffConditions(oldDef: EnvDefinition, newDef: EnvDefinition, options: D
     const witness = variants.find((s) => stateOk(s) && (before ? before.evaluate(s) : true) && !after.evaluate(s));
     const change = `enabled_if ${before ? JSON.stringify(before.source) : 'none'} → ${JSON.stringify(after.source)}`;
     if (witness !== undefined) {
-      findings.push({ rule: 'enabled-if-narrowed', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `${change}: in this state '${name}' was enabled and is now disabled, so a policy's call is refused.`, witness, witnessValidIn: 'old' });
+      findings.push({ rule: 'enabled-if-narrowed', severity: 'breaking', kind: 'action', subject: name, location, pointer: '/enabled_if', instance_path: '', message: `${change}: in this state '${name}' was enabled and is now disabled, so a policy's call is refused.`, witness, witness_valid_in: 'old' });
     } else {
-      findings.push({ rule: 'enabled-if-changed', severity: 'warning', kind: 'action', subject: name, location, pointer: '/enabled_if', instancePath: '', message: `${change}: no state was found where it disables '${name}' that was enabled before; check by hand.` });
+      findings.push({ rule: 'enabled-if-changed', severity: 'warning', kind: 'action', subject: name, location, pointer: '/enabled_if', instance_path: '', message: `${change}: no state was found where it disables '${name}' that was enabled before; check by hand.` });
     }
   }
   return findings;
@@ -217,12 +217,12 @@ function diffRewards(oldR: ReadonlyMap<string, RewardSourceDefinition>, newR: Re
     const location = `/rewards/${escapePointerToken(name)}`;
     if (!n) {
       const value = generate(o.schema, new Rng(hashSeed(options.seed ?? 0, name))).value ?? 0;
-      findings.push({ rule: 'reward-source-removed', severity: 'breaking', kind: 'reward', subject: name, location, pointer: '', instancePath: '', message: `reward source '${name}' was removed: trainers that read it get nothing, and a tool reporting it now fails its trace.`, witness: { [name]: value }, witnessValidIn: 'old' });
+      findings.push({ rule: 'reward-source-removed', severity: 'breaking', kind: 'reward', subject: name, location, pointer: '', instance_path: '', message: `reward source '${name}' was removed: trainers that read it get nothing, and a tool reporting it now fails its trace.`, witness: { [name]: value }, witness_valid_in: 'old' });
       continue;
     }
     findings.push(...diffSchema(o.schema, n.schema, 'reward', { ...options, subject: name }));
     const contract = (key: string, a: unknown, b: unknown, why: string): void => {
-      if (!deepEqual(a, b)) findings.push({ rule: `reward-${key.replace(/_/g, '-')}-changed`, severity: 'warning', kind: 'reward', subject: name, location: `${location}/${key}`, pointer: `/${key}`, instancePath: '', message: `${key} of '${name}' changed from ${JSON.stringify(a ?? null)} to ${JSON.stringify(b ?? null)}: ${why}.` });
+      if (!deepEqual(a, b)) findings.push({ rule: `reward-${key.replace(/_/g, '-')}-changed`, severity: 'warning', kind: 'reward', subject: name, location: `${location}/${key}`, pointer: `/${key}`, instance_path: '', message: `${key} of '${name}' changed from ${JSON.stringify(a ?? null)} to ${JSON.stringify(b ?? null)}: ${why}.` });
     };
     contract('delay_ms', o.delayMs, n.delayMs, 'trainers that wait for this source must adjust their alignment window');
     contract('aggregation', o.aggregation, n.aggregation, 'the same rewards now add up to a different return');
@@ -231,7 +231,7 @@ function diffRewards(oldR: ReadonlyMap<string, RewardSourceDefinition>, newR: Re
     contract('weight', o.weight, n.weight, "the step's scalar reward now weighs this source differently");
   }
   for (const name of newR.keys()) {
-    if (!oldR.has(name)) findings.push({ rule: 'reward-source-added', severity: 'info', kind: 'reward', subject: name, location: `/rewards/${escapePointerToken(name)}`, pointer: '', instancePath: '', message: `reward source '${name}' was added.` });
+    if (!oldR.has(name)) findings.push({ rule: 'reward-source-added', severity: 'info', kind: 'reward', subject: name, location: `/rewards/${escapePointerToken(name)}`, pointer: '', instance_path: '', message: `reward source '${name}' was added.` });
   }
   return findings;
 }

@@ -92,7 +92,7 @@ function witnessText(f: Finding): string {
   if (f.witness === undefined) return '';
   // enabled_if findings carry a state in which the action's availability differs, not a payload of one side.
   if (f.rule.startsWith('enabled-if')) return `witness state: ${JSON.stringify(f.witness)}`;
-  return `witness (valid ${f.witnessValidIn}, invalid ${f.witnessValidIn === 'old' ? 'new' : 'old'}): ${JSON.stringify(f.witness)}`;
+  return `witness (valid ${f.witness_valid_in}, invalid ${f.witness_valid_in === 'old' ? 'new' : 'old'}): ${JSON.stringify(f.witness)}`;
 }
 
 function group(f: Finding): string {
@@ -108,7 +108,7 @@ export function renderText(r: DiffReport, color: (severity: Severity, s: string)
       lines.push(`\n${g}`);
       current = g;
     }
-    lines.push(`  ${color(f.severity, f.severity.toUpperCase().padEnd(8))} ${f.rule}  ${f.location}${f.instancePath ? `  (at ${f.instancePath})` : ''}`);
+    lines.push(`  ${color(f.severity, f.severity.toUpperCase().padEnd(8))} ${f.rule}  ${f.location}${f.instance_path ? `  (at ${f.instance_path})` : ''}`);
     lines.push(`           ${f.message}`);
     if (f.witness !== undefined) lines.push(`           ${witnessText(f)}`);
   }
@@ -168,7 +168,7 @@ export function renderSarif(r: DiffReport, rules: Readonly<Record<string, string
               logicalLocations: [{ fullyQualifiedName: f.location, kind: f.kind }],
             },
           ],
-          properties: { kind: f.kind, instancePath: f.instancePath, ...(f.witness !== undefined ? { witness: f.witness, witnessValidIn: f.witnessValidIn } : {}) },
+          properties: { kind: f.kind, instancePath: f.instance_path, ...(f.witness !== undefined ? { witness: f.witness, witnessValidIn: f.witness_valid_in } : {}) },
         })),
       },
     ],

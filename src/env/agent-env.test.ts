@@ -66,7 +66,7 @@ describe('the article flow on fixtures/weather', () => {
     expect(agent.pending().map((p) => p.traceId)).toEqual([traceId]);
 
     const result = await agent.resolve(traceId, { timeoutMs: 5_000 });
-    expect(result.info.traceId).toBe(traceId);
+    expect(result.info.trace_id).toBe(traceId);
     expect(result.info.status).toBe('resolved');
     expect(result.done).toBe(false);
     expect(result.state).toMatchObject({ user_location: '上海', current_weather: { temperature: expect.any(Number), condition: expect.any(String) } });
@@ -90,7 +90,7 @@ describe('the article flow on fixtures/weather', () => {
     await env.rewards.settle();
     expect(env.rewards.entries(traceId)?.['llm_score']).toMatchObject({ status: 'arrived', value: 0.8 });
     expect(env.rewards.reward(traceId)).toBeCloseTo((result.reward) + 0.8);
-    expect(events.slice(-1)).toMatchObject([{ type: 'reward_arrived', traceId, source: 'llm_score', value: 0.8, episode: 1, step: 1 }]);
+    expect(events.slice(-1)).toMatchObject([{ type: 'reward_arrived', trace_id: traceId, source: 'llm_score', value: 0.8, episode: 1, step: 1 }]);
   });
 
   it('replays the same trajectory for the same seed', async () => {
@@ -196,7 +196,7 @@ describe('dispatch / resolve', () => {
     expect(ra.info.seq).toBe(2);
     expect(ra.state).toEqual({ n: 0, log: ['b', 'a'] });
     expect((await agent.stateAt({ seq: 1 })).state).toEqual({ n: 0, log: ['b'] });
-    expect(events.filter((e) => e.type === 'state_committed').map((e) => (e as { traceId: string }).traceId)).toEqual([tb, ta]);
+    expect(events.filter((e) => e.type === 'state_committed').map((e) => (e as { trace_id: string }).trace_id)).toEqual([tb, ta]);
   });
 
   it('fails only the trace whose patch would make the state invalid', async () => {

@@ -93,11 +93,11 @@ export class AgentEnv implements AsyncDisposable {
     let finished: { traceId: string; tool: string; at: number }[] = [];
     // Entries before `first` are older than a second; dropped in bulk (shift() per call is O(n) at 10k calls/s).
     let first = 0;
-    this.events.on('tool_started', (e) => running.set(e.traceId, e.tool));
+    this.events.on('tool_started', (e) => running.set(e.trace_id, e.tool));
     this.events.on('tool_finished', (e) => {
-      running.delete(e.traceId);
+      running.delete(e.trace_id);
       const now = performance.now();
-      finished.push({ traceId: e.traceId, tool: e.tool, at: now });
+      finished.push({ traceId: e.trace_id, tool: e.tool, at: now });
       while (first < finished.length && now - (finished[first] as { at: number }).at > 1_000) first++;
       if (first > 1_024 && first * 2 > finished.length) {
         finished = finished.slice(first);
@@ -112,8 +112,8 @@ export class AgentEnv implements AsyncDisposable {
         // A block the router already named (it ended just now) needs no second, vaguer report.
         if (now - lastBlocked <= lagMs + 50) return;
         const since = now - lagMs - 50;
-        const inFlight = [...[...running].map(([traceId, tool]) => ({ traceId, tool })), ...finished.slice(first).filter((f) => f.at >= since).map(({ traceId, tool }) => ({ traceId, tool }))];
-        this.events.emit({ type: 'loop_lag', time: clock.now(), instanceId: '', lagMs, inFlight });
+        const inFlight = [...[...running].map(([trace_id, tool]) => ({ trace_id, tool })), ...finished.slice(first).filter((f) => f.at >= since).map(({ traceId, tool }) => ({ trace_id: traceId, tool }))];
+        this.events.emit({ type: 'loop_lag', time: clock.now(), instance_id: '', lag_ms: lagMs, in_flight: inFlight });
       },
     });
   }
@@ -128,7 +128,7 @@ export class AgentEnv implements AsyncDisposable {
     const clock = options.clock ?? systemClock;
     // Listener errors must not break the core; they surface as `error` events (guarded against recursion).
     const events: Emitter<EnvEvent> = new Emitter<EnvEvent>((err, event) => {
-      if (event.type !== 'error') events.emit({ type: 'error', time: clock.now(), instanceId: event.instanceId, error: { code: 'INTERNAL', message: `event listener threw on ${event.type}: ${describeError(err)}` } });
+      if (event.type !== 'error') events.emit({ type: 'error', time: clock.now(), instance_id: event.instance_id, error: { code: 'INTERNAL', message: `event listener threw on ${event.type}: ${describeError(err)}` } });
     });
     const router = await ToolRouter.create(definition, {
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
@@ -138,10 +138,10 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
       // Called only once the env is open, so `refreshActions` (below) is defined by then.
       onMcpToolsChanged: (server, before, after) =>
-        void refreshActions(server, before, after).catch((err: unknown) => events.emit({ type: 'error', time: clock.now(), instanceId: '', error: { code: 'INTERNAL', message: `refreshing the actions of MCP server '${server}' failed: ${describeError(err)}` } })),
+        void refreshActions(server, before, after).catch((err: unknown) => events.emit({ type: 'error', time: clock.now(), instance_id: '', error: { code: 'INTERNAL', message: `refreshing the actions of MCP server '${server}' failed: ${describeError(err)}` } })),
       onBlocked: (tool, blockedMs, traceId) => {
         const instanceId = traceId.slice(0, traceId.lastIndexOf(':'));
-        events.emit({ type: 'loop_blocked', time: clock.now(), instanceId, traceId, tool, blockedMs });
+        events.emit({ type: 'loop_blocked', time: clock.now(), instance_id: instanceId, trace_id: traceId, tool, blocked_ms: blockedMs });
       },
     });
     // Actions imported from a server follow its tool list; the change is reported either way.
@@ -153,7 +153,7 @@ export class AgentEnv implements AsyncDisposable {
         await router.routeMcpAction(action);
         actions.set(action.name, action);
       }
-      events.emit({ type: 'mcp_tools_changed', time: clock.now(), instanceId: '', server, ...toolListChange(before, after), actions: { added: change.added.map((a) => a.name), removed: [...change.removed], changed: change.changed.map((a) => a.name) } });
+      events.emit({ type: 'mcp_tools_changed', time: clock.now(), instance_id: '', server, ...toolListChange(before, after), actions: { added: change.added.map((a) => a.name), removed: [...change.removed], changed: change.changed.map((a) => a.name) } });
     };
     return new AgentEnv(definition, router, { ...options, clock }, events);
   }

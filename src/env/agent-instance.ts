@@ -35,14 +35,14 @@ export interface AvailableAction {
 }
 
 export interface StepInfo {
-  readonly traceId: string;
+  readonly trace_id: string;
   readonly status: TraceStatus;
   readonly action: string;
   /** 1-based index of the step in its episode, in settle order (0 while it has not settled). */
   readonly step: number;
   /** Seq of the state this result reflects. */
   readonly seq: number;
-  readonly durationMs: number;
+  readonly duration_ms: number;
   readonly attempts: number;
   readonly error?: ErrorInfo;
   /** Set when a fallback answered instead of the tool. */
@@ -223,7 +223,7 @@ export class AgentInstance {
     const now = this.#rt.clock.now();
     await this.#commitSerially(async () => {
       if (this.#generation === 0) await this.#rt.store.init(this.id, state, now, options.signal);
-      else this.#seq = await this.#rt.store.append(this.id, { patch: [{ op: 'replace', path: '', value: state }], time: now, traceId: 'reset' }, state, options.signal);
+      else this.#seq = await this.#rt.store.append(this.id, { patch: [{ op: 'replace', path: '', value: state }], time: now, trace_id: 'reset' }, state, options.signal);
     });
     this.#state = state;
     this.#episode = label;
@@ -316,8 +316,8 @@ export class AgentInstance {
     const episode = this.#episode;
     if (this.#observed) {
       const time = this.#rt.clock.now();
-      this.#emit({ type: 'dispatched', time, instanceId: this.id, traceId, action: def.name, episode, params: frozen });
-      this.#emit({ type: 'tool_started', time, instanceId: this.id, traceId, tool: def.name });
+      this.#emit({ type: 'dispatched', time, instance_id: this.id, trace_id: traceId, action: def.name, episode, params: frozen });
+      this.#emit({ type: 'tool_started', time, instance_id: this.id, trace_id: traceId, tool: def.name });
     }
     const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live });
     let resolveSettled!: Trace['resolveSettled'];
@@ -419,7 +419,7 @@ export class AgentInstance {
     const from = this.#status;
     assertTransition(this.id, from, to);
     this.#status = to;
-    if (from !== to) this.#emit({ type: 'lifecycle_changed', time: this.#rt.clock.now(), instanceId: this.id, from, to, episode: this.#episode });
+    if (from !== to) this.#emit({ type: 'lifecycle_changed', time: this.#rt.clock.now(), instance_id: this.id, from, to, episode: this.#episode });
   }
 
   #commitSerially<T>(work: () => Promise<T>): Promise<T> {
@@ -436,11 +436,11 @@ export class AgentInstance {
     if (this.#observed) this.#emit({
       type: 'tool_finished',
       time: this.#rt.clock.now(),
-      instanceId: this.id,
-      traceId: trace.id,
+      instance_id: this.id,
+      trace_id: trace.id,
       tool,
       ok: error === undefined,
-      durationMs,
+      duration_ms: durationMs,
       attempts: outcome.attempts,
       ...(error ? { error: errorInfo(error) } : {}),
       ...(outcome.ok && outcome.fallback ? { fallback: outcome.fallback.by } : {}),
@@ -466,26 +466,26 @@ export class AgentInstance {
         reward: 0,
         rewards: {},
         done: false,
-        info: { traceId: trace.id, status: 'failed', action: tool, step, seq: this.#seq, durationMs, attempts: outcome.attempts, error: errorInfo(error) },
+        info: { trace_id: trace.id, status: 'failed', action: tool, step, seq: this.#seq, duration_ms: durationMs, attempts: outcome.attempts, error: errorInfo(error) },
       };
-      if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, error: errorInfo(error) });
+      if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instance_id: this.id, trace_id: trace.id, error: errorInfo(error) });
     }
     trace.final = final;
     // Scalars first: a reader indexing millions of these lines takes them from the line's head.
     if (this.#observed) this.#emit({
       type: 'trace_settled',
       time: this.#rt.clock.now(),
-      instanceId: this.id,
-      traceId: trace.id,
+      instance_id: this.id,
+      trace_id: trace.id,
       episode: trace.episode,
       step,
       action: tool,
-      seqBefore: trace.seqBefore,
+      seq_before: trace.seqBefore,
       status: final.info.status === 'failed' ? 'failed' : 'resolved',
       reward: final.reward,
       done: final.done,
       seq: final.info.seq,
-      durationMs,
+      duration_ms: durationMs,
       params: trace.params,
       ...(final.observation !== undefined ? { observation: final.observation } : {}),
       rewards: final.rewards,
@@ -509,10 +509,10 @@ export class AgentInstance {
       if (issues.length > 0) {
         throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, withValues(issues, next), `Fix the patch that '${tool}' returns.`);
       }
-      seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), traceId: trace.id }, next, this.#rt.signal);
+      seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), trace_id: trace.id }, next, this.#rt.signal);
       this.#state = next;
       this.#seq = seq;
-      if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instanceId: this.id, traceId: trace.id, seq, patch: result.patch });
+      if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instance_id: this.id, trace_id: trace.id, seq, patch: result.patch });
     }
     if (result.done) this.#done = true;
     const stepResult: StepResult = {
@@ -522,12 +522,12 @@ export class AgentInstance {
       rewards: rewards.entries,
       done: result.done === true,
       info: {
-        traceId: trace.id,
+        trace_id: trace.id,
         status: 'resolved',
         action: tool,
         step: 0,
         seq,
-        durationMs,
+        duration_ms: durationMs,
         attempts: outcome.attempts,
         ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
       },
@@ -540,7 +540,7 @@ export class AgentInstance {
     const time = this.#rt.clock.now();
     if (this.#observed) {
       for (const r of rewards.arrived) {
-        this.#emit({ type: 'reward_arrived', time, instanceId: this.id, traceId: trace.id, episode: trace.episode, step, source: r.source, value: r.value, key: 'tool', delayMs: 0, reward: rewards.total });
+        this.#emit({ type: 'reward_arrived', time, instance_id: this.id, trace_id: trace.id, episode: trace.episode, step, source: r.source, value: r.value, key: 'tool', delay_ms: 0, reward: rewards.total });
       }
     }
     const info = { ...result.info, step };
@@ -567,7 +567,7 @@ export class AgentInstance {
       reward: 0,
       rewards: {},
       done: false,
-      info: { traceId: trace.id, status: 'timeout', action: trace.action.name, step: 0, seq: this.#seq, durationMs: this.#rt.clock.monotonic() - trace.startedAt, attempts: 0 },
+      info: { trace_id: trace.id, status: 'timeout', action: trace.action.name, step: 0, seq: this.#seq, duration_ms: this.#rt.clock.monotonic() - trace.startedAt, attempts: 0 },
     };
   }
 
@@ -594,7 +594,7 @@ export class AgentInstance {
           break;
       }
     } catch (err) {
-      this.#rt.events.emit({ type: 'error', time: this.#rt.clock.now(), instanceId: this.id, error: { code: 'INTERNAL', message: `hook for ${event.type} threw: ${describeError(err)}` } });
+      this.#rt.events.emit({ type: 'error', time: this.#rt.clock.now(), instance_id: this.id, error: { code: 'INTERNAL', message: `hook for ${event.type} threw: ${describeError(err)}` } });
     }
   }
 }

@@ -68,12 +68,12 @@ export interface ErrorInfo {
 
 interface Base {
   readonly time: number;
-  readonly instanceId: string;
+  readonly instance_id: string;
 }
 
 /** Reward events say which step they land on: its trace, its episode and its 1-based step index. */
 interface RewardBase extends Base {
-  readonly traceId: string;
+  readonly trace_id: string;
   readonly episode: number;
   readonly step: number;
   readonly source: string;
@@ -82,51 +82,51 @@ interface RewardBase extends Base {
 export type RewardEventType = 'reward_arrived' | 'reward_late' | 'reward_imputed' | 'reward_failed' | 'reward_expected';
 
 export type EnvEvent =
-  | (Base & { readonly type: 'dispatched'; readonly traceId: string; readonly action: string; readonly params: JsonObject; readonly episode: number })
-  | (Base & { readonly type: 'tool_started'; readonly traceId: string; readonly tool: string })
+  | (Base & { readonly type: 'dispatched'; readonly trace_id: string; readonly action: string; readonly params: JsonObject; readonly episode: number })
+  | (Base & { readonly type: 'tool_started'; readonly trace_id: string; readonly tool: string })
   | (Base & {
       readonly type: 'tool_finished';
-      readonly traceId: string;
+      readonly trace_id: string;
       readonly tool: string;
       readonly ok: boolean;
-      readonly durationMs: number;
+      readonly duration_ms: number;
       readonly attempts: number;
       readonly error?: ErrorInfo;
       readonly fallback?: string;
     })
-  | (Base & { readonly type: 'state_committed'; readonly traceId: string; readonly seq: number; readonly patch: Patch })
+  | (Base & { readonly type: 'state_committed'; readonly trace_id: string; readonly seq: number; readonly patch: Patch })
   /** `cost`: what an LLM judge's calls for this value cost (re-asks included). */
-  | (RewardBase & { readonly type: 'reward_arrived'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number; readonly cost?: CallCost })
+  | (RewardBase & { readonly type: 'reward_arrived'; readonly value: number; readonly key: string; readonly delay_ms: number; readonly reward: number; readonly cost?: CallCost })
   /** A value that arrived after its source's deadline; the step keeps its imputed value (if any) in `reward`. */
-  | (RewardBase & { readonly type: 'reward_late'; readonly value: number; readonly key: string; readonly delayMs: number; readonly reward: number })
-  | (RewardBase & { readonly type: 'reward_imputed'; readonly value: number; readonly strategy: RewardImputation['strategy']; readonly sampleSize?: number; readonly reason: string; readonly reward: number })
+  | (RewardBase & { readonly type: 'reward_late'; readonly value: number; readonly key: string; readonly delay_ms: number; readonly reward: number })
+  | (RewardBase & { readonly type: 'reward_imputed'; readonly value: number; readonly strategy: RewardImputation['strategy']; readonly sample_size?: number; readonly reason: string; readonly reward: number })
   | (RewardBase & { readonly type: 'reward_failed'; readonly reason: string })
   /** A source that will judge this step later and was not announced with it: an episode-scoped source, on the episode's last step. */
-  | (RewardBase & { readonly type: 'reward_expected'; readonly deadlineAt?: number })
+  | (RewardBase & { readonly type: 'reward_expected'; readonly deadline_at?: number })
   | (Base & {
       readonly type: 'trace_settled';
-      readonly traceId: string;
+      readonly trace_id: string;
       readonly episode: number;
       /** 1-based index of the step in its episode, in settle order. */
       readonly step: number;
       readonly action: string;
       readonly params: JsonObject;
       /** Seq of the state the action was chosen on (what the policy saw). */
-      readonly seqBefore: number;
+      readonly seq_before: number;
       readonly status: Exclude<TraceStatus, 'timeout'>;
       readonly observation?: JsonValue;
       readonly reward: number;
       readonly rewards: Readonly<Record<string, RewardEntry>>;
       readonly done: boolean;
       readonly seq: number;
-      readonly durationMs: number;
+      readonly duration_ms: number;
       readonly error?: ErrorInfo;
     })
   | (Base & { readonly type: 'lifecycle_changed'; readonly from: LifecycleStatus; readonly to: LifecycleStatus; readonly episode: number })
-  | (Base & { readonly type: 'loop_blocked'; readonly traceId: string; readonly tool: string; readonly blockedMs: number })
+  | (Base & { readonly type: 'loop_blocked'; readonly trace_id: string; readonly tool: string; readonly blocked_ms: number })
   /** The loop lagged and no single call's synchronous part explains it; `instanceId` is '' (env-wide). */
-  | (Base & { readonly type: 'loop_lag'; readonly lagMs: number; readonly inFlight: readonly { readonly traceId: string; readonly tool: string }[] })
-  | (Base & { readonly type: 'error'; readonly traceId?: string; readonly error: ErrorInfo })
+  | (Base & { readonly type: 'loop_lag'; readonly lag_ms: number; readonly in_flight: readonly { readonly trace_id: string; readonly tool: string }[] })
+  | (Base & { readonly type: 'error'; readonly trace_id?: string; readonly error: ErrorInfo })
   /**
    * An MCP server's tool list changed (`notifications/tools/list_changed`); `instanceId` is ''
    * (env-wide). `added`, `removed` and `changed` name the server's tools (a changed input schema

@@ -2,7 +2,7 @@
 import type { EnvEvent, EnvEventOf, ErrorInfo } from './env-events.js';
 
 /** A settled step as a run reports it: with the actions the policy chose among. */
-export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availableActions?: readonly string[] };
+export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly available_actions?: readonly string[] };
 
 /** `worker_lost`: a distributed run's episode whose worker died every time it ran it (retried, then given up). */
 export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost';
@@ -20,7 +20,7 @@ export interface RunConfig {
   readonly env: string;
   readonly episodes: number;
   readonly concurrency: number;
-  readonly maxSteps: number;
+  readonly max_steps: number;
   readonly seed: number;
   readonly policy: string;
 }
@@ -30,32 +30,32 @@ export type RunEvent =
   | SettledStepEvent
   /** `port`, `url`: the run's local server, when started with one (POST /rewards; its token is in server.json, never in events). */
   /** `startedAt`: when the run first started (earlier than `time` for a resumed run). */
-  | { readonly type: 'run_started'; readonly time: number; readonly startedAt?: number; readonly runId: string; readonly dir: string; readonly config: RunConfig; readonly port?: number; readonly url?: string }
+  | { readonly type: 'run_started'; readonly time: number; readonly started_at?: number; readonly run_id: string; readonly dir: string; readonly config: RunConfig; readonly port?: number; readonly url?: string }
   /** `initialStateId` names the episode's initial state in states.jsonl. */
-  | { readonly type: 'episode_started'; readonly time: number; readonly instanceId: string; readonly episode: number; readonly initialStateId: string }
+  | { readonly type: 'episode_started'; readonly time: number; readonly instance_id: string; readonly episode: number; readonly initial_state_id: string }
   | {
       readonly type: 'episode_finished';
       readonly time: number;
-      readonly instanceId: string;
+      readonly instance_id: string;
       readonly episode: number;
       readonly steps: number;
       readonly reward: number;
       readonly reason: EpisodeEndReason;
-      readonly durationMs: number;
+      readonly duration_ms: number;
       readonly error?: ErrorInfo;
     }
   /** After the env closed: calls whose handler ignored its AbortSignal and is still running. */
-  | { readonly type: 'calls_abandoned'; readonly time: number; readonly calls: readonly { readonly tool: string; readonly traceId: string }[] }
-  | { readonly type: 'run_finished'; readonly time: number; readonly runId: string; readonly status: 'completed' | 'interrupted' }
+  | { readonly type: 'calls_abandoned'; readonly time: number; readonly calls: readonly { readonly tool: string; readonly trace_id: string }[] }
+  | { readonly type: 'run_finished'; readonly time: number; readonly run_id: string; readonly status: 'completed' | 'interrupted' }
   /**
    * The run continued after its process stopped: steps and finished episodes found in its journal,
    * calls that were in flight (re-run if idempotent, else settled as TOOL_LOST), and steps the run
    * folder showed that Redis no longer had (lost by a Redis restart; kept in trajectories.lost.jsonl).
    */
-  | { readonly type: 'run_resumed'; readonly time: number; readonly runId: string; readonly steps: number; readonly episodesFinished: number; readonly inflight: number; readonly lostSteps: number }
+  | { readonly type: 'run_resumed'; readonly time: number; readonly run_id: string; readonly steps: number; readonly episodes_finished: number; readonly inflight: number; readonly lost_steps: number }
   /** The state store stopped answering: the run waits (with backoff) for it, up to its store wait. */
   | { readonly type: 'store_unavailable'; readonly time: number; readonly store: string; readonly since: number }
-  | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly downMs: number }
+  | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly down_ms: number }
   /** A distributed run's live workers, whenever they change (none: nobody is taking its episodes). */
   | { readonly type: 'workers'; readonly time: number; readonly queue: string; readonly workers: readonly WorkerRow[] }
   /** Something the user should see that is neither a step nor a failure: a slow /events client cut off (`CLIENT_DROPPED`), a worker that refused an episode (`ENV_MISMATCH`). */

@@ -74,9 +74,9 @@ describe('agent fuzz on clean envs', () => {
   it('fixtures/weather ends clean: valid calls accepted, invalid ones rejected with their pointer, disabled ones refused', async () => {
     const summary = await fuzz({ env: 'fixtures/weather', runs: 300, seed: 2, invalidRatio: 0.5, toolOptions: { latency_scale: 0 } });
     expect(summary.failures).toEqual([]);
-    expect(summary.byKind['invalid']).toBeGreaterThan(50);
-    expect(summary.byKind['valid']).toBeGreaterThan(50);
-    expect(summary.byKind['disabled']).toBeGreaterThan(0);
+    expect(summary.by_kind['invalid']).toBeGreaterThan(50);
+    expect(summary.by_kind['valid']).toBeGreaterThan(50);
+    expect(summary.by_kind['disabled']).toBeGreaterThan(0);
   });
 
   it('plans the same cases for the same seed, other cases for another', async () => {

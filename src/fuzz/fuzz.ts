@@ -58,7 +58,7 @@ export interface FailureGroup {
   /** The shrunk input that still fails the same way. */
   readonly case: FuzzCase;
   readonly original: FuzzCase;
-  readonly shrinkSteps: number;
+  readonly shrink_steps: number;
   /** Where the case is saved; `agent fuzz <env> --replay <file>` reruns it. */
   readonly file?: string;
   /** True when it failed in a replay of a saved case (it is not fixed yet). */
@@ -69,10 +69,10 @@ export interface FuzzSummary {
   readonly env: string;
   readonly seed: number;
   readonly cases: number;
-  readonly durationMs: number;
-  readonly casesPerSecond: number;
-  readonly byKind: Readonly<Record<string, number>>;
-  readonly generatorMisses: number;
+  readonly duration_ms: number;
+  readonly cases_per_second: number;
+  readonly by_kind: Readonly<Record<string, number>>;
+  readonly generator_misses: number;
   readonly failures: readonly FailureGroup[];
   readonly fixed: readonly string[];
   readonly interrupted: boolean;
@@ -247,7 +247,7 @@ export class Fuzzer {
       const original = g.cases.reduce((a, b) => (JSON.stringify(b.params).length < JSON.stringify(a.params).length ? b : a));
       const { shrunk, steps } = g.replayed || g.failure.check === 'deterministic' ? { shrunk: original, steps: 0 } : await this.#shrink(original, signature);
       const file = await saveCase(storeDir, envName, { signature, failure: g.failure, case: shrunk, original, first_seen: new Date(this.#clock.now()).toISOString() });
-      const group: FailureGroup = { signature, check: g.failure.check, action: shrunk.action, code: g.failure.code, message: g.failure.message, count: g.cases.length, case: shrunk, original, shrinkSteps: steps, file, replayed: g.replayed };
+      const group: FailureGroup = { signature, check: g.failure.check, action: shrunk.action, code: g.failure.code, message: g.failure.message, count: g.cases.length, case: shrunk, original, shrink_steps: steps, file, replayed: g.replayed };
       failures.push(group);
       this.events.emit({ type: 'failure', group });
     }
@@ -257,10 +257,10 @@ export class Fuzzer {
       env: envName,
       seed: this.#seed,
       cases,
-      durationMs,
-      casesPerSecond: cases / Math.max(durationMs / 1000, 1e-3),
-      byKind,
-      generatorMisses: this.#misses,
+      duration_ms: durationMs,
+      cases_per_second: cases / Math.max(durationMs / 1000, 1e-3),
+      by_kind: byKind,
+      generator_misses: this.#misses,
       failures,
       fixed,
       interrupted: signal?.aborted === true,

@@ -19,7 +19,7 @@ export async function runCase(env: AgentEnv, c: FuzzCase, enabled: ReadonlySet<C
   const agent = env.createInstance({ id: `case-${c.id.replace(/[^A-Za-z0-9_.#-]/g, '_')}` });
   const events: EnvEvent[] = [];
   const off = env.events.onAny((e) => {
-    if (e.instanceId === agent.id) events.push(e);
+    if (e.instance_id === agent.id) events.push(e);
   });
   const fail = (check: CheckName, code: string, message: string): CaseResult | undefined =>
     enabled.has(check) ? { failure: { check, code, message }, fingerprint: `${check}:${code}`, toolInvoked: events.some((e) => e.type === 'tool_started') } : undefined;
@@ -45,7 +45,7 @@ export async function runCase(env: AgentEnv, c: FuzzCase, enabled: ReadonlySet<C
     const result = await agent.resolve(traceId, { timeoutMs: caseTimeoutMs });
     const blocked = events.find((e) => e.type === 'loop_blocked');
     if (blocked?.type === 'loop_blocked') {
-      const f = fail('no-loop-block', 'LOOP_BLOCKED', `the handler held the event loop for ${Math.round(blocked.blockedMs)} ms`);
+      const f = fail('no-loop-block', 'LOOP_BLOCKED', `the handler held the event loop for ${Math.round(blocked.blocked_ms)} ms`);
       if (f) return f;
     }
     if (result.info.status === 'timeout') return fail('no-timeout', 'OUTLIVED_TIMEOUT', `the call was still running ${caseTimeoutMs} ms after dispatch, past its timeout`) ?? ok('timeout');

@@ -68,7 +68,7 @@ export function dedupeCommits(commits: readonly Commit[]): Commit[] {
 export async function episodeCommits(runDir: string, instanceId: string, events: readonly IndexedEvent[]): Promise<Commit[]> {
   const archived = path.join(runDir, 'history');
   if (!existsSync(archiveFile(archived, instanceId))) return commitsOf(events);
-  return dedupeCommits((await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.traceId ? { traceId: d.traceId } : {}), patch: d.patch })));
+  return dedupeCommits((await readArchive(archived, instanceId)).map((d) => ({ seq: d.seq, time: d.time, ...(d.trace_id ? { traceId: d.trace_id } : {}), patch: d.patch })));
 }
 
 /** An episode's commits, from its `state_committed` events. */
@@ -76,6 +76,6 @@ export function commitsOf(events: readonly IndexedEvent[]): Commit[] {
   return dedupeCommits(
     events
       .filter((e) => e.type === 'state_committed')
-      .map((e) => ({ seq: e['seq'] as number, time: e.time, ...(typeof e['traceId'] === 'string' ? { traceId: e['traceId'] } : {}), patch: e['patch'] as Patch })),
+      .map((e) => ({ seq: e['seq'] as number, time: e.time, ...(typeof e['trace_id'] === 'string' ? { traceId: e['trace_id'] } : {}), patch: e['patch'] as Patch })),
   );
 }

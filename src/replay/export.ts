@@ -136,9 +136,9 @@ async function statesBySeq(dir: string, run: RunRewards, reading: RecordReading)
     m.set(seq, state);
   };
   await forEachLine(path.join(dir, RUN_FILES.events), (e) => {
-    const instance = e['instanceId'] as string;
+    const instance = e['instance_id'] as string;
     if (e['type'] === 'episode_started') {
-      const state = initial.get(e['initialStateId'] as string);
+      const state = initial.get(e['initial_state_id'] as string);
       if (state === undefined) return;
       current.set(instance, { state, seq: 0 });
       keep(instance, 0, state);

@@ -21,7 +21,7 @@ const CHUNK = 4 * 1024 * 1024;
 const REFERENCE_ONLY = new Set(['state_committed', 'tool_started', 'lifecycle_changed', 'loop_blocked', 'loop_lag']);
 const TYPE_KEY = Buffer.from('"type":"');
 /** The keys that attribute an event to its episode come first in every line (after event_seq, type, time). */
-const HEAD = /"time":([\d.]+),"instanceId":"([^"\\]*)"(?:,"traceId":"([^"\\]*)")?/;
+const HEAD = /"time":([\d.]+),"instance_id":"([^"\\]*)"(?:,"trace_id":"([^"\\]*)")?/;
 /**
  * The two most frequent detailed events, read from the line's head without parsing the rest (a
  * million-event folder spends most of its open in JSON.parse otherwise). Anchored on the whole
@@ -30,12 +30,12 @@ const HEAD = /"time":([\d.]+),"instanceId":"([^"\\]*)"(?:,"traceId":"([^"\\]*)")
  */
 const STR = '"((?:[^"\\\\]|\\\\.)*)"';
 const NUM = '(-?[\\d.eE+-]+)';
-const REWARD_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"reward_(arrived|late)","time":${NUM},"instanceId":${STR},"traceId":${STR},"episode":(\\d+),"step":(\\d+),"source":${STR},"value":${NUM},"key":${STR},"delayMs":${NUM}[,}]`);
+const REWARD_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"reward_(arrived|late)","time":${NUM},"instance_id":${STR},"trace_id":${STR},"episode":(\\d+),"step":(\\d+),"source":${STR},"value":${NUM},"key":${STR},"delay_ms":${NUM}[,}]`);
 const SETTLED_HEAD = new RegExp(
-  `^\\{"event_seq":\\d+,"type":"trace_settled","time":${NUM},"instanceId":${STR},"traceId":${STR},"episode":(\\d+),"step":(\\d+),"action":${STR},"seqBefore":\\d+,"status":"(resolved|failed)","reward":${NUM},"done":(?:true|false),"seq":\\d+,"durationMs":${NUM},`,
+  `^\\{"event_seq":\\d+,"type":"trace_settled","time":${NUM},"instance_id":${STR},"trace_id":${STR},"episode":(\\d+),"step":(\\d+),"action":${STR},"seq_before":\\d+,"status":"(resolved|failed)","reward":${NUM},"done":(?:true|false),"seq":\\d+,"duration_ms":${NUM},`,
 );
-const DISPATCHED_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"dispatched","time":${NUM},"instanceId":${STR},"traceId":${STR},"action":${STR},"episode":(\\d+),`);
-const FINISHED_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"tool_finished","time":${NUM},"instanceId":${STR},"traceId":${STR},"tool":${STR},"ok":(?:true|false),"durationMs":${NUM},"attempts":(\\d+)[,}]`);
+const DISPATCHED_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"dispatched","time":${NUM},"instance_id":${STR},"trace_id":${STR},"action":${STR},"episode":(\\d+),`);
+const FINISHED_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"tool_finished","time":${NUM},"instance_id":${STR},"trace_id":${STR},"tool":${STR},"ok":(?:true|false),"duration_ms":${NUM},"attempts":(\\d+)[,}]`);
 const REWARDS_KEY = '"rewards":{';
 const ERROR_KEY = Buffer.from('"error":{');
 
@@ -57,17 +57,17 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
   if (type === 'dispatched') {
     const m = DISPATCHED_HEAD.exec(line);
     if (!m || m[3]?.includes('\\') || m[4]?.includes('\\')) return undefined;
-    return { type, time: Number(m[1]), instanceId: m[2], traceId: m[3], action: m[4], episode: Number(m[5]) };
+    return { type, time: Number(m[1]), instance_id: m[2], trace_id: m[3], action: m[4], episode: Number(m[5]) };
   }
   if (type === 'tool_finished') {
     const m = FINISHED_HEAD.exec(line);
     if (!m || m[3]?.includes('\\')) return undefined;
-    return { type, time: Number(m[1]), instanceId: m[2], traceId: m[3], attempts: Number(m[6]) };
+    return { type, time: Number(m[1]), instance_id: m[2], trace_id: m[3], attempts: Number(m[6]) };
   }
   if (type === 'reward_arrived' || type === 'reward_late') {
     const m = REWARD_HEAD.exec(line);
     if (!m || line.includes('\\')) return undefined;
-    return { type, time: Number(m[2]), instanceId: m[3], traceId: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), key: m[9], delayMs: Number(m[10]) };
+    return { type, time: Number(m[2]), instance_id: m[3], trace_id: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), key: m[9], delay_ms: Number(m[10]) };
   }
   // A failed step's error can hold any JSON (an offending value): those lines are parsed whole.
   if (type !== 'trace_settled' || hasError) return undefined;
@@ -80,13 +80,13 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
   return {
     type,
     time: Number(m[1]),
-    instanceId: m[2],
-    traceId: m[3],
+    instance_id: m[2],
+    trace_id: m[3],
     episode: Number(m[4]),
     step: Number(m[5]),
     action: JSON.parse(`"${m[6]}"`) as string,
     status: m[7],
-    durationMs: Number(m[9]),
+    duration_ms: Number(m[9]),
     rewards: JSON.parse(line.slice(at + REWARDS_KEY.length - 1, end)) as unknown,
   };
 }
@@ -226,7 +226,7 @@ export class FolderFeed implements DebugFeed {
       if (REFERENCE_ONLY.has(type)) {
         const head = HEAD.exec(chunk.toString('latin1', typeEnd, Math.min(nl, typeEnd + 240)));
         if (head) {
-          this.index.reference({ type, time: Number(head[1]), instanceId: head[2], ...(head[3] !== undefined ? { traceId: head[3] } : {}) }, offset);
+          this.index.reference({ type, time: Number(head[1]), instance_id: head[2], ...(head[3] !== undefined ? { trace_id: head[3] } : {}) }, offset);
           continue;
         }
       }

@@ -38,7 +38,7 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
   const events: Event[] = [];
   let finishedAt: number | undefined;
   await forEachLine(path.join(dir, RUN_FILES.events), (r) => {
-    if (r['traceId'] === traceId) events.push(r as Event);
+    if (r['trace_id'] === traceId) events.push(r as Event);
     else if (r['type'] === 'run_finished') finishedAt = r['time'] as number;
   });
   // Values delivered after the run (`agent reward`) are only in the reward log: those from after its end.
@@ -56,15 +56,15 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
   const head = dispatched ?? settled;
   if (!head) throw new AgentError('BAD_USAGE', `no trace '${traceId}' in ${dir}`, { hint: 'Trace ids look like ep-3:7 (instance, then the call number): see trajectories.jsonl.' });
   const finished = events.filter((e) => e.type === 'tool_finished').pop();
-  const t0 = dispatched?.time ?? (settled ? settled.time - ((settled['durationMs'] as number | undefined) ?? 0) : 0);
+  const t0 = dispatched?.time ?? (settled ? settled.time - ((settled['duration_ms'] as number | undefined) ?? 0) : 0);
   return {
     trace_id: traceId,
     episode: head['episode'] as number,
     action: head['action'] as string,
     params: head['params'] as JsonValue,
     status: settled ? (settled['status'] as 'resolved' | 'failed') : 'pending',
-    ...(settled ? { duration_ms: settled['durationMs'] as number } : {}),
-    ...(finished ? { tool_ms: finished['durationMs'] as number, attempts: finished['attempts'] as number } : {}),
+    ...(settled ? { duration_ms: settled['duration_ms'] as number } : {}),
+    ...(finished ? { tool_ms: finished['duration_ms'] as number, attempts: finished['attempts'] as number } : {}),
     ...(settled?.['error'] ? { error: settled['error'] as JsonValue } : {}),
     events: events.map((e) => {
       const detail = detailOf(e);
@@ -76,7 +76,7 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
 function detailOf(e: Event): JsonValue | undefined {
   switch (e.type) {
     case 'tool_finished':
-      return { ok: e['ok'] as boolean, duration_ms: e['durationMs'] as number, attempts: e['attempts'] as number, ...(e['error'] ? { error: e['error'] as JsonValue } : {}) };
+      return { ok: e['ok'] as boolean, duration_ms: e['duration_ms'] as number, attempts: e['attempts'] as number, ...(e['error'] ? { error: e['error'] as JsonValue } : {}) };
     case 'state_committed':
       return { seq: e['seq'] as number, patch: e['patch'] as JsonValue };
     case 'trace_settled':
@@ -101,9 +101,9 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
     if (r['type'] === 'episode_started' && r['episode'] === episode) {
       // A resumed episode starts again: the first start is when it began.
       if (instanceId === undefined) startedAt = r['time'] as number;
-      instanceId = r['instanceId'] as string;
-      stateId = r['initialStateId'] as string;
-    } else if (r['type'] === 'state_committed' && instanceId !== undefined && r['instanceId'] === instanceId) {
+      instanceId = r['instance_id'] as string;
+      stateId = r['initial_state_id'] as string;
+    } else if (r['type'] === 'state_committed' && instanceId !== undefined && r['instance_id'] === instanceId) {
       committed.push(r as IndexedEvent);
     }
   });

@@ -19,7 +19,7 @@ export async function readLostSteps(dir: string, committed: readonly SettledStep
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
   }
-  const known = new Set(committed.map((s) => s.traceId));
+  const known = new Set(committed.map((s) => s.trace_id));
   const lost: string[] = [];
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;

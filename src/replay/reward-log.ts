@@ -36,34 +36,34 @@ export function isLoggedReward(e: { readonly type: string; readonly key?: string
 }
 
 export function rewardRecord(e: RewardEvent): RewardLogRecord {
-  const base = { type: e.type, time: e.time, trace_id: e.traceId, instance_id: e.instanceId, episode: e.episode, step: e.step, source: e.source };
+  const base = { type: e.type, time: e.time, trace_id: e.trace_id, instance_id: e.instance_id, episode: e.episode, step: e.step, source: e.source };
   switch (e.type) {
     case 'reward_arrived':
-      return { ...base, value: e.value, key: e.key, delay_ms: e.delayMs, reward: e.reward, ...(e.cost ? { cost: e.cost } : {}) };
+      return { ...base, value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward, ...(e.cost ? { cost: e.cost } : {}) };
     case 'reward_late':
-      return { ...base, value: e.value, key: e.key, delay_ms: e.delayMs, reward: e.reward };
+      return { ...base, value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward };
     case 'reward_imputed':
-      return { ...base, value: e.value, strategy: e.strategy, ...(e.sampleSize !== undefined ? { sample_size: e.sampleSize } : {}), reason: e.reason, reward: e.reward };
+      return { ...base, value: e.value, strategy: e.strategy, ...(e.sample_size !== undefined ? { sample_size: e.sample_size } : {}), reason: e.reason, reward: e.reward };
     case 'reward_failed':
       return { ...base, reason: e.reason };
     case 'reward_expected':
-      return { ...base, ...(e.deadlineAt !== undefined ? { deadline_at: e.deadlineAt } : {}) };
+      return { ...base, ...(e.deadline_at !== undefined ? { deadline_at: e.deadline_at } : {}) };
   }
 }
 
 /** The event a logged record stands for (the inverse of {@link rewardRecord}). */
 export function rewardEvent(r: RewardLogRecord): RewardEvent {
-  const base = { time: r.time, traceId: r.trace_id, instanceId: r.instance_id, episode: r.episode, step: r.step, source: r.source };
+  const base = { time: r.time, trace_id: r.trace_id, instance_id: r.instance_id, episode: r.episode, step: r.step, source: r.source };
   switch (r.type) {
     case 'reward_arrived':
     case 'reward_late':
-      return { ...base, type: r.type, value: r.value ?? 0, key: r.key ?? 'default', delayMs: r.delay_ms ?? 0, reward: r.reward ?? 0 };
+      return { ...base, type: r.type, value: r.value ?? 0, key: r.key ?? 'default', delay_ms: r.delay_ms ?? 0, reward: r.reward ?? 0 };
     case 'reward_imputed':
-      return { ...base, type: r.type, value: r.value ?? 0, strategy: r.strategy ?? 'value', ...(r.sample_size !== undefined ? { sampleSize: r.sample_size } : {}), reason: r.reason ?? '', reward: r.reward ?? 0 };
+      return { ...base, type: r.type, value: r.value ?? 0, strategy: r.strategy ?? 'value', ...(r.sample_size !== undefined ? { sample_size: r.sample_size } : {}), reason: r.reason ?? '', reward: r.reward ?? 0 };
     case 'reward_failed':
       return { ...base, type: r.type, reason: r.reason ?? '' };
     case 'reward_expected':
-      return { ...base, type: r.type, ...(r.deadline_at !== undefined ? { deadlineAt: r.deadline_at } : {}) };
+      return { ...base, type: r.type, ...(r.deadline_at !== undefined ? { deadline_at: r.deadline_at } : {}) };
   }
 }
 

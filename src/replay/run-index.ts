@@ -124,7 +124,7 @@ export class RunIndex<Ref> {
 
   /** The episode an event belongs to, if any: its own field, else its trace's, else its instance's. */
   episodeOf(e: Readonly<Record<string, unknown>>): number | undefined {
-    const { episode, traceId, instanceId } = e;
+    const { episode, trace_id: traceId, instance_id: instanceId } = e;
     if (typeof episode === 'number') return episode;
     if (typeof traceId === 'string') {
       const t = this.traces.get(traceId);
@@ -145,11 +145,11 @@ export class RunIndex<Ref> {
       case 'run_started': {
         const config = (e['config'] ?? {}) as Record<string, unknown>;
         this.run = {
-          runId: String(e['runId']),
+          runId: String(e['run_id']),
           env: String(config['env'] ?? ''),
           policy: String(config['policy'] ?? ''),
           episodes: Number(config['episodes'] ?? 0),
-          startedAt: typeof e['startedAt'] === 'number' ? e['startedAt'] : e.time,
+          startedAt: typeof e['started_at'] === 'number' ? e['started_at'] : e.time,
           ...(typeof e['port'] === 'number' ? { port: e['port'] } : {}),
           status: 'running',
         };
@@ -160,11 +160,11 @@ export class RunIndex<Ref> {
         break;
       case 'episode_started': {
         const episode = e['episode'] as number;
-        const instanceId = e['instanceId'] as string;
+        const instanceId = e['instance_id'] as string;
         this.#current.set(instanceId, episode);
         const known = this.episodes.get(episode);
         // A resumed run starts an unfinished episode again: its earlier events stay with it.
-        this.episodes.set(episode, { episode, instanceId, initialStateId: e['initialStateId'] as string, startedAt: known?.startedAt ?? e.time, refs: known ? (known.refs as Ref[]) : [] });
+        this.episodes.set(episode, { episode, instanceId, initialStateId: e['initial_state_id'] as string, startedAt: known?.startedAt ?? e.time, refs: known ? (known.refs as Ref[]) : [] });
         break;
       }
       case 'episode_finished': {
@@ -177,19 +177,19 @@ export class RunIndex<Ref> {
         break;
       }
       case 'dispatched': {
-        const row: TraceRow = { traceId: e['traceId'] as string, episode: e['episode'] as number, action: e['action'] as string, status: 'pending', dispatchedAt: e.time };
+        const row: TraceRow = { traceId: e['trace_id'] as string, episode: e['episode'] as number, action: e['action'] as string, status: 'pending', dispatchedAt: e.time };
         this.traces.set(row.traceId, row);
         this.pending.set(row.traceId, row);
         break;
       }
       case 'tool_finished': {
-        const row = this.traces.get(e['traceId'] as string);
+        const row = this.traces.get(e['trace_id'] as string);
         if (row) (row as Mutable<TraceRow>).attempts = e['attempts'] as number;
         break;
       }
       case 'error': {
         const error = e['error'] as ErrorInfo;
-        const row = typeof e['traceId'] === 'string' ? this.traces.get(e['traceId']) : undefined;
+        const row = typeof e['trace_id'] === 'string' ? this.traces.get(e['trace_id']) : undefined;
         if (row) (row as Mutable<TraceRow>).error = error;
         this.#violation(e, error, row);
         break;
@@ -219,7 +219,7 @@ export class RunIndex<Ref> {
   }
 
   #settled(e: IndexedEvent): void {
-    const traceId = e['traceId'] as string;
+    const traceId = e['trace_id'] as string;
     const trace = this.traces.get(traceId) as Mutable<TraceRow> | undefined;
     if (!trace) return;
     if (!this.pending.delete(traceId)) return;
@@ -227,7 +227,7 @@ export class RunIndex<Ref> {
     trace.status = e['status'] === 'resolved' ? 'resolved' : 'failed';
     if (trace.status === 'failed') this.failedTraces++;
     trace.settledAt = e.time;
-    trace.durationMs = typeof e['durationMs'] === 'number' ? e['durationMs'] : e.time - trace.dispatchedAt;
+    trace.durationMs = typeof e['duration_ms'] === 'number' ? e['duration_ms'] : e.time - trace.dispatchedAt;
     trace.step = e['step'] as number;
     if (e['error'] && !trace.error) trace.error = e['error'] as ErrorInfo;
     const rewards = (e['rewards'] ?? {}) as Record<string, { status: RewardStatus; value: number | null; delay_ms: number | null; deadline_at?: number }>;
@@ -283,20 +283,20 @@ export class RunIndex<Ref> {
   }
 
   #reward(e: IndexedEvent): void {
-    const row = this.#rewardRow(e['traceId'] as string, e['episode'] as number, e['step'] as number, e['source'] as string);
+    const row = this.#rewardRow(e['trace_id'] as string, e['episode'] as number, e['step'] as number, e['source'] as string);
     switch (e.type) {
       case 'reward_expected':
-        if (typeof e['deadlineAt'] === 'number') row.deadlineAt = e['deadlineAt'];
+        if (typeof e['deadline_at'] === 'number') row.deadlineAt = e['deadline_at'];
         break;
       case 'reward_arrived':
         this.#setStatus(row, 'arrived');
         row.value = e['value'] as number;
-        row.delayMs = e['delayMs'] as number;
+        row.delayMs = e['delay_ms'] as number;
         break;
       case 'reward_late':
         this.#setStatus(row, 'late');
         row.lateValue = e['value'] as number;
-        row.delayMs = e['delayMs'] as number;
+        row.delayMs = e['delay_ms'] as number;
         break;
       case 'reward_imputed':
         this.#setStatus(row, 'fallback');

@@ -12,9 +12,9 @@ describe('RunWriter', () => {
   it('never drops a record silently: one it cannot write is counted, with the reason, and the rest are kept', async () => {
     const out = await tmp.dir('agent-writer-');
     const writer = await RunWriter.create(out, 'r1');
-    writer.write({ type: 'error', time: 1, instanceId: 'i', error: { code: 'INTERNAL', message: 'fine' } });
-    writer.write({ type: 'error', time: 2, instanceId: 'i', error: { code: 'INTERNAL', message: 10n as unknown as string } } as RunEvent);
-    writer.write({ type: 'error', time: 3, instanceId: 'i', error: { code: 'INTERNAL', message: 'also fine' } });
+    writer.write({ type: 'error', time: 1, instance_id: 'i', error: { code: 'INTERNAL', message: 'fine' } });
+    writer.write({ type: 'error', time: 2, instance_id: 'i', error: { code: 'INTERNAL', message: 10n as unknown as string } } as RunEvent);
+    writer.write({ type: 'error', time: 3, instance_id: 'i', error: { code: 'INTERNAL', message: 'also fine' } });
     await writer.finish({ ok: true });
     expect(writer.loss).toEqual({ records: 1, reason: expect.stringMatching(/^event 2 \(error\) is not JSON: TypeError: .*BigInt/) as unknown as string });
     const lines = (await readFile(path.join(out, 'r1', 'events.jsonl'), 'utf8')).trim().split('\n');
@@ -23,7 +23,7 @@ describe('RunWriter', () => {
 
   it('reopened (a resume), goes on numbering events where the folder stopped, cutting off a line torn by the crash', async () => {
     const out = await tmp.dir('agent-writer-reopen-');
-    const error = (time: number, message = 'x'): RunEvent => ({ type: 'error', time, instanceId: 'i', error: { code: 'INTERNAL', message } });
+    const error = (time: number, message = 'x'): RunEvent => ({ type: 'error', time, instance_id: 'i', error: { code: 'INTERNAL', message } });
     const first = await RunWriter.create(out, 'r2');
     // One event with a long line (longer than one read of the tail), then a short one.
     first.write(error(1, 'y'.repeat(200_000)));

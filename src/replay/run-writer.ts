@@ -274,7 +274,7 @@ export class RunWriter implements AsyncDisposable {
 
   /** A step's trajectory record (without its event: a resume rewriting what was committed). */
   writeStep(event: SettledStepEvent): void {
-    if (!this.#closed) this.#line('trajectories', () => trajectoryRecord(this.runId, event), `the trajectory record of ${event.traceId}`);
+    if (!this.#closed) this.#line('trajectories', () => trajectoryRecord(this.runId, event), `the trajectory record of ${event.trace_id}`);
   }
 
   writeRewardRecord(record: RewardLogRecord): void {
@@ -340,9 +340,9 @@ export function trajectoryRecord(runId: string, e: SettledStepEvent): Trajectory
   return {
     run_id: runId,
     episode: e.episode,
-    instance_id: e.instanceId,
+    instance_id: e.instance_id,
     step: e.step,
-    trace_id: e.traceId,
+    trace_id: e.trace_id,
     time: e.time,
     action: e.action,
     params: e.params,
@@ -351,10 +351,10 @@ export function trajectoryRecord(runId: string, e: SettledStepEvent): Trajectory
     reward: e.reward,
     rewards: e.rewards,
     done: e.done,
-    seq_before: e.seqBefore,
+    seq_before: e.seq_before,
     state_seq: e.seq,
-    duration_ms: Math.round(e.durationMs * 1000) / 1000,
-    ...(e.availableActions ? { available_actions: e.availableActions } : {}),
+    duration_ms: Math.round(e.duration_ms * 1000) / 1000,
+    ...(e.available_actions ? { available_actions: e.available_actions } : {}),
     ...(e.error ? { error: e.error } : {}),
   };
 }

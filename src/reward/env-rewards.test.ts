@@ -38,8 +38,8 @@ describe('env.rewards', () => {
     env.events.onAny((e) => void (e.type.startsWith('reward_') && events.push(e as RewardEvent)));
     const agent = env.createInstance();
     await agent.reset({});
-    const a = (await agent.step({ name: 'act' })).info.traceId;
-    const b = (await agent.step({ name: 'act' })).info.traceId;
+    const a = (await agent.step({ name: 'act' })).info.trace_id;
+    const b = (await agent.step({ name: 'act' })).info.trace_id;
     await vi.advanceTimersByTimeAsync(200);
     env.rewards.submit({ trace_id: a, source: 'judge', value: 0.9 });
     env.rewards.submit({ trace_id: a, source: 'metric', value: 0.6 });
@@ -53,7 +53,7 @@ describe('env.rewards', () => {
     await vi.advanceTimersByTimeAsync(DAY);
     expect(env.rewards.entries(a)?.['human']).toMatchObject({ status: 'arrived', value: 1, delay_ms: DAY + 2 * HOUR + 1_000 });
     expect(env.rewards.entries(b)?.['human']).toMatchObject({ status: 'fallback', value: 0.5 });
-    expect(events.map((e) => `${e.type}:${e.source}:${e.traceId === a ? 'a' : 'b'}`)).toEqual([
+    expect(events.map((e) => `${e.type}:${e.source}:${e.trace_id === a ? 'a' : 'b'}`)).toEqual([
       'reward_arrived:judge:a',
       'reward_arrived:metric:a',
       'reward_imputed:judge:b',
@@ -100,7 +100,7 @@ describe('env.rewards', () => {
     const r = await agent.step({ name: 'act' });
     expect(r.info.status).toBe('resolved');
     await env.rewards.settle();
-    expect(env.rewards.entries(r.info.traceId)).toMatchObject({
+    expect(env.rewards.entries(r.info.trace_id)).toMatchObject({
       a: { status: 'fallback', value: 0, imputed: { reason: expect.stringContaining('threw null') } },
       b: { status: 'failed', error: expect.stringContaining("returned x, not a number") },
       c: { status: 'failed', error: expect.stringContaining('timed out after 50 ms') },

@@ -34,10 +34,10 @@ describe('RewardLedger', () => {
     ledger.open(step(2, clock), 0);
     clock.advance(200);
     expect(ledger.deliver({ trace_id: 'a:1', source: 'judge', value: 0.25 }).outcome).toBe('arrived');
-    expect(ledger.deliver({ episode: 0, step: 2, source: 'judge', value: 1 })).toMatchObject({ outcome: 'arrived', traceId: 'a:2', reward: 1 });
+    expect(ledger.deliver({ episode: 0, step: 2, source: 'judge', value: 1 })).toMatchObject({ outcome: 'arrived', trace_id: 'a:2', reward: 1 });
     // 500 ms after step 1 settled, step 1's state was current: a reward about that moment lands there.
-    expect(ledger.deliver({ episode: 0, time: clock.now() - 700, source: 'human', value: 0 }).traceId).toBe('a:1');
-    expect(ledger.deliver({ episode: 0, time: new Date(clock.now()).toISOString(), source: 'human', value: 1 }).traceId).toBe('a:2');
+    expect(ledger.deliver({ episode: 0, time: clock.now() - 700, source: 'human', value: 0 }).trace_id).toBe('a:1');
+    expect(ledger.deliver({ episode: 0, time: new Date(clock.now()).toISOString(), source: 'human', value: 1 }).trace_id).toBe('a:2');
     expect(ledger.entries('a:1')).toEqual({
       judge: { status: 'arrived', value: 0.25, arrived_at: clock.now(), delay_ms: 1_200 },
       human: { status: 'arrived', value: 0, arrived_at: clock.now(), delay_ms: 1_200 },

@@ -40,7 +40,7 @@ export type { RewardDelivery } from './delivery.js';
 
 export interface DeliveryResult {
   readonly outcome: 'arrived' | 'late' | 'duplicate';
-  readonly traceId: string;
+  readonly trace_id: string;
   readonly episode: number;
   readonly step: number;
   readonly source: string;
@@ -205,7 +205,7 @@ export class RewardLedger {
     rec.slots[s.index] = undefined;
     this.#move(s.index, null, 'pending');
     const deadlineAt = this.#schedule(rec, s);
-    this.#emit?.({ ...this.#base(rec, s, 'reward_expected'), ...(deadlineAt !== undefined ? { deadlineAt } : {}) });
+    this.#emit?.({ ...this.#base(rec, s, 'reward_expected'), ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}) });
   }
 
   /** The last step of an episode, if it has one. */
@@ -238,9 +238,9 @@ export class RewardLedger {
     if (d.key !== undefined && (typeof d.key !== 'string' || d.key === '')) throw invalid('key must be a non-empty string', '/key', 'Pass an idempotency key unique per value, or none (one value per step and source).');
     const key = d.key ?? DEFAULT_KEY;
     const { ref } = rec;
-    if (slot?.keys.has(key)) return { outcome: 'duplicate', traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward: this.#reward(rec, 'final') };
+    if (slot?.keys.has(key)) return { outcome: 'duplicate', trace_id: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward: this.#reward(rec, 'final') };
     const { outcome, reward } = this.#land(rec, s, value, key, arrivedAt, cost);
-    return { outcome, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward };
+    return { outcome, trace_id: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, reward };
   }
 
   #land(rec: StepRecord, s: DelayedSource, value: number, key: string, arrivedAt: number, cost?: CallCost): { outcome: 'arrived' | 'late'; reward: number } {
@@ -278,7 +278,7 @@ export class RewardLedger {
     if (!this.#replaying && this.#emit) {
       const { ref } = rec;
       const type = late ? 'reward_late' : 'reward_arrived';
-      this.#emit({ type, time: arrivedAt, instanceId: ref.instanceId, traceId: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, value, key, delayMs, reward, ...(cost ? { cost } : {}) });
+      this.#emit({ type, time: arrivedAt, instance_id: ref.instanceId, trace_id: ref.traceId, episode: ref.episode, step: ref.step, source: s.def.name, value, key, delay_ms: delayMs, reward, ...(cost ? { cost } : {}) });
     }
     return { outcome: late ? 'late' : 'arrived', reward };
   }
@@ -334,7 +334,7 @@ export class RewardLedger {
       ...this.#base(rec, s, 'reward_imputed', time),
       value: imputed.value,
       strategy: imputed.strategy,
-      ...(imputed.sample_size !== undefined ? { sampleSize: imputed.sample_size } : {}),
+      ...(imputed.sample_size !== undefined ? { sample_size: imputed.sample_size } : {}),
       reason,
       reward: this.#reward(rec, 'final'),
     });
@@ -346,7 +346,7 @@ export class RewardLedger {
    * change, without emitting it again.
    */
   replay(event: RewardEvent): void {
-    const rec = this.#steps.get(event.traceId);
+    const rec = this.#steps.get(event.trace_id);
     const s = this.#byName.get(event.source);
     if (!rec || !s) return;
     switch (event.type) {
@@ -372,7 +372,7 @@ export class RewardLedger {
           status: 'fallback',
           values: [],
           keys: new Set(),
-          imputed: { value: event.value, strategy: event.strategy, ...(event.sampleSize !== undefined ? { sample_size: event.sampleSize } : {}), reason: event.reason },
+          imputed: { value: event.value, strategy: event.strategy, ...(event.sample_size !== undefined ? { sample_size: event.sample_size } : {}), reason: event.reason },
         };
         return;
       case 'reward_failed':
@@ -496,8 +496,8 @@ export class RewardLedger {
     return this.#episodes.get(keys[0] as string) as StepRecord[];
   }
 
-  #base<T extends RewardEventType>(rec: StepRecord, s: DelayedSource, type: T, time = this.#now()): { type: T; time: number; instanceId: string; traceId: string; episode: number; step: number; source: string } {
-    return { type, time, instanceId: rec.ref.instanceId, traceId: rec.ref.traceId, episode: rec.ref.episode, step: rec.ref.step, source: s.def.name };
+  #base<T extends RewardEventType>(rec: StepRecord, s: DelayedSource, type: T, time = this.#now()): { type: T; time: number; instance_id: string; trace_id: string; episode: number; step: number; source: string } {
+    return { type, time, instance_id: rec.ref.instanceId, trace_id: rec.ref.traceId, episode: rec.ref.episode, step: rec.ref.step, source: s.def.name };
   }
 }
 

@@ -38,7 +38,7 @@ async function judged(fake: FakeLlmServer, judge: Record<string, unknown>, steps
   const agent = env.createInstance();
   await agent.reset({ city: '上海' });
   const traces: string[] = [];
-  for (let i = 0; i < steps; i++) traces.push((await agent.step({ name: 'ask', params: { q: `q${i}` } })).info.traceId);
+  for (let i = 0; i < steps; i++) traces.push((await agent.step({ name: 'ask', params: { q: `q${i}` } })).info.trace_id);
   await env.rewards.settle();
   return { env, traces, arrivals };
 }
@@ -173,7 +173,7 @@ describe('the LLM judge', () => {
         await using _b = env;
         const agent = env.createInstance();
         await agent.reset({ city: '北京' });
-        const traces = [(await agent.step({ name: 'ask' })).info.traceId, (await agent.step({ name: 'ask' })).info.traceId];
+        const traces = [(await agent.step({ name: 'ask' })).info.trace_id, (await agent.step({ name: 'ask' })).info.trace_id];
         expect(env.rewards.entries(traces[1] as string)).toEqual({});
         await agent.terminate();
         await env.rewards.settle();

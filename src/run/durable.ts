@@ -144,7 +144,7 @@ export function watchStore(durable: Durable<RunJournal | FencedJournal>, o: Stor
   const onReady = (): void => {
     if (since === undefined) return;
     clearTimeout(timer);
-    o.emit({ type: 'store_recovered', time: o.clock.now(), store, downMs: o.clock.now() - since });
+    o.emit({ type: 'store_recovered', time: o.clock.now(), store, down_ms: o.clock.now() - since });
     since = undefined;
   };
   durable.redis.on('close', onClose);

@@ -61,14 +61,14 @@ describe.skipIf(!available)('EpisodeQueue and FencedJournal', () => {
   it('refuses every write of a stale token, counting it; numbers steps so a resend is not doubled and a gap is reported', async () => {
     await redis.hset(distributedKeys(RUN).fences, '5', 3);
     const journal = new FencedJournal(redis, RUN, 'w1');
-    const step = (n: number): SettledStepEvent => ({ type: 'trace_settled', time: n, instanceId: 'ep-5', traceId: `ep-5:${n}`, episode: 5, step: n, action: 'work', params: {}, seqBefore: n - 1, status: 'resolved', reward: 0, rewards: {}, done: false, seq: n, durationMs: 1 });
+    const step = (n: number): SettledStepEvent => ({ type: 'trace_settled', time: n, instance_id: 'ep-5', trace_id: `ep-5:${n}`, episode: 5, step: n, action: 'work', params: {}, seq_before: n - 1, status: 'resolved', reward: 0, rewards: {}, done: false, seq: n, duration_ms: 1 });
 
     journal.hold(5, 2);
     await expect(journal.step(step(1))).rejects.toMatchObject({ code: 'LEASE_LOST' });
     expect(await redis.hget(distributedKeys(RUN).meta, 'fenced')).toBe('1');
 
     journal.hold(5, 3);
-    journal.publish(5, { type: 'episode_started', time: 0, instanceId: 'ep-5', episode: 5, initialStateId: 'initial-0' });
+    journal.publish(5, { type: 'episode_started', time: 0, instance_id: 'ep-5', episode: 5, initial_state_id: 'initial-0' });
     await journal.step(step(1));
     await journal.step(step(1));
     await journal.step(step(2));

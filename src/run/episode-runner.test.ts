@@ -57,12 +57,12 @@ describe('EpisodeRunner', () => {
     expect(records[0]).toMatchObject({ episode: 0, instance_id: 'ep-0', initial_state_id: 'initial-0', steps: 3, final_seq: 3, truncated: true });
     // Every settled step carries the actions its policy chose among.
     const steps = events.filter((e): e is SettledStepEvent => e.type === 'trace_settled');
-    expect(steps.map((s) => [s.traceId, s.availableActions?.includes('get_weather')])).toEqual([
+    expect(steps.map((s) => [s.trace_id, s.available_actions?.includes('get_weather')])).toEqual([
       ['ep-0:1', true],
       ['ep-0:2', true],
       ['ep-0:3', true],
     ]);
-    expect(events[0]).toMatchObject({ type: 'episode_started', episode: 0, initialStateId: 'initial-0' });
+    expect(events[0]).toMatchObject({ type: 'episode_started', episode: 0, initial_state_id: 'initial-0' });
     expect(events.at(-1)).toBe(finished);
   });
 
@@ -77,7 +77,7 @@ describe('EpisodeRunner', () => {
     const finished = await runner.run(0, hooks, new AbortController().signal);
     expect(rewound).toEqual(['ep-0@0']);
     expect(calls[0]).not.toBe('starting 0');
-    expect(settled[0]).toMatchObject({ traceId: 'ep-0:1', step: 1, status: 'failed', error: { code: 'TOOL_LOST', hint: expect.stringContaining('"tools": {"get_weather": {"idempotent": true}}') } });
+    expect(settled[0]).toMatchObject({ trace_id: 'ep-0:1', step: 1, status: 'failed', error: { code: 'TOOL_LOST', hint: expect.stringContaining('"tools": {"get_weather": {"idempotent": true}}') } });
     // The episode goes on after the lost call: the next call is the instance's second.
     expect(calls).toContain('dispatching 0 ep-0:2');
     expect(finished.steps).toBe(3);

@@ -111,11 +111,11 @@ export class EpisodeRunner {
    * policy chose among (for its trajectory record).
    */
   committed(e: SettledStepEvent): SettledStepEvent {
-    const counts = this.#steps.get(e.instanceId);
+    const counts = this.#steps.get(e.instance_id);
     if (counts) counts.steps++;
-    const offered = this.#offered.get(e.traceId);
-    this.#offered.delete(e.traceId);
-    return offered ? { ...e, availableActions: offered } : e;
+    const offered = this.#offered.get(e.trace_id);
+    this.#offered.delete(e.trace_id);
+    return offered ? { ...e, available_actions: offered } : e;
   }
 
   /** Episode i's initial state, by the first index it appears at: an object given for many episodes is one state in the folder. */
@@ -139,7 +139,7 @@ export class EpisodeRunner {
     this.#steps.set(agent.id, counts);
     const stateIndex = this.stateIndex(index);
     const initialStateId = `initial-${stateIndex}`;
-    this.#o.emit({ type: 'episode_started', time: clock.now(), instanceId: agent.id, episode: index, initialStateId });
+    this.#o.emit({ type: 'episode_started', time: clock.now(), instance_id: agent.id, episode: index, initial_state_id: initialStateId });
     let reward = 0;
     let reason: EpisodeEndReason = 'max_steps';
     let error: ErrorInfo | undefined;
@@ -225,12 +225,12 @@ export class EpisodeRunner {
     const finished: EpisodeFinishedEvent = {
       type: 'episode_finished',
       time: clock.now(),
-      instanceId: agent.id,
+      instance_id: agent.id,
       episode: index,
       steps: counts.steps,
       reward,
       reason,
-      durationMs: clock.monotonic() - started,
+      duration_ms: clock.monotonic() - started,
       ...(error ? { error } : {}),
     };
     if (await hooks.close(record, finished)) agent.archive();
@@ -252,7 +252,7 @@ export class EpisodeRunner {
     const last = steps[steps.length - 1];
     const seq = last?.seq ?? 0;
     await hooks.rewind(agent.id, seq, signal);
-    let traces = Math.max(0, ...steps.map((s) => traceNumber(s.traceId)));
+    let traces = Math.max(0, ...steps.map((s) => traceNumber(s.trace_id)));
     let taken = last?.step ?? 0;
     const call = last?.done ? undefined : prior.inflight;
     let lost: SettledStepEvent | undefined;
@@ -265,20 +265,20 @@ export class EpisodeRunner {
         lost = {
           type: 'trace_settled',
           time: this.#o.clock.now(),
-          instanceId: agent.id,
-          traceId: call.trace_id,
+          instance_id: agent.id,
+          trace_id: call.trace_id,
           episode: index,
           step: taken,
           action: call.action,
           params: call.params as JsonObject,
-          seqBefore: seq,
+          seq_before: seq,
           status: 'failed',
           reward: 0,
           rewards: {},
           done: false,
           seq,
-          durationMs: 0,
-          availableActions: call.available_actions,
+          duration_ms: 0,
+          available_actions: call.available_actions,
           error: { code: 'TOOL_LOST', message: `'${call.action}' was in flight when the run's process stopped; its tool is not declared idempotent, so it was not run again`, hint: `If calling it twice is safe, declare it idempotent in env.json: "tools": {"${call.action}": {"idempotent": true}} (an env of the three files gets an env.json beside them: {"state": "state_schema.json", "actions": "action_schema.json", "rewards": "reward_schema.json", "module": "<its tools module>", "tools": {…}}).` },
         };
       }

@@ -105,7 +105,7 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
     const call = inFlight;
     inFlight = undefined;
     if (!call) return;
-    const result = { observation: e.observation ?? null, reward: e.reward, done: e.done, step: e.step, trace_id: e.traceId } satisfies Record<string, JsonValue>;
+    const result = { observation: e.observation ?? null, reward: e.reward, done: e.done, step: e.step, trace_id: e.trace_id } satisfies Record<string, JsonValue>;
     call.answer(e.status === 'failed' ? { content: text(`${e.error?.code ?? 'FAILED'}: ${e.error?.message ?? 'the step failed'}`), structuredContent: result, isError: true } : { content: text(e.observation ?? null), structuredContent: result });
   });
 

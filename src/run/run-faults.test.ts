@@ -57,8 +57,8 @@ describe('a run of tools that answer at once', () => {
     const folder = await readRunFolder(run.dir as string);
     const finished = folder.events.filter((e) => e['type'] === 'episode_finished') as { episode: number; steps: number; reason: string }[];
     for (const e of finished.slice(0, 50)) expect(folder.trajectories.filter((t) => t.episode === e.episode)).toHaveLength(e.steps);
-    const settled = folder.events.filter((e) => e['type'] === 'trace_settled') as { instanceId: string; episode: number }[];
-    expect(settled.every((e) => e.instanceId === `ep-${e.episode}`)).toBe(true);
+    const settled = folder.events.filter((e) => e['type'] === 'trace_settled') as { instance_id: string; episode: number }[];
+    expect(settled.every((e) => e.instance_id === `ep-${e.episode}`)).toBe(true);
     // Interrupted episodes are kept out of the reward means (5 steps × reward 1 each otherwise).
     expect(finished.some((e) => e.reason === 'interrupted')).toBe(true);
     expect(summary.rewards.per_episode.min).toBe(5);

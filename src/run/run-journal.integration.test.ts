@@ -9,10 +9,10 @@ const available = await sharedRedisAvailable('the run journal tests');
 const PREFIX = `agent-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
 
 function step(episode: number, n: number): SettledStepEvent {
-  return { type: 'trace_settled', time: n, instanceId: `ep-${episode}`, traceId: `ep-${episode}:${n}`, episode, step: n, action: 'a', params: {}, seqBefore: n - 1, status: 'resolved', reward: 1, rewards: {}, done: false, seq: n, durationMs: 1 };
+  return { type: 'trace_settled', time: n, instance_id: `ep-${episode}`, trace_id: `ep-${episode}:${n}`, episode, step: n, action: 'a', params: {}, seq_before: n - 1, status: 'resolved', reward: 1, rewards: {}, done: false, seq: n, duration_ms: 1 };
 }
 
-const run = (id: string): JournalRun => ({ run_id: id, started_at: 0, env_dir: '/env', out: '/out', config: { env: 'e', episodes: 2, concurrency: 1, maxSteps: 3, seed: 0, policy: 'random' } });
+const run = (id: string): JournalRun => ({ run_id: id, started_at: 0, env_dir: '/env', out: '/out', config: { env: 'e', episodes: 2, concurrency: 1, max_steps: 3, seed: 0, policy: 'random' } });
 
 describe.runIf(available)('RunJournal', () => {
   const redis = new Redis(TEST_REDIS_URL, { enableAutoPipelining: true });

@@ -302,7 +302,7 @@ const isString = (v: unknown): boolean => typeof v === 'string';
 
 function isJournalRun(v: Record<string, unknown>): boolean {
   const c = v['config'];
-  return (v['env_fingerprint'] === undefined || isString(v['env_fingerprint'])) && isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['maxSteps']) && isInt(c['seed']) && isString(c['policy']);
+  return (v['env_fingerprint'] === undefined || isString(v['env_fingerprint'])) && isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['max_steps']) && isInt(c['seed']) && isString(c['policy']);
 }
 
 function isJournalEpisode(v: Record<string, unknown>): boolean {
@@ -316,7 +316,7 @@ function isInflightCall(v: Record<string, unknown>): boolean {
 }
 
 function isSettledStep(v: Record<string, unknown>): boolean {
-  return v['type'] === 'trace_settled' && isString(v['traceId']) && isString(v['instanceId']) && isInt(v['episode']) && isInt(v['step']) && isInt(v['seq']);
+  return v['type'] === 'trace_settled' && isString(v['trace_id']) && isString(v['instance_id']) && isInt(v['episode']) && isInt(v['step']) && isInt(v['seq']);
 }
 
 function isRewardRecord(v: Record<string, unknown>): boolean {

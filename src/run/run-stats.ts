@@ -8,54 +8,54 @@ import type { EpisodeEndReason, RunEvent, WorkerRow } from '../events/run-events
 import type { SlaCounts } from '../reward/ledger.js';
 
 export interface PendingCall {
-  readonly traceId: string;
+  readonly trace_id: string;
   readonly tool: string;
-  readonly startedAt: number;
+  readonly started_at: number;
 }
 
 export interface ToolStats {
   calls: number;
   failed: number;
-  totalMs: number;
+  total_ms: number;
   errors: Record<string, number>;
 }
 
 export interface RunProgress {
-  readonly startedAt: number;
+  readonly started_at: number;
   readonly now: number;
-  readonly episodesTotal: number;
-  readonly episodesDone: number;
-  readonly episodesByReason: Readonly<Partial<Record<EpisodeEndReason, number>>>;
+  readonly episodes_total: number;
+  readonly episodes_done: number;
+  readonly episodes_by_reason: Readonly<Partial<Record<EpisodeEndReason, number>>>;
   readonly steps: number;
-  readonly failedSteps: number;
+  readonly failed_steps: number;
   /** Over the whole run. */
-  readonly stepsPerSecond: number;
+  readonly steps_per_second: number;
   /** Oldest first. */
   readonly pending: readonly PendingCall[];
   readonly tools: Readonly<Record<string, Readonly<ToolStats>>>;
   /** Newest last. */
-  readonly recentRewards: readonly RecentReward[];
+  readonly recent_rewards: readonly RecentReward[];
   /** Values that arrived per source (tool-reported and delayed, late ones included), and their sum. */
-  readonly rewardsBySource: Readonly<Record<string, { readonly arrived: number; readonly sum: number }>>;
+  readonly rewards_by_source: Readonly<Record<string, { readonly arrived: number; readonly sum: number }>>;
   /** Delayed sources by status, from the ledger (set by the run). */
-  readonly rewardFlow?: Readonly<Record<string, SlaCounts>>;
-  readonly episodeRewards: { readonly count: number; readonly sum: number; readonly min: number; readonly max: number };
-  readonly loopBlocked: readonly { readonly tool: string; readonly blockedMs: number }[];
+  readonly reward_flow?: Readonly<Record<string, SlaCounts>>;
+  readonly episode_rewards: { readonly count: number; readonly sum: number; readonly min: number; readonly max: number };
+  readonly loop_blocked: readonly { readonly tool: string; readonly blocked_ms: number }[];
   /** Failed steps by error code, over every tool. */
   readonly errors: Readonly<Record<string, number>>;
   /** The first failed step's error on one line, for a run's closing verdict. */
-  readonly firstError?: string;
-  readonly firstPolicyError?: string;
+  readonly first_error?: string;
+  readonly first_policy_error?: string;
   /** Set while the state store is unreachable: since when (epoch ms), and where. */
-  readonly storeDown?: { readonly since: number; readonly store: string };
+  readonly store_down?: { readonly since: number; readonly store: string };
   /** A distributed run: its live workers, and since when there have been none (epoch ms). */
-  readonly workers?: { readonly queue: string; readonly alive: readonly WorkerRow[]; readonly noneSince?: number };
+  readonly workers?: { readonly queue: string; readonly alive: readonly WorkerRow[]; readonly none_since?: number };
 }
 
 export interface RecentReward {
   readonly source: string;
   readonly value: number;
-  readonly traceId: string;
+  readonly trace_id: string;
   readonly status: 'arrived' | 'late' | 'imputed';
 }
 
@@ -74,7 +74,7 @@ export class RunStats {
   readonly #recent: RecentReward[] = [];
   readonly #bySource: Record<string, { arrived: number; sum: number }> = {};
   readonly #episodeRewards = { count: 0, sum: 0, min: Infinity, max: -Infinity };
-  readonly #blocked: { tool: string; blockedMs: number }[] = [];
+  readonly #blocked: { tool: string; blocked_ms: number }[] = [];
   readonly #errors: Record<string, number> = {};
   #firstError: string | undefined;
   #firstPolicyError: string | undefined;
@@ -90,17 +90,17 @@ export class RunStats {
   apply(e: RunEvent): void {
     switch (e.type) {
       case 'run_started':
-        this.#startedAt = e.startedAt ?? e.time;
+        this.#startedAt = e.started_at ?? e.time;
         this.#episodesTotal = e.config.episodes;
         break;
       case 'dispatched':
-        this.#pending.set(e.traceId, { traceId: e.traceId, tool: e.action, startedAt: e.time });
+        this.#pending.set(e.trace_id, { trace_id: e.trace_id, tool: e.action, started_at: e.time });
         break;
       case 'tool_finished':
         this.#tool(e.tool, e);
         break;
       case 'trace_settled':
-        this.#pending.delete(e.traceId);
+        this.#pending.delete(e.trace_id);
         this.#steps++;
         // Failures are counted per step, not per tool answer: a tool that answered but whose patch
         // broke the state schema (STATE_INVALID) or its contract failed all the same.
@@ -111,11 +111,11 @@ export class RunStats {
         const s = (this.#bySource[e.source] ??= { arrived: 0, sum: 0 });
         s.arrived++;
         s.sum += e.value;
-        this.#recentReward({ source: e.source, value: e.value, traceId: e.traceId, status: e.type === 'reward_late' ? 'late' : 'arrived' });
+        this.#recentReward({ source: e.source, value: e.value, trace_id: e.trace_id, status: e.type === 'reward_late' ? 'late' : 'arrived' });
         break;
       }
       case 'reward_imputed':
-        this.#recentReward({ source: e.source, value: e.value, traceId: e.traceId, status: 'imputed' });
+        this.#recentReward({ source: e.source, value: e.value, trace_id: e.trace_id, status: 'imputed' });
         break;
       case 'store_unavailable':
         this.#storeDown = { since: e.since, store: e.store };
@@ -125,12 +125,12 @@ export class RunStats {
         break;
       case 'workers': {
         for (const w of e.workers) this.#workersSeen.add(w.id);
-        const noneSince = e.workers.length > 0 ? undefined : (this.#workers?.noneSince ?? e.time);
-        this.#workers = { queue: e.queue, alive: e.workers, ...(noneSince !== undefined ? { noneSince } : {}) };
+        const noneSince = e.workers.length > 0 ? undefined : (this.#workers?.none_since ?? e.time);
+        this.#workers = { queue: e.queue, alive: e.workers, ...(noneSince !== undefined ? { none_since: noneSince } : {}) };
         break;
       }
       case 'loop_blocked':
-        this.#blocked.push({ tool: e.tool, blockedMs: e.blockedMs });
+        this.#blocked.push({ tool: e.tool, blocked_ms: e.blocked_ms });
         break;
       case 'episode_finished': {
         this.#episodesDone++;
@@ -156,13 +156,13 @@ export class RunStats {
   }
 
   #tool(name: string, e: EnvEventOf<'tool_finished'>): void {
-    const t = (this.#tools[name] ??= { calls: 0, failed: 0, totalMs: 0, errors: {} });
+    const t = (this.#tools[name] ??= { calls: 0, failed: 0, total_ms: 0, errors: {} });
     t.calls++;
-    t.totalMs += e.durationMs;
+    t.total_ms += e.duration_ms;
   }
 
   #failed(tool: string, error: ErrorInfo | undefined): void {
-    const t = (this.#tools[tool] ??= { calls: 0, failed: 0, totalMs: 0, errors: {} });
+    const t = (this.#tools[tool] ??= { calls: 0, failed: 0, total_ms: 0, errors: {} });
     const code = error?.code ?? 'UNKNOWN';
     t.failed++;
     t.errors[code] = (t.errors[code] ?? 0) + 1;
@@ -176,24 +176,24 @@ export class RunStats {
     const elapsed = Math.max(1, now - this.#startedAt) / 1000;
     const r = this.#episodeRewards;
     return {
-      startedAt: this.#startedAt,
+      started_at: this.#startedAt,
       now,
-      episodesTotal: this.#episodesTotal,
-      episodesDone: this.#episodesDone,
-      episodesByReason: { ...this.#byReason },
+      episodes_total: this.#episodesTotal,
+      episodes_done: this.#episodesDone,
+      episodes_by_reason: { ...this.#byReason },
       steps: this.#steps,
-      failedSteps: this.#failedSteps,
-      stepsPerSecond: this.#steps / elapsed,
+      failed_steps: this.#failedSteps,
+      steps_per_second: this.#steps / elapsed,
       pending: [...this.#pending.values()],
       tools: structuredClone(this.#tools),
-      recentRewards: [...this.#recent],
-      rewardsBySource: structuredClone(this.#bySource),
-      episodeRewards: r.count === 0 ? { count: 0, sum: 0, min: 0, max: 0 } : { ...r },
-      loopBlocked: [...this.#blocked],
+      recent_rewards: [...this.#recent],
+      rewards_by_source: structuredClone(this.#bySource),
+      episode_rewards: r.count === 0 ? { count: 0, sum: 0, min: 0, max: 0 } : { ...r },
+      loop_blocked: [...this.#blocked],
       errors: { ...this.#errors },
-      ...(this.#firstError !== undefined ? { firstError: this.#firstError } : {}),
-      ...(this.#firstPolicyError !== undefined ? { firstPolicyError: this.#firstPolicyError } : {}),
-      ...(this.#storeDown ? { storeDown: { ...this.#storeDown } } : {}),
+      ...(this.#firstError !== undefined ? { first_error: this.#firstError } : {}),
+      ...(this.#firstPolicyError !== undefined ? { first_policy_error: this.#firstPolicyError } : {}),
+      ...(this.#storeDown ? { store_down: { ...this.#storeDown } } : {}),
       ...(this.#workers ? { workers: this.#workers } : {}),
     };
   }

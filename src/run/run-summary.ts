@@ -81,11 +81,11 @@ export function buildSummary(o: SummaryInput): RunSummary {
     finished_at: new Date(o.finished).toISOString(),
     duration_ms: Math.round(o.finished - o.started),
     config: o.config,
-    episodes: { requested: o.config.episodes, finished: p.episodesDone, by_reason: p.episodesByReason },
-    steps: { total: p.steps, failed: p.failedSteps, per_second: round(p.stepsPerSecond, 2) },
-    tools: Object.fromEntries(Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : round(t.totalMs / t.calls, 3), errors: t.errors }])),
-    rewards: { per_episode: perEpisode(o.env, p.episodeRewards, o.counted), by_source: sourceSummaries(o.env, p) },
-    loop_blocked: p.loopBlocked.length,
+    episodes: { requested: o.config.episodes, finished: p.episodes_done, by_reason: p.episodes_by_reason },
+    steps: { total: p.steps, failed: p.failed_steps, per_second: round(p.steps_per_second, 2) },
+    tools: Object.fromEntries(Object.entries(p.tools).map(([name, t]) => [name, { calls: t.calls, failed: t.failed, mean_ms: t.calls === 0 ? 0 : round(t.total_ms / t.calls, 3), errors: t.errors }])),
+    rewards: { per_episode: perEpisode(o.env, p.episode_rewards, o.counted), by_source: sourceSummaries(o.env, p) },
+    loop_blocked: p.loop_blocked.length,
     ...(o.abandoned.length > 0 ? { abandoned_calls: o.abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),
     ...(problem ? { problem } : {}),
   };
@@ -96,7 +96,7 @@ export function buildSummary(o: SummaryInput): RunSummary {
  * would drag the mean down). With delayed sources, each step counts what has arrived or been
  * imputed by now, not only what was known when its episode ended.
  */
-function perEpisode(env: AgentEnv, r: RunProgress['episodeRewards'], counted: ReadonlySet<number>): RunSummary['rewards']['per_episode'] {
+function perEpisode(env: AgentEnv, r: RunProgress['episode_rewards'], counted: ReadonlySet<number>): RunSummary['rewards']['per_episode'] {
   const rewards = env.rewards;
   if (!rewards.active) return { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) };
   const totals = new Map<number, number>([...counted].map((e) => [e, 0]));
@@ -114,7 +114,7 @@ function sourceSummaries(env: AgentEnv, p: RunProgress): Record<string, SourceSu
   const calls = env.rewards.sourceStats();
   return Object.fromEntries(
     [...env.definition.rewards.values()].map((def) => {
-      const s = p.rewardsBySource[def.name] ?? { arrived: 0, sum: 0 };
+      const s = p.rewards_by_source[def.name] ?? { arrived: 0, sum: 0 };
       const summary: SourceSummary = {
         binding: def.binding.kind,
         arrived: s.arrived,
@@ -140,14 +140,14 @@ function round(n: number, digits = 6): number {
 
 /** Why a completed run could not have worked, or undefined. `agent run` exits 1 on one. */
 function problemOf(p: RunProgress): string | undefined {
-  const finished = p.episodesDone;
+  const finished = p.episodes_done;
   if (finished === 0) return undefined;
-  const byReason = p.episodesByReason;
-  if (p.steps > 0 && p.failedSteps === p.steps) {
+  const byReason = p.episodes_by_reason;
+  if (p.steps > 0 && p.failed_steps === p.steps) {
     const [code, n] = Object.entries(p.errors).sort((a, b) => b[1] - a[1])[0] ?? ['?', 0];
-    return `every step failed (${p.steps} of ${p.steps}; ${code} ×${n}${p.firstError ? `: ${p.firstError}` : ''})`;
+    return `every step failed (${p.steps} of ${p.steps}; ${code} ×${n}${p.first_error ? `: ${p.first_error}` : ''})`;
   }
   if ((byReason.no_actions ?? 0) === finished && p.steps === 0) return 'no action was ever enabled: every episode ended before its first step (check enabled_if against the initial states)';
-  if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.firstPolicyError ? `: ${p.firstPolicyError}` : ''}`;
+  if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.first_policy_error ? `: ${p.first_policy_error}` : ''}`;
   return undefined;
 }

@@ -158,7 +158,7 @@ export class Run implements AsyncDisposable {
     this.#clock = setup.clock;
     this.#stats = new RunStats(() => setup.clock.now());
     this.events = new Emitter<RunEvent>();
-    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.maxSteps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: this.#breathe });
+    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.max_steps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: this.#breathe });
     const journal = setup.durable?.journal;
     this.#hooks = {
       ...(setup.durable ? durableHooks(setup.durable) : {}),
@@ -166,7 +166,7 @@ export class Run implements AsyncDisposable {
       initialState: (id, state) => this.#writer?.writeState(id, state),
       settled: (step) => this.#forward(step),
       storeFailed: (err) => this.#fail(err),
-      close: (record, finished) => this.#close(finished.instanceId, record, finished),
+      close: (record, finished) => this.#close(finished.instance_id, record, finished),
       ended: (i, state) => {
         this.#counted.add(i);
         this.#setup.onEpisodeEnd?.(i, state);
@@ -191,7 +191,7 @@ export class Run implements AsyncDisposable {
       if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
       const episodes = positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
       const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
-      const maxSteps = positiveInt('max-steps', saved?.config.maxSteps ?? options.maxSteps, 10);
+      const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, 10);
       const seed = saved?.config.seed ?? options.seed ?? 0;
       if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
       const policyName = saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random'));
@@ -218,7 +218,7 @@ export class Run implements AsyncDisposable {
         watchEventLoop: true,
       });
       const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, maxSteps, seed, policy: policyName };
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: policyName };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),
@@ -261,7 +261,7 @@ export class Run implements AsyncDisposable {
   }
 
   progress(): RunProgress {
-    return { ...this.#stats.snapshot(), rewardFlow: this.#env.rewards.ledger.counts() };
+    return { ...this.#stats.snapshot(), reward_flow: this.#env.rewards.ledger.counts() };
   }
 
   /** The env's rewards: `submit` delivers a delayed value while the run is live. */
@@ -307,12 +307,12 @@ export class Run implements AsyncDisposable {
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
     const unwatch = durable ? watchStore(durable, { runId, clock: this.#clock, waitMs: this.#setup.storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err) }) : undefined;
     try {
-      this.events.emit({ type: 'run_started', time: this.#clock.now(), startedAt: started, runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
+      this.events.emit({ type: 'run_started', time: this.#clock.now(), started_at: started, run_id: runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       if (resumed && !queue) {
         this.#replay(writer, resumed);
         // Episodes that finished just before the crash may still have their history in Redis.
         for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
-        this.events.emit({ type: 'run_resumed', time: this.#clock.now(), runId, steps: resumed.steps.length, episodesFinished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lostSteps: lost });
+        this.events.emit({ type: 'run_resumed', time: this.#clock.now(), run_id: runId, steps: resumed.steps.length, episodes_finished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lost_steps: lost });
       }
       if (queue && durable) {
         await coordinate(
@@ -349,8 +349,8 @@ export class Run implements AsyncDisposable {
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
       const abandoned = this.#env.runningCalls();
-      if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned });
-      this.events.emit({ type: 'run_finished', time: this.#clock.now(), runId, status });
+      if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned.map(({ tool, traceId }) => ({ tool, trace_id: traceId })) });
+      this.events.emit({ type: 'run_finished', time: this.#clock.now(), run_id: runId, status });
       await durable?.journal.flushed().catch(() => undefined);
       const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` } : {}) })), writer.loss);
       await writer.finish(summary);
@@ -408,11 +408,11 @@ export class Run implements AsyncDisposable {
     const ledger = this.#env.rewards.ledger;
     for (const step of resumed.steps) {
       writer.writeStep(step);
-      this.#stats.apply({ type: 'tool_finished', time: step.time, instanceId: step.instanceId, traceId: step.traceId, tool: step.action, ok: step.status === 'resolved', durationMs: step.durationMs, attempts: 1 });
+      this.#stats.apply({ type: 'tool_finished', time: step.time, instance_id: step.instance_id, trace_id: step.trace_id, tool: step.action, ok: step.status === 'resolved', duration_ms: step.duration_ms, attempts: 1 });
       this.#stats.apply(step);
       for (const [source, entry] of Object.entries(step.rewards)) {
         if (sources.get(source)?.binding !== 'tool' || typeof entry.value !== 'number') continue;
-        this.#stats.apply({ type: 'reward_arrived', time: step.time, instanceId: step.instanceId, traceId: step.traceId, episode: step.episode, step: step.step, source, value: entry.value, key: 'tool', delayMs: 0, reward: step.reward });
+        this.#stats.apply({ type: 'reward_arrived', time: step.time, instance_id: step.instance_id, trace_id: step.trace_id, episode: step.episode, step: step.step, source, value: entry.value, key: 'tool', delay_ms: 0, reward: step.reward });
       }
       let list = this.#priorSteps.get(step.episode);
       if (!list) this.#priorSteps.set(step.episode, (list = []));
@@ -423,7 +423,7 @@ export class Run implements AsyncDisposable {
       writer.writeRewardRecord(record);
       const event = rewardEvent(record);
       ledger.replay(event);
-      this.#stats.apply({ ...event, instanceId: record.instance_id } as RunEvent);
+      this.#stats.apply({ ...event, instance_id: record.instance_id } as RunEvent);
     }
     for (const [episode, entry] of resumed.episodes) {
       if (entry.status !== 'finished') continue;

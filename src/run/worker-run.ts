@@ -143,7 +143,7 @@ export class WorkerRun implements AsyncDisposable {
       });
       const opened = env;
       const initialStates = await initialStatesOf(env, config.seed);
-      const runner = (run: WorkerRun): EpisodeRunner => new EpisodeRunner({ env: opened, policy, clock: systemClock, seed: config.seed, maxSteps: config.maxSteps, initialStates, emit: (e) => run.events.emit(e), breathe: breather(() => undefined) });
+      const runner = (run: WorkerRun): EpisodeRunner => new EpisodeRunner({ env: opened, policy, clock: systemClock, seed: config.seed, maxSteps: config.max_steps, initialStates, emit: (e) => run.events.emit(e), breathe: breather(() => undefined) });
       return new WorkerRun({ runId, env, durable: { url: options.store, redis, store, journal }, config, initialStates, runner }, options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS);
     } catch (err) {
       await env?.[Symbol.asyncDispose]();
@@ -196,18 +196,18 @@ export class WorkerRun implements AsyncDisposable {
       if (entry?.status === 'finished') return;
       const now = systemClock.now();
       const last = steps[steps.length - 1];
-      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instanceId: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', durationMs: 0, error };
+      const event: EpisodeFinishedEvent = { type: 'episode_finished', time: now, instance_id: `ep-${episode}`, episode, steps: last?.step ?? 0, reward: steps.reduce((sum, s) => sum + s.reward, 0), reason: 'worker_lost', duration_ms: 0, error };
       // It ends at its last committed step: deltas after it belong to the call that took the worker
       // down, and are dropped, so that the history the coordinator archives replays to the record.
       const stateIndex = this.#runner.stateIndex(episode);
       const initial = this.#initialStates[stateIndex] ?? null;
       const seq = last?.seq ?? 0;
-      const bounds = await store.bounds(event.instanceId, signal);
-      if (bounds && bounds.headSeq > seq) await store.rewind(event.instanceId, seq, signal);
-      const final = bounds ? (await store.stateAt(event.instanceId, { seq }, signal)).state : initial;
+      const bounds = await store.bounds(event.instance_id, signal);
+      if (bounds && bounds.headSeq > seq) await store.rewind(event.instance_id, seq, signal);
+      const final = bounds ? (await store.stateAt(event.instance_id, { seq }, signal)).state : initial;
       const record: EpisodeRecord = {
         episode,
-        instance_id: event.instanceId,
+        instance_id: event.instance_id,
         initial_state_id: `initial-${stateIndex}`,
         final_patch: diffStates(initial, final),
         final_seq: seq,
@@ -276,7 +276,7 @@ export class WorkerRun implements AsyncDisposable {
   #publish(e: RunEvent): void {
     if (e.type === 'trace_settled' || e.type === 'episode_finished') return;
     const { journal } = this.#durable;
-    const episode = 'episode' in e && typeof e.episode === 'number' ? e.episode : 'instanceId' in e && typeof e.instanceId === 'string' ? episodeOfInstance(e.instanceId) : undefined;
+    const episode = 'episode' in e && typeof e.episode === 'number' ? e.episode : 'instance_id' in e && typeof e.instance_id === 'string' ? episodeOfInstance(e.instance_id) : undefined;
     if (episode === undefined || journal.token(episode) === undefined) return;
     journal.publish(episode, e);
   }

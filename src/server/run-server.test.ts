@@ -68,8 +68,8 @@ describe('GET /events and /progress', () => {
     expect(first.every((f) => f.data.type === f.event)).toBe(true);
     const resumed = await frames(`${base}/events`, { ...auth, 'last-event-id': '5' }, (f) => f.length >= 2);
     expect(resumed[0]?.id).toBe(6);
-    const progress = (await (await fetch(`${base}/progress`, { headers: auth })).json()) as { steps: number; episodesTotal: number };
-    expect(progress).toMatchObject({ steps: 3, episodesTotal: 1 });
+    const progress = (await (await fetch(`${base}/progress`, { headers: auth })).json()) as { steps: number; episodes_total: number };
+    expect(progress).toMatchObject({ steps: 3, episodes_total: 1 });
     // Live: what happens after connecting arrives too.
     const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, auth, (f) => f.some((x) => x.event === 'run_finished'));
     release();

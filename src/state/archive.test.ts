@@ -19,7 +19,7 @@ describe('archiveToFolder', () => {
       const patch: Patch = [{ op: 'replace', path: '/n', value: i }];
       state = applyPatch(state, patch);
       states.push(state);
-      await store.append('ep/1', { patch, time: i, traceId: `t${i}` }, state);
+      await store.append('ep/1', { patch, time: i, trace_id: `t${i}` }, state);
     }
     const bounds = await store.bounds('ep/1');
     const archived = await readArchive(dir, 'ep/1');
@@ -28,7 +28,7 @@ describe('archiveToFolder', () => {
     let replayed: JsonValue = states[0] as JsonValue;
     for (const d of archived) replayed = applyPatch(replayed, d.patch);
     expect(replayed).toEqual(states[bounds?.oldestSeq ?? 0]);
-    expect(archived[0]).toEqual({ seq: 1, time: 1, patch: [{ op: 'replace', path: '/n', value: 1 }], traceId: 't1' });
+    expect(archived[0]).toEqual({ seq: 1, time: 1, patch: [{ op: 'replace', path: '/n', value: 1 }], trace_id: 't1' });
     // Several batches were appended, and the file is plain gzip: zcat reads it whole.
     const lines = execFileSync('zcat', [path.join(dir, 'ep_1.jsonl.gz')], { encoding: 'utf8' }).trim().split('\n');
     expect(lines).toHaveLength(archived.length);

@@ -41,7 +41,7 @@ export function archiveToFolder(dir: string): NonNullable<StateStoreOptions['arc
   return async (instanceId, deltas) => {
     ready ??= mkdir(dir, { recursive: true });
     await ready;
-    const lines = deltas.map((d) => `${JSON.stringify({ instance_id: instanceId, seq: d.seq, time: d.time, patch: d.patch, ...(d.traceId ? { trace_id: d.traceId } : {}) })}\n`).join('');
+    const lines = deltas.map((d) => `${JSON.stringify({ instance_id: instanceId, seq: d.seq, time: d.time, patch: d.patch, ...(d.trace_id ? { trace_id: d.trace_id } : {}) })}\n`).join('');
     const file = archiveFile(dir, instanceId);
     try {
       if (!checked.has(instanceId)) {
@@ -79,7 +79,7 @@ export async function readArchive(dir: string, instanceId: string): Promise<Delt
     // Seqs run on by one (from where the history was first archived): a hole would replay to another state than the run had.
     if (previous !== undefined && r.seq !== expected) throw new AgentError('STATE_CORRUPT', `${file} has no delta for seq ${expected} (the next one is seq ${String(r.seq)})`, { hint: DAMAGED_HINT });
     const delta = { seq: r.seq as number, time: r.time, patch: r.patch as Delta['patch'] };
-    deltas.push(typeof r.trace_id === 'string' ? { ...delta, traceId: r.trace_id } : delta);
+    deltas.push(typeof r.trace_id === 'string' ? { ...delta, trace_id: r.trace_id } : delta);
   }
   return deltas;
 }

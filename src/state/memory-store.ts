@@ -36,7 +36,7 @@ export class MemoryStateStore implements StateStore {
     const log = this.#log(instanceId);
     const seq = log.headSeq + 1;
     const time = Math.max(delta.time, log.headTime);
-    log.deltas.push(delta.traceId === undefined ? { seq, time, patch: delta.patch } : { seq, time, patch: delta.patch, traceId: delta.traceId });
+    log.deltas.push(delta.trace_id === undefined ? { seq, time, patch: delta.patch } : { seq, time, patch: delta.patch, trace_id: delta.trace_id });
     log.headSeq = seq;
     log.headTime = time;
     if (seq % this.#snapshotEvery === 0) log.snapshots.push({ seq, time, state: stateAfter });

@@ -203,7 +203,7 @@ export class RedisStateStore implements StateStore {
       const seq = head + 1;
       const snapshot = seq % this.#snapshotEvery === 0 ? JSON.stringify({ seq, time: delta.time, state: stateAfter }) : '';
       try {
-        const written = await raceAbort(this.#script('agentAppend')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), seq, String(delta.time), JSON.stringify(delta.patch), delta.traceId ?? '', snapshot, token), signal);
+        const written = await raceAbort(this.#script('agentAppend')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), seq, String(delta.time), JSON.stringify(delta.patch), delta.trace_id ?? '', snapshot, token), signal);
         this.#heads.set(instanceId, written);
         if (this.#retainDeltas !== undefined && written % this.#snapshotEvery === 0) {
           const bounds = await this.bounds(instanceId, signal);
@@ -263,7 +263,7 @@ export class RedisStateStore implements StateStore {
       const patch = parseStored(f['p'], key, id);
       if (!Array.isArray(patch) || !Number.isFinite(time) || !Number.isInteger(seq)) throw corrupt(key, id, 'a delta needs a seq id, a time and a JSON Patch');
       const traceId = f['r'];
-      return traceId ? { seq, time, patch: patch as Patch, traceId } : { seq, time, patch: patch as Patch };
+      return traceId ? { seq, time, patch: patch as Patch, trace_id: traceId } : { seq, time, patch: patch as Patch };
     });
     if (meta?.[0] != null) {
       const first = Math.max(1, fromSeq, Number(meta[1] ?? 0) + 1);

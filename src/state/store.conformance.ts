@@ -51,7 +51,7 @@ export function describeStateStore(name: string, factory: StoreFactory): void {
       const { patches, states } = history(count);
       await store.init(id, states[0] as JsonValue, T0);
       for (let i = 0; i < patches.length; i++) {
-        await store.append(id, { patch: patches[i] as Patch, time: T0 + i + 1, traceId: `t${i + 1}` }, states[i + 1] as JsonValue);
+        await store.append(id, { patch: patches[i] as Patch, time: T0 + i + 1, trace_id: `t${i + 1}` }, states[i + 1] as JsonValue);
       }
       return states;
     };
@@ -78,7 +78,7 @@ export function describeStateStore(name: string, factory: StoreFactory): void {
       expect((await store.snapshotAt(id, 8))?.seq).toBe(8);
       const deltas = await store.read(id, 3, 6);
       expect(deltas.map((d: Delta) => d.seq)).toEqual([3, 4, 5, 6]);
-      expect(deltas[0]?.traceId).toBe('t3');
+      expect(deltas[0]?.trace_id).toBe('t3');
     });
 
     it('answers stateAt(time) with the last delta at or before that time', async () => {

@@ -14,7 +14,7 @@ export interface Delta {
   /** Event time, epoch ms, never decreasing within an instance. */
   readonly time: number;
   readonly patch: Patch;
-  readonly traceId?: string;
+  readonly trace_id?: string;
 }
 
 export interface Snapshot {

@@ -231,8 +231,8 @@ describe('event-loop protection (fixtures/cpu)', () => {
     expect(order).toEqual(['crunch', 'ping']);
     const blocked = events.filter((e) => e.type === 'loop_blocked');
     expect(blocked).toHaveLength(1);
-    expect(blocked[0]).toMatchObject({ tool: 'crunch_inline', traceId: inline });
-    expect((blocked[0] as { blockedMs: number }).blockedMs).toBeGreaterThanOrEqual(50);
+    expect(blocked[0]).toMatchObject({ tool: 'crunch_inline', trace_id: inline });
+    expect((blocked[0] as { blocked_ms: number }).blocked_ms).toBeGreaterThanOrEqual(50);
 
     // In a worker: no block, and pings overtake the crunch.
     order.length = 0;
@@ -264,8 +264,8 @@ describe('event-loop protection (fixtures/cpu)', () => {
     await vi.waitFor(() => expect(events.some((e) => e.type === 'loop_lag')).toBe(true));
     expect(events.filter((e) => e.type === 'loop_blocked')).toEqual([]);
     const lag = events.find((e) => e.type === 'loop_lag');
-    expect(lag).toMatchObject({ inFlight: [{ traceId: id, tool: 'crunch_after_await' }] });
-    expect((lag as { lagMs: number }).lagMs).toBeGreaterThanOrEqual(50);
+    expect(lag).toMatchObject({ in_flight: [{ trace_id: id, tool: 'crunch_after_await' }] });
+    expect((lag as { lag_ms: number }).lag_ms).toBeGreaterThanOrEqual(50);
   });
 
   it('times out a CPU-bound worker call by terminating its worker', async () => {

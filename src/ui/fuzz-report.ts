@@ -9,13 +9,13 @@ export function fuzzReport(summary: FuzzSummary, envDir: string): string {
   for (const s of summary.fixed) lines.push(`✓ fixed: ${s} (its saved case passes now and was removed)`);
   for (const g of summary.failures) lines.push('', ...failureLines(g, envDir));
   // A fixed order, so that reports of two runs read alike whatever case came first.
-  const kinds = Object.entries(summary.byKind)
+  const kinds = Object.entries(summary.by_kind)
     .sort(([a], [b]) => KIND_ORDER.indexOf(a) - KIND_ORDER.indexOf(b))
     .map(([k, n]) => `${n} ${k}`)
     .join(', ');
   lines.push(
     '',
-    `${summary.failures.length === 0 ? 'clean' : `${summary.failures.length} failure${summary.failures.length === 1 ? '' : 's'}`}: ${summary.cases} cases (${kinds || 'saved only'}) in ${(summary.durationMs / 1000).toFixed(1)} s, ${Math.round(summary.casesPerSecond).toLocaleString('en-US')} cases/s, seed ${summary.seed}${summary.generatorMisses > 0 ? `, ${summary.generatorMisses} generator misses (retried)` : ''}${summary.interrupted ? ', interrupted' : ''}`,
+    `${summary.failures.length === 0 ? 'clean' : `${summary.failures.length} failure${summary.failures.length === 1 ? '' : 's'}`}: ${summary.cases} cases (${kinds || 'saved only'}) in ${(summary.duration_ms / 1000).toFixed(1)} s, ${Math.round(summary.cases_per_second).toLocaleString('en-US')} cases/s, seed ${summary.seed}${summary.generator_misses > 0 ? `, ${summary.generator_misses} generator misses (retried)` : ''}${summary.interrupted ? ', interrupted' : ''}`,
   );
   return `${lines.join('\n').trimStart()}\n`;
 }
@@ -24,7 +24,7 @@ function failureLines(g: FailureGroup, envDir: string): string[] {
   return [
     `✗ ${g.signature}  (${g.count} case${g.count === 1 ? '' : 's'}${g.replayed ? ', still failing from a previous run' : ''})`,
     `  ${g.message}`,
-    `  minimal input (${g.case.kind}${g.case.mutation ? `, ${g.case.mutation} at ${g.case.pointer}` : ''}${g.shrinkSteps > 0 ? `, shrunk in ${g.shrinkSteps} step${g.shrinkSteps === 1 ? '' : 's'}` : ''}):`,
+    `  minimal input (${g.case.kind}${g.case.mutation ? `, ${g.case.mutation} at ${g.case.pointer}` : ''}${g.shrink_steps > 0 ? `, shrunk in ${g.shrink_steps} step${g.shrink_steps === 1 ? '' : 's'}` : ''}):`,
     `    params: ${JSON.stringify(g.case.params)}`,
     `    state:  ${JSON.stringify(g.case.state).slice(0, 300)}`,
     ...(g.file ? [`  replay: agent fuzz ${envDir} --replay ${g.file}`] : []),

@@ -27,8 +27,8 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
     const p = run.progress();
     const oldest = p.pending[0];
     out.write(
-      `… ${p.episodesDone}/${total} episodes, ${p.steps} steps, ${formatNumber(p.stepsPerSecond)} steps/s, ${p.pending.length} in flight` +
-        (oldest ? `, oldest ${oldest.traceId} ${oldest.tool} ${formatDuration(p.now - oldest.startedAt)}` : '') +
+      `… ${p.episodes_done}/${total} episodes, ${p.steps} steps, ${formatNumber(p.steps_per_second)} steps/s, ${p.pending.length} in flight` +
+        (oldest ? `, oldest ${oldest.trace_id} ${oldest.tool} ${formatDuration(p.now - oldest.started_at)}` : '') +
         (run.headline?.() ? `; ${run.headline()}` : '') +
         '\n',
     );
@@ -37,7 +37,7 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
   const off = run.events.onAny((e) => {
     switch (e.type) {
       case 'run_started':
-        out.write(`run ${e.runId}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.maxSteps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
+        out.write(`run ${e.run_id}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.max_steps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
         if (e.url !== undefined) out.write(`rewards: POST ${e.url}/rewards (the token is in ${e.dir}/server.json)\n`);
         break;
       case 'workers':
@@ -45,13 +45,13 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
         else err.write(`warning: ${warningOf(e) ?? ''}\n`);
         break;
       case 'run_resumed':
-        out.write(`resumed: ${e.episodesFinished} episodes finished before, ${e.steps} steps committed, ${e.inflight} call(s) were in flight\n`);
-        if (e.lostSteps > 0) err.write(`warning: ${warningOf(e) ?? ''}\n`);
+        out.write(`resumed: ${e.episodes_finished} episodes finished before, ${e.steps} steps committed, ${e.inflight} call(s) were in flight\n`);
+        if (e.lost_steps > 0) err.write(`warning: ${warningOf(e) ?? ''}\n`);
         break;
       case 'episode_finished': {
-        const done = run.progress().episodesDone;
+        const done = run.progress().episodes_done;
         out.write(
-          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.durationMs)} (${e.reason}${e.error ? `: ${oneLine(e.error.message)}` : ''})\n`,
+          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.duration_ms)} (${e.reason}${e.error ? `: ${oneLine(e.error.message)}` : ''})\n`,
         );
         break;
       }
@@ -76,24 +76,24 @@ export function warningOf(e: RunEvent): string | undefined {
   switch (e.type) {
     case 'trace_settled':
       // Every failed step, whatever failed it: the tool, its contract, or a patch the state schema refused.
-      if (e.status === 'failed' && e.error && e.error.code !== 'TOOL_CANCELLED') return `${e.traceId} ${e.error.code}: ${oneLine(e.error.message)}${e.error.hint ? ` (${e.error.hint})` : ''}`;
+      if (e.status === 'failed' && e.error && e.error.code !== 'TOOL_CANCELLED') return `${e.trace_id} ${e.error.code}: ${oneLine(e.error.message)}${e.error.hint ? ` (${e.error.hint})` : ''}`;
       return undefined;
     case 'loop_blocked':
-      return `tool '${e.tool}' blocked the event loop for ${formatDuration(e.blockedMs)} (trace ${e.traceId}); declare it "isolate": "worker"`;
+      return `tool '${e.tool}' blocked the event loop for ${formatDuration(e.blocked_ms)} (trace ${e.trace_id}); declare it "isolate": "worker"`;
     case 'loop_lag':
-      return lagText(e.lagMs, e.inFlight);
+      return lagText(e.lag_ms, e.in_flight);
     case 'store_unavailable':
       return `the state store ${e.store} is unreachable: the run is paused and retries with backoff`;
     case 'store_recovered':
-      return `the state store ${e.store} is back after ${formatDuration(e.downMs)}: the run goes on`;
+      return `the state store ${e.store} is back after ${formatDuration(e.down_ms)}: the run goes on`;
     case 'workers':
       return e.workers.length === 0 ? noWorkers(e.queue) : undefined;
     case 'notice':
       return e.message;
     case 'run_resumed':
-      return e.lostSteps > 0 ? `${e.lostSteps} step(s) in the run folder were no longer in Redis (lost by a Redis restart); they are kept in trajectories.lost.jsonl and their episodes continue from what Redis kept` : undefined;
+      return e.lost_steps > 0 ? `${e.lost_steps} step(s) in the run folder were no longer in Redis (lost by a Redis restart); they are kept in trajectories.lost.jsonl and their episodes continue from what Redis kept` : undefined;
     case 'calls_abandoned':
-      return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} did not stop when ${e.calls.length === 1 ? 'its' : 'their'} AbortSignal fired and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.traceId})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
+      return `${e.calls.length} call${e.calls.length === 1 ? '' : 's'} did not stop when ${e.calls.length === 1 ? 'its' : 'their'} AbortSignal fired and ${e.calls.length === 1 ? 'is' : 'are'} still running: ${e.calls.slice(0, 5).map((c) => `${c.tool} (${c.trace_id})`).join(', ')}${e.calls.length > 5 ? ', …' : ''}; the tool should pass ctx.signal on`;
     default:
       return undefined;
   }
@@ -105,7 +105,7 @@ export function noWorkers(queue: string): string {
 }
 
 /** Shared with the live view: what a `loop_lag` event says. */
-export function lagText(lagMs: number, inFlight: readonly { traceId: string; tool: string }[]): string {
+export function lagText(lagMs: number, inFlight: readonly { trace_id: string; tool: string }[]): string {
   const tools = [...new Set(inFlight.map((c) => c.tool))];
   return `the event loop stalled for ${formatDuration(lagMs)}${tools.length > 0 ? ` while ${tools.slice(0, 4).join(', ')} ${tools.length === 1 ? 'was' : 'were'} in flight (a handler blocking after an await?)` : ''}`;
 }

@@ -28,11 +28,11 @@ export function PendingTable({ progress }: { readonly progress: RunProgress }) {
       </Text>
       {rows.length === 0 ? <Text dimColor>  none</Text> : null}
       {rows.map((p) => {
-        const age = progress.now - p.startedAt;
+        const age = progress.now - p.started_at;
         return (
-          <Text key={p.traceId}>
+          <Text key={p.trace_id}>
             {'  '}
-            {p.traceId.padEnd(14)} {p.tool.padEnd(18)} <Text color={age > 5_000 ? 'red' : age > 1_000 ? 'yellow' : undefined}>{formatDuration(age)}</Text>
+            {p.trace_id.padEnd(14)} {p.tool.padEnd(18)} <Text color={age > 5_000 ? 'red' : age > 1_000 ? 'yellow' : undefined}>{formatDuration(age)}</Text>
           </Text>
         );
       })}
@@ -43,7 +43,7 @@ export function PendingTable({ progress }: { readonly progress: RunProgress }) {
 
 /** Per delayed source: pending / arrived / imputed / late, then the latest values (late ones in red). */
 export function RewardFlow({ progress }: { readonly progress: RunProgress }) {
-  const flow = Object.entries(progress.rewardFlow ?? {});
+  const flow = Object.entries(progress.reward_flow ?? {});
   return (
     <Box flexDirection="column">
       <Text bold>Rewards</Text>
@@ -55,11 +55,11 @@ export function RewardFlow({ progress }: { readonly progress: RunProgress }) {
           {c.failed > 0 ? <Text color="red"> · {c.failed} failed</Text> : null}
         </Text>
       ))}
-      {progress.recentRewards.length === 0 ? <Text dimColor>  none yet</Text> : null}
-      {progress.recentRewards.slice(-4).map((r, i) => (
-        <Text key={`${r.traceId}-${r.source}-${i}`} color={r.status === 'late' ? 'red' : r.status === 'imputed' ? 'yellow' : undefined}>
+      {progress.recent_rewards.length === 0 ? <Text dimColor>  none yet</Text> : null}
+      {progress.recent_rewards.slice(-4).map((r, i) => (
+        <Text key={`${r.trace_id}-${r.source}-${i}`} color={r.status === 'late' ? 'red' : r.status === 'imputed' ? 'yellow' : undefined}>
           {'  '}
-          {r.source} = {formatNumber(r.value)} <Text dimColor>({r.traceId}{r.status === 'arrived' ? '' : `, ${r.status}`})</Text>
+          {r.source} = {formatNumber(r.value)} <Text dimColor>({r.trace_id}{r.status === 'arrived' ? '' : `, ${r.status}`})</Text>
         </Text>
       ))}
     </Box>
@@ -74,13 +74,13 @@ export function RunPanel({ config, progress, warnings, headline }: { readonly co
         <Text bold>agent run</Text> · {config.env} · policy {config.policy} · seed {config.seed} · concurrency {config.concurrency}
       </Text>
       <Text>
-        <Text color="cyan">{bar(progress.episodesDone, progress.episodesTotal)}</Text> {progress.episodesDone}/{progress.episodesTotal} episodes · {progress.steps} steps ·{' '}
-        {formatNumber(progress.stepsPerSecond)} steps/s
+        <Text color="cyan">{bar(progress.episodes_done, progress.episodes_total)}</Text> {progress.episodes_done}/{progress.episodes_total} episodes · {progress.steps} steps ·{' '}
+        {formatNumber(progress.steps_per_second)} steps/s
       </Text>
       {headline ? <Text bold>{headline}</Text> : null}
-      {progress.storeDown ? (
+      {progress.store_down ? (
         <Text color="red" bold>
-          ⏸ paused: state store {progress.storeDown.store} unreachable for {formatDuration(progress.now - progress.storeDown.since)}, retrying
+          ⏸ paused: state store {progress.store_down.store} unreachable for {formatDuration(progress.now - progress.store_down.since)}, retrying
         </Text>
       ) : null}
       {progress.workers ? <WorkersLine workers={progress.workers} now={progress.now} /> : null}
@@ -108,7 +108,7 @@ export function WorkersLine({ workers, now }: { readonly workers: NonNullable<Ru
   if (workers.alive.length === 0) {
     return (
       <Text color="red" bold>
-        ⏸ {noWorkers(workers.queue)} ({formatDuration(now - (workers.noneSince ?? now))})
+        ⏸ {noWorkers(workers.queue)} ({formatDuration(now - (workers.none_since ?? now))})
       </Text>
     );
   }

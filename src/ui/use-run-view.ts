@@ -29,7 +29,7 @@ export function useRunView(source: RunSource, refreshMs = 100): RunViewState {
   useEffect(() => {
     const off = source.events.onAny((e) => {
       if (e.type === 'episode_finished') {
-        const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.durationMs, reason: e.reason, ...(e.error ? { error: oneLine(e.error.message) } : {}) };
+        const row: EpisodeRow = { episode: e.episode, steps: e.steps, reward: e.reward, durationMs: e.duration_ms, reason: e.reason, ...(e.error ? { error: oneLine(e.error.message) } : {}) };
         setState((s) => ({ ...s, progress: source.progress(), finished: [...s.finished, row] }));
       } else {
         const w = warningOf(e);

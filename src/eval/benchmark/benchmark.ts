@@ -184,7 +184,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   if (baseline) report = { ...report, baseline: compareReports(report, baseline) };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
   const latencies: Record<string, number[]> = {};
-  for (const list of steps.values()) for (const s of list) (latencies[s.action] ??= []).push(s.durationMs);
+  for (const list of steps.values()) for (const s of list) (latencies[s.action] ??= []).push(s.duration_ms);
   await writeFile(path.join(dir, 'benchmark.html'), await renderHtmlReport(report, latencies));
   if (agent) await writeFile(path.join(dir, 'conversations.jsonl'), agent.conversations().map((c) => `${JSON.stringify(c)}\n`).join(''));
   return report;
@@ -332,7 +332,7 @@ function metricsOf(
       const t = tools.get(s.action) ?? { calls: 0, ok: 0, ms: [] };
       t.calls++;
       if (!failed) t.ok++;
-      t.ms.push(s.durationMs);
+      t.ms.push(s.duration_ms);
       tools.set(s.action, t);
       e.calls++;
       if (!failed) e.ok++;

@@ -7,7 +7,7 @@ import { luhn, PiiIndex } from './pii.js';
 
 const db = JSON.parse(await readFile('fixtures/tau-bench/retail/initial_state.json', 'utf8')) as { users: Record<string, { email: string; name: { first_name: string; last_name: string }; address: { address1: string } }> };
 const [me, other] = Object.keys(db.users) as [string, string];
-const say = (content: string, n = 1): SettledStepEvent => ({ type: 'trace_settled', time: 0, instanceId: 'i', traceId: `i:${n}`, episode: 0, step: n, action: 'respond', params: { content }, seqBefore: 0, status: 'resolved', reward: 0, rewards: {}, done: false, seq: 0, durationMs: 0 });
+const say = (content: string, n = 1): SettledStepEvent => ({ type: 'trace_settled', time: 0, instance_id: 'i', trace_id: `i:${n}`, episode: 0, step: n, action: 'respond', params: { content }, seq_before: 0, status: 'resolved', reward: 0, rewards: {}, done: false, seq: 0, duration_ms: 0 });
 
 describe('PiiIndex', () => {
   const index = new PiiIndex(db as unknown as JsonValue);

@@ -57,12 +57,12 @@ export class PiiIndex {
     for (const step of steps) {
       for (const [where, text] of texts(step)) {
         const lower = text.toLowerCase();
-        for (const m of text.matchAll(EMAIL)) add({ kind: 'email', value: m[0], trace_id: step.traceId, where, ...owner(this.#owners, m[0]) });
-        for (const m of text.matchAll(PHONE)) add({ kind: 'phone', value: m[0].trim(), trace_id: step.traceId, where });
-        for (const m of text.matchAll(CARD)) if (luhn(digits(m[0]))) add({ kind: 'card', value: m[0].trim(), trace_id: step.traceId, where });
+        for (const m of text.matchAll(EMAIL)) add({ kind: 'email', value: m[0], trace_id: step.trace_id, where, ...owner(this.#owners, m[0]) });
+        for (const m of text.matchAll(PHONE)) add({ kind: 'phone', value: m[0].trim(), trace_id: step.trace_id, where });
+        for (const m of text.matchAll(CARD)) if (luhn(digits(m[0]))) add({ kind: 'card', value: m[0].trim(), trace_id: step.trace_id, where });
         for (const [value, o] of this.#owners) {
           if (o.kind === 'email' || o.user === userId || !lower.includes(value)) continue;
-          add({ kind: o.kind, value, trace_id: step.traceId, where, belongs_to: o.user });
+          add({ kind: o.kind, value, trace_id: step.trace_id, where, belongs_to: o.user });
         }
       }
     }

@@ -46,31 +46,31 @@ class MemoryFeed implements DebugFeed {
 /** One episode: two resolved steps (the second with a late judge), one failed on its params, one pending. */
 function recordedRun(): MemoryFeed {
   const feed = new MemoryFeed();
-  const base = { instanceId: 'ep-0', episode: 0 };
+  const base = { instance_id: 'ep-0', episode: 0 };
   feed.push(
-    { type: 'run_started', time: T0, runId: 'run-1', dir: '/tmp/run-1', config: { env: 'weather', policy: 'random', episodes: 1, concurrency: 1, maxSteps: 5, seed: 0 } },
-    { type: 'episode_started', time: T0, ...base, initialStateId: 'initial-0' },
-    { type: 'dispatched', time: T0 + 10, ...base, traceId: 'ep-0:1', action: 'get_weather', params: { city: 'paris' } },
-    { type: 'tool_started', time: T0 + 11, instanceId: 'ep-0', traceId: 'ep-0:1', tool: 'get_weather' },
-    { type: 'tool_finished', time: T0 + 60, instanceId: 'ep-0', traceId: 'ep-0:1', tool: 'get_weather', ok: true, durationMs: 49, attempts: 1 },
-    { type: 'state_committed', time: T0 + 61, instanceId: 'ep-0', traceId: 'ep-0:1', seq: 1, patch: [{ op: 'replace', path: '/temperature', value: 12 }] },
-    { type: 'reward_arrived', time: T0 + 61, ...base, traceId: 'ep-0:1', step: 1, source: 'api_latency', value: 49, key: 'tool', delayMs: 0, reward: 49 },
-    { type: 'trace_settled', time: T0 + 62, ...base, traceId: 'ep-0:1', step: 1, action: 'get_weather', seqBefore: 0, status: 'resolved', reward: 49, done: false, seq: 1, durationMs: 52, params: { city: 'paris' }, rewards: { api_latency: { status: 'arrived', value: 49, arrived_at: T0 + 61, delay_ms: 0 }, llm_score: { status: 'pending', value: null, arrived_at: null, delay_ms: null, deadline_at: T0 + 500 } } },
-    { type: 'dispatched', time: T0 + 100, ...base, traceId: 'ep-0:2', action: 'get_weather', params: { city: 'rome' } },
-    { type: 'state_committed', time: T0 + 150, instanceId: 'ep-0', traceId: 'ep-0:2', seq: 2, patch: [{ op: 'add', path: '/history/-', value: 'rome' }, { op: 'replace', path: '/city', value: 'rome' }] },
-    { type: 'trace_settled', time: T0 + 151, ...base, traceId: 'ep-0:2', step: 2, action: 'get_weather', seqBefore: 1, status: 'resolved', reward: 0, done: false, seq: 2, durationMs: 51, params: { city: 'rome' }, rewards: {} },
-    { type: 'reward_imputed', time: T0 + 500, ...base, traceId: 'ep-0:1', step: 1, source: 'llm_score', value: 0.5, strategy: 'value', reason: 'deadline passed', reward: 49.5 },
-    { type: 'reward_late', time: T0 + 900, ...base, traceId: 'ep-0:1', step: 1, source: 'llm_score', value: 0.9, key: 'judge', delayMs: 838, reward: 49.5 },
-    { type: 'dispatched', time: T0 + 200, ...base, traceId: 'ep-0:3', action: 'set_units', params: { units: 'kelvin' } },
+    { type: 'run_started', time: T0, run_id: 'run-1', dir: '/tmp/run-1', config: { env: 'weather', policy: 'random', episodes: 1, concurrency: 1, maxSteps: 5, seed: 0 } },
+    { type: 'episode_started', time: T0, ...base, initial_state_id: 'initial-0' },
+    { type: 'dispatched', time: T0 + 10, ...base, trace_id: 'ep-0:1', action: 'get_weather', params: { city: 'paris' } },
+    { type: 'tool_started', time: T0 + 11, instance_id: 'ep-0', trace_id: 'ep-0:1', tool: 'get_weather' },
+    { type: 'tool_finished', time: T0 + 60, instance_id: 'ep-0', trace_id: 'ep-0:1', tool: 'get_weather', ok: true, duration_ms: 49, attempts: 1 },
+    { type: 'state_committed', time: T0 + 61, instance_id: 'ep-0', trace_id: 'ep-0:1', seq: 1, patch: [{ op: 'replace', path: '/temperature', value: 12 }] },
+    { type: 'reward_arrived', time: T0 + 61, ...base, trace_id: 'ep-0:1', step: 1, source: 'api_latency', value: 49, key: 'tool', delay_ms: 0, reward: 49 },
+    { type: 'trace_settled', time: T0 + 62, ...base, trace_id: 'ep-0:1', step: 1, action: 'get_weather', seq_before: 0, status: 'resolved', reward: 49, done: false, seq: 1, duration_ms: 52, params: { city: 'paris' }, rewards: { api_latency: { status: 'arrived', value: 49, arrived_at: T0 + 61, delay_ms: 0 }, llm_score: { status: 'pending', value: null, arrived_at: null, delay_ms: null, deadline_at: T0 + 500 } } },
+    { type: 'dispatched', time: T0 + 100, ...base, trace_id: 'ep-0:2', action: 'get_weather', params: { city: 'rome' } },
+    { type: 'state_committed', time: T0 + 150, instance_id: 'ep-0', trace_id: 'ep-0:2', seq: 2, patch: [{ op: 'add', path: '/history/-', value: 'rome' }, { op: 'replace', path: '/city', value: 'rome' }] },
+    { type: 'trace_settled', time: T0 + 151, ...base, trace_id: 'ep-0:2', step: 2, action: 'get_weather', seq_before: 1, status: 'resolved', reward: 0, done: false, seq: 2, duration_ms: 51, params: { city: 'rome' }, rewards: {} },
+    { type: 'reward_imputed', time: T0 + 500, ...base, trace_id: 'ep-0:1', step: 1, source: 'llm_score', value: 0.5, strategy: 'value', reason: 'deadline passed', reward: 49.5 },
+    { type: 'reward_late', time: T0 + 900, ...base, trace_id: 'ep-0:1', step: 1, source: 'llm_score', value: 0.9, key: 'judge', delay_ms: 838, reward: 49.5 },
+    { type: 'dispatched', time: T0 + 200, ...base, trace_id: 'ep-0:3', action: 'set_units', params: { units: 'kelvin' } },
     {
       type: 'error',
       time: T0 + 201,
-      instanceId: 'ep-0',
-      traceId: 'ep-0:3',
+      instance_id: 'ep-0',
+      trace_id: 'ep-0:3',
       error: { code: 'PARAMS_INVALID', message: "params of 'set_units' do not match its schema", issues: [{ pointer: '/units', message: 'must be equal to one of the allowed values', value: 'kelvin' }] },
     },
-    { type: 'trace_settled', time: T0 + 201, ...base, traceId: 'ep-0:3', step: 3, action: 'set_units', seqBefore: 2, status: 'failed', reward: 0, done: false, seq: 2, durationMs: 1, params: { units: 'kelvin' }, rewards: {} },
-    { type: 'dispatched', time: T0 + 300, ...base, traceId: 'ep-0:4', action: 'get_forecast', params: { days: 3 } },
+    { type: 'trace_settled', time: T0 + 201, ...base, trace_id: 'ep-0:3', step: 3, action: 'set_units', seq_before: 2, status: 'failed', reward: 0, done: false, seq: 2, duration_ms: 1, params: { units: 'kelvin' }, rewards: {} },
+    { type: 'dispatched', time: T0 + 300, ...base, trace_id: 'ep-0:4', action: 'get_forecast', params: { days: 3 } },
   );
   return feed;
 }
@@ -234,7 +234,7 @@ describe('the console', () => {
     try {
       vi.setSystemTime(T0 + 1_000);
       const { frame, settle } = await open(feed);
-      feed.push({ type: 'dispatched', time: T0 + 900, instanceId: 'ep-0', episode: 0, traceId: 'ep-0:5', action: 'get_weather', params: {} });
+      feed.push({ type: 'dispatched', time: T0 + 900, instance_id: 'ep-0', episode: 0, trace_id: 'ep-0:5', action: 'get_weather', params: {} });
       vi.setSystemTime(T0 + 8_000);
       vi.advanceTimersByTime(100);
       await settle();
@@ -249,8 +249,8 @@ describe('the console', () => {
 
   it('keeps a frame of 10,000 pending traces on the screen, oldest first', async () => {
     const feed = new MemoryFeed();
-    feed.push({ type: 'episode_started', time: T0, instanceId: 'ep-0', episode: 0, initialStateId: 'initial-0' });
-    for (let i = 0; i < 10_000; i++) feed.push({ type: 'dispatched', time: T0 + i, instanceId: 'ep-0', episode: 0, traceId: `ep-0:${i + 1}`, action: 'slow_tool', params: {} });
+    feed.push({ type: 'episode_started', time: T0, instance_id: 'ep-0', episode: 0, initial_state_id: 'initial-0' });
+    for (let i = 0; i < 10_000; i++) feed.push({ type: 'dispatched', time: T0 + i, instance_id: 'ep-0', episode: 0, trace_id: `ep-0:${i + 1}`, action: 'slow_tool', params: {} });
     const { frame } = await open(feed);
     const text = plain(frame());
     expect(text).toContain('10,000 pending');

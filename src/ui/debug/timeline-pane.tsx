@@ -35,7 +35,7 @@ interface Lane {
 function lanesOf(events: readonly IndexedEvent[]): Lane[] {
   const lanes = new Map<string, Lane>();
   for (const e of events) {
-    const id = e['traceId'];
+    const id = e['trace_id'];
     if (typeof id !== 'string') continue;
     let lane = lanes.get(id);
     if (!lane) {
@@ -140,7 +140,7 @@ function eventDetail(e: IndexedEvent): string {
     case 'dispatched':
       return JSON.stringify(e['params'] ?? {});
     case 'tool_finished':
-      return `${e['ok'] ? 'ok' : 'failed'} in ${formatDuration(e['durationMs'] as number)}, ${String(e['attempts'])} attempt(s)`;
+      return `${e['ok'] ? 'ok' : 'failed'} in ${formatDuration(e['duration_ms'] as number)}, ${String(e['attempts'])} attempt(s)`;
     case 'state_committed':
       return `seq ${String(e['seq'])}: ${JSON.stringify(e['patch'])}`;
     case 'trace_settled':
