@@ -20,7 +20,7 @@ describe('agent', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('run [options] [env-dir]');
     const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
-    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker']);
+    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve']);
   });
 
   it('run --json prints only events, as JSON lines that match the schema', async () => {

@@ -18,6 +18,7 @@ import { registerBenchmark } from './benchmark.js';
 import { registerDebug } from './debug.js';
 import { registerMcpServe } from './mcp-serve.js';
 import { registerWorker } from './worker.js';
+import { registerServe } from './serve.js';
 
 export type { Io } from './io.js';
 
@@ -80,6 +81,7 @@ export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   registerDebug(program, io);
   registerMcpServe(program, io);
   registerWorker(program, io);
+  registerServe(program, io);
   return program;
 }
 

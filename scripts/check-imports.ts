@@ -83,6 +83,7 @@ const ROOMS: readonly (readonly string[])[] = [
   ['replay', 'server'],
   ['run'],
   ['fuzz', 'eval'],
+  ['serve'],
   ['ui'],
 ];
 const floorOf = new Map(ROOMS.flatMap((rooms, floor) => rooms.map((room) => [room, floor] as const)));

@@ -97,4 +97,5 @@ export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } fro
 export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
 export { AttachFeed, attachUrl } from './replay/attach-feed.js';
 export { serveEnvOverStdio } from './run/mcp-serve.js';
+export { serveEnv, type ServeOptions } from './serve/serve.js';
 export { RESET_TOOL, STATE_URI, type McpServeOptions } from './run/mcp-serve-options.js';

@@ -4,8 +4,12 @@ import type { EnvEvent, EnvEventOf, ErrorInfo } from './env-events.js';
 /** A settled step as a run reports it: with the actions the policy chose among. */
 export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly available_actions?: readonly string[] };
 
-/** `worker_lost`: a distributed run's episode whose worker died every time it ran it (retried, then given up). */
-export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost';
+/**
+ * `worker_lost`: a distributed run's episode whose worker died every time it ran it (retried, then
+ * given up). `client_closed`: a served episode its client left before it was done (a reset, a
+ * close, a dropped connection, an idle HTTP session): truncated.
+ */
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed';
 
 /** A worker of a distributed run as its coordinator sees it. */
 export interface WorkerRow {
@@ -18,7 +22,9 @@ export interface WorkerRow {
 
 export interface RunConfig {
   readonly env: string;
+  /** 0 for a served run (`agent serve`): its clients open as many episodes as they like. */
   readonly episodes: number;
+  /** A served run: how many sessions at once. */
   readonly concurrency: number;
   readonly max_steps: number;
   readonly seed: number;

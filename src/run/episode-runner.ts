@@ -72,6 +72,38 @@ export interface EpisodeHooks {
   ended?(index: number, finalState: JsonValue): void;
 }
 
+/**
+ * What an episode is driven by instead of the policy loop: a served session's client, which may
+ * dispatch many calls before it resolves them (the async API), and ends the episode when it likes.
+ */
+export interface EpisodeDriver {
+  /** Which of the run's initial states the episode starts from (a task's, a seed's); default: the episode's own. */
+  readonly initialIndex?: number;
+  /** Drives the reset instance until the episode ends; the steps it takes are counted as they commit. */
+  drive(control: EpisodeControl, signal: AbortSignal): Promise<DrivenEnd>;
+  /** The episode's end, whatever ended it (a reset that failed never reaches `drive`). */
+  over?(finished: EpisodeFinishedEvent): void;
+}
+
+/** How a driven episode ended, and the reward its steps summed. */
+export interface DrivenEnd {
+  readonly reason: EpisodeEndReason;
+  readonly reward: number;
+  readonly error?: ErrorInfo;
+}
+
+/** What a driver acts on: the episode's instance, and a dispatch that records what was offered. */
+export interface EpisodeControl {
+  readonly agent: AgentInstance;
+  readonly episode: number;
+  readonly initialStateId: string;
+  readonly maxSteps: number;
+  /** Steps committed so far. */
+  steps(): number;
+  /** Dispatch an action (the actions enabled now go into its trajectory record); returns its trace id. */
+  dispatch(action: Action): string;
+}
+
 export interface EpisodeRunnerOptions {
   readonly env: AgentEnv;
   readonly policy: Policy;
@@ -131,13 +163,14 @@ export class EpisodeRunner {
     return this.#firstIndex.get(states[episode % states.length] as JsonValue) ?? episode % states.length;
   }
 
-  async run(index: number, hooks: EpisodeHooks, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
+  /** Run episode `index`: by the policy loop, or by `driver` (a served session). */
+  async run(index: number, hooks: EpisodeHooks, signal: AbortSignal, driver?: EpisodeDriver): Promise<EpisodeFinishedEvent> {
     const { env, clock } = this.#o;
     const started = clock.monotonic();
     const agent = env.createInstance({ id: `ep-${index}` });
     const counts = { steps: 0 };
     this.#steps.set(agent.id, counts);
-    const stateIndex = this.stateIndex(index);
+    const stateIndex = driver?.initialIndex ?? this.stateIndex(index);
     const initialStateId = `initial-${stateIndex}`;
     this.#o.emit({ type: 'episode_started', time: clock.now(), instance_id: agent.id, episode: index, initial_state_id: initialStateId });
     let reward = 0;
@@ -162,7 +195,15 @@ export class EpisodeRunner {
       let lastError: ErrorInfo | undefined;
       let redo = continued?.redo;
       if (continued?.done) reason = 'done';
-      else {
+      else if (driver) {
+        const offeredNow = (): string[] => agent.availableActions().map((a) => a.name);
+        const end = await driver.drive(
+          { agent, episode: index, initialStateId, maxSteps: this.#o.maxSteps, steps: () => counts.steps, dispatch: (action) => this.#record(agent.dispatch(action), offeredNow()) },
+          signal,
+        );
+        ({ reason, reward } = end);
+        error = end.error;
+      } else {
         for (let step = counts.steps; step < this.#o.maxSteps; step++) {
           await this.#o.breathe();
           if (signal.aborted) throw signal.reason;
@@ -205,7 +246,7 @@ export class EpisodeRunner {
       env.release(agent.id);
       this.#steps.delete(agent.id);
     }
-    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error';
+    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed';
     const record: EpisodeRecord | undefined =
       start === undefined
         ? undefined
@@ -236,6 +277,7 @@ export class EpisodeRunner {
     if (await hooks.close(record, finished)) agent.archive();
     if (reason !== 'interrupted') hooks.ended?.(index, agent.state);
     this.#o.emit(finished);
+    driver?.over?.(finished);
     return finished;
   }
 
@@ -308,7 +350,10 @@ export class EpisodeRunner {
   /** Dispatch the chosen action, after the driver has noted the call in flight (if it keeps a journal). */
   async #dispatch(agent: AgentInstance, index: number, action: Action, offered: readonly string[], hooks: EpisodeHooks, signal: AbortSignal): Promise<string> {
     if (hooks.dispatching) await hooks.dispatching(index, { trace_id: `${agent.id}:${agent.traces + 1}`, action: action.name, params: action.params ?? {}, available_actions: offered }, signal);
-    const traceId = agent.dispatch(action);
+    return this.#record(agent.dispatch(action), offered);
+  }
+
+  #record(traceId: string, offered: readonly string[]): string {
     this.#offered.set(traceId, offered);
     return traceId;
   }

@@ -42,7 +42,7 @@ import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
 import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, stopRetrying, watchStore, DEFAULT_STORE_WAIT_MS, type Durable } from './durable.js';
 import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
-import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
+import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 
 export interface RunOptions {
@@ -95,8 +95,19 @@ export interface RunOptions {
   readonly distributed?: boolean;
   /** The queue of a distributed run (`agent:queue` by default): workers started with the same `--queue` take its episodes. */
   readonly queue?: string;
+  /**
+   * A served run (`agent serve`): episodes come from here as clients open them, each driven by its
+   * client instead of a policy; the run goes on until `execute`'s signal aborts.
+   */
+  readonly sessions?: EpisodeSource;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
+}
+
+/** Where a served run's episodes come from: each opened, and driven, by a client. */
+export interface EpisodeSource {
+  /** The next episode's driver, once a client opens one; undefined when no more will come. */
+  next(signal: AbortSignal): Promise<EpisodeDriver | undefined>;
 }
 
 
@@ -120,6 +131,7 @@ interface RunSetup {
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
+  readonly sessions: EpisodeSource | undefined;
 }
 
 export class Run implements AsyncDisposable {
@@ -182,24 +194,26 @@ export class Run implements AsyncDisposable {
     const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
     if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
     if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
+    if (options.sessions && (options.distributed || options.resume !== undefined)) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed and --resume.');
     if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
     const server = options.port === undefined ? undefined : serverOptions(options.port, options.host, options.token);
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
     const saved = durable?.resumed?.run;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
+      if (saved?.config.policy === SERVED_POLICY) throw new UsageError(`run ${saved.run_id} was served (agent serve): its clients are gone, so it cannot be resumed`, 'Its folder holds every episode that finished; serve the env again for new ones.');
       if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
-      const episodes = positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
+      const episodes = options.sessions ? 0 : positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
       const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
       const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, 10);
       const seed = saved?.config.seed ?? options.seed ?? 0;
       if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
-      const policyName = saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random'));
+      const policyName = options.sessions ? SERVED_POLICY : saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random'));
       if (saved && typeof options.policy !== 'function' && policyName === 'custom') {
         throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
       }
       if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
-      const policy = typeof options.policy === 'function' ? options.policy : await loadPolicy(policyName);
+      const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : await loadPolicy(policyName);
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? 'runs');
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
@@ -230,7 +244,7 @@ export class Run implements AsyncDisposable {
         ...(queueName !== undefined ? { distributed: { queue: queueName }, env_fingerprint: await envFingerprint(env.definition.dir) } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd });
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd, sessions: options.sessions });
     } catch (err) {
       await closeDurable(durable);
       throw err;
@@ -334,6 +348,7 @@ export class Run implements AsyncDisposable {
           signal,
         );
       }
+      else if (this.#setup.sessions) await this.#serve(this.#setup.sessions, signal);
       else {
         const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
         let next = 0;
@@ -503,8 +518,20 @@ export class Run implements AsyncDisposable {
     };
   }
 
-  #episode(index: number, signal: AbortSignal): Promise<EpisodeFinishedEvent> {
-    return this.#runner.run(index, this.#hooks, signal);
+  #episode(index: number, signal: AbortSignal, driver?: EpisodeDriver): Promise<EpisodeFinishedEvent> {
+    return this.#runner.run(index, this.#hooks, signal, driver);
+  }
+
+  /** A served run: each episode a client opens runs at once, until the signal aborts (they end interrupted). */
+  async #serve(sessions: EpisodeSource, signal: AbortSignal): Promise<void> {
+    const running = new Set<Promise<unknown>>();
+    for (let index = 0; !signal.aborted; index++) {
+      const driver = await sessions.next(signal).catch(() => undefined);
+      if (!driver) break;
+      const episode: Promise<unknown> = this.#episode(index, signal, driver).finally(() => running.delete(episode));
+      running.add(episode);
+    }
+    await Promise.all(running);
   }
 
   /**
@@ -557,6 +584,12 @@ export class Run implements AsyncDisposable {
   }
 
 }
+
+/** The policy name a served run records: its clients chose the actions. */
+const SERVED_POLICY = 'client';
+
+/** A served run has no policy: its episodes are driven by their clients (this is never asked). */
+const servedPolicy: Policy = () => null;
 
 /** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
 async function memoryOrGiven(spec: RunOptions['store']): Promise<undefined> {

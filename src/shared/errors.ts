@@ -46,6 +46,10 @@ export type ErrorCode =
   | 'FOLDER_LOCKED'
   /** A record of a run folder that does not hold what its schema says (a hand-edited or damaged file). */
   | 'RECORD_INVALID'
+  /** `agent serve`: every session is taken (`--max-sessions`). */
+  | 'CAPACITY_REACHED'
+  /** `agent serve`: no live episode of that id (never opened, or ended and gone). */
+  | 'EPISODE_UNKNOWN'
   | 'POLICY_FAILED'
   | 'INTERRUPTED'
   | 'INTERNAL';

@@ -112,7 +112,7 @@ export function lagText(lagMs: number, inFlight: readonly { trace_id: string; to
 
 export function summaryLines(s: RunSummary): string[] {
   const lines = [
-    `${s.status === 'completed' ? 'done' : 'interrupted'}: ${s.episodes.finished}/${s.episodes.requested} episodes, ${s.steps.total} steps (${s.steps.failed} failed) in ${formatDuration(s.duration_ms)}, ${formatNumber(s.steps.per_second)} steps/s`,
+    `${s.status === 'completed' ? 'done' : 'interrupted'}: ${s.episodes.requested === 0 ? s.episodes.finished : `${s.episodes.finished}/${s.episodes.requested}`} episodes, ${s.steps.total} steps (${s.steps.failed} failed) in ${formatDuration(s.duration_ms)}, ${formatNumber(s.steps.per_second)} steps/s`,
     `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}${
       // An episode's own line shows its reward when it ended; delayed values that came after count here.
       Object.values(s.rewards.by_source).some((r) => r.sla) ? ' (with the delayed rewards that arrived after each episode ended)' : ''

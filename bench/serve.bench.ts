@@ -1,0 +1,104 @@
+/**
+ * What `agent serve` adds to a step, measured from Python (the trainer's side): an asyncio client
+ * (agentic_rl, websockets) holds S sessions, each stepping a tool that takes 20 ms, for a fixed
+ * time. Ideal throughput is S / 20 ms (12,800 steps/s at 256 sessions); reported: steps/s, its
+ * ratio to the ideal, and the latency a step adds over its 20 ms (p50, p99). Then 1,000 sessions
+ * open at once, each resetting and stepping. Client and server share this machine's cores.
+ *
+ * Needs the Python venv `npm run test:python` makes (.venv/).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { serveEnv } from '../src/index.js';
+
+const python = path.resolve('.venv/bin/python');
+if (!existsSync(python)) {
+  console.error('serve bench: no Python venv at .venv/: run `npm run test:python` once to make it.');
+  process.exit(1);
+}
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'serve-bench-'));
+await writeFile(
+  path.join(dir, 'env.json'),
+  JSON.stringify({
+    name: 'sleepy',
+    state: { type: 'object', properties: { n: { type: 'integer' } } },
+    initial_states: [{ n: 0 }],
+    actions: [{ name: 'wait', parameters: { type: 'object', properties: {} } }],
+    rewards: { properties: { ok: { type: 'number' } } },
+    module: 'tools.mjs',
+  }),
+);
+await writeFile(
+  path.join(dir, 'tools.mjs'),
+  `export const wait = (_params, ctx) => new Promise((resolve, reject) => {
+  const t = setTimeout(() => resolve({ observation: 'ok', rewards: { ok: 1 } }), 20);
+  ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }, { once: true });
+});
+`,
+);
+
+const client = `
+import asyncio, json, sys, time
+from agentic_rl import Env
+
+async def steady(url, sessions, seconds):
+    lat = []
+    stop = time.monotonic() + seconds
+    async def one(i):
+        async with Env(url) as env:
+            await env.reset()
+            while time.monotonic() < stop:
+                t0 = time.monotonic()
+                r = await env.step("wait", {})
+                lat.append(time.monotonic() - t0)
+                if r.done:
+                    await env.reset()
+    t0 = time.monotonic()
+    await asyncio.gather(*(one(i) for i in range(sessions)))
+    return len(lat) / (time.monotonic() - t0), sorted(lat)
+
+async def burst(url, sessions):
+    async def one(i):
+        async with Env(url) as env:
+            await env.reset()
+            return (await env.step("wait", {})).status
+    return await asyncio.gather(*(one(i) for i in range(sessions)))
+
+url, sessions, seconds, many = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+rate, lat = asyncio.run(steady(url, sessions, seconds))
+statuses = asyncio.run(burst(url, many))
+q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+print(json.dumps({"rate": rate, "p50": q(0.5), "p99": q(0.99), "steps": len(lat), "burst_ok": statuses.count("resolved"), "burst": many}))
+`;
+
+const controller = new AbortController();
+let ready!: (url: string) => void;
+const listening = new Promise<string>((r) => (ready = r));
+const served = serveEnv({ env: dir, listen: 0, out: path.join(dir, 'runs'), maxSteps: 100_000, maxSessions: 2_048, onListening: ({ url }) => ready(url) }, controller.signal);
+const url = await listening;
+
+async function measure(sessions: number, seconds: number, many: number): Promise<{ rate: number; p50: number; p99: number; steps: number; burst_ok: number; burst: number }> {
+  const child = spawn(python, ['-c', client, url, String(sessions), String(seconds), String(many)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  if (code !== 0) throw new Error(`the Python client exited ${code}`);
+  return JSON.parse(out) as { rate: number; p50: number; p99: number; steps: number; burst_ok: number; burst: number };
+}
+
+console.log('agent serve, Python asyncio client (agentic_rl), a 20 ms tool, client and server on this machine:');
+for (const sessions of [64, 256]) {
+  const r = await measure(sessions, 10, sessions === 256 ? 1_000 : 0);
+  const ideal = sessions / 0.02;
+  console.log(
+    `  ${sessions} sessions: ${Math.round(r.rate).toLocaleString('en-US')} steps/s of an ideal ${ideal.toLocaleString('en-US')} (${(r.rate / ideal).toFixed(2)}); added latency p50 ${((r.p50 - 0.02) * 1000).toFixed(1)} ms, p99 ${((r.p99 - 0.02) * 1000).toFixed(1)} ms (${r.steps.toLocaleString('en-US')} steps)`,
+  );
+  if (r.burst > 0) console.log(`  ${r.burst.toLocaleString('en-US')} sessions at once, each reset + step: ${r.burst_ok.toLocaleString('en-US')} resolved`);
+}
+controller.abort();
+await served;
+await rm(dir, { recursive: true, force: true });

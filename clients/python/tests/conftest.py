@@ -1,0 +1,70 @@
+"""Starts `agent serve` from this checkout on a free port, once per env, for the tests to drive."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+class Served:
+    def __init__(self, spec: str, out: Path):
+        self.proc = subprocess.Popen(
+            ["node", str(REPO / "bin" / "agent.js"), "serve", spec, "--port", "0", "--json", "--out", str(out), "--max-steps", "40"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"agent serve {spec} did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
+        listening = json.loads(line)
+        self.url: str = listening["url"]
+        self.dir = Path(listening["dir"])
+
+    def wait_idle(self, timeout_s: float = 30) -> None:
+        """Until the server has seen every session go (a socket's close reaches it a moment after the client's returns)."""
+        deadline = time.monotonic() + timeout_s
+        while json.load(urllib.request.urlopen(f"{self.url}/health"))["sessions"] > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("sessions still open on the server")
+            time.sleep(0.02)
+
+    def stop(self) -> dict:
+        """Stops the server as Ctrl-C does; returns the run's summary."""
+        self.proc.send_signal(signal.SIGINT)
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode in (0, 130), err
+        return json.loads(out.strip().splitlines()[-1])["summary"]
+
+
+@pytest.fixture(scope="module")
+def weather(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served("fixtures/weather", tmp_path_factory.mktemp("runs"))
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def airline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served("tau-bench/airline", tmp_path_factory.mktemp("runs"))
+    yield served
+    served.stop()
+
+
+def tasks(suite: str) -> list:
+    path = REPO / "fixtures" / suite / "tasks" / "test.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+os.environ.setdefault("NO_COLOR", "1")

@@ -1,0 +1,129 @@
+"""Our client against `agent serve`: the weather fixture (delayed judge) and τ-bench airline (tasks by id)."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agentic_rl import Env, EpisodeOver, GymEnv, InvalidAction, UnknownEpisode
+
+from .conftest import tasks
+
+
+async def test_reset_step_state_and_time_travel(weather) -> None:
+    async with Env(weather.url) as env:
+        r = await env.reset(seed=0)
+        assert r.observation is None and r.reward is None and not r.done
+        assert r.action_names == ["get_weather"]
+        assert r.actions[0]["function"]["parameters"]["required"] == ["city"]
+        s = await env.step("get_weather", {"city": "Paris"})
+        assert s.observation["city"] == "Paris" and s.status == "resolved" and s.step == 1
+        assert s.rewards["api_latency"].status == "arrived" and s.rewards["llm_score"].status == "pending"
+        after = await env.state()
+        assert (after.episode_id, after.step_count, after.seq) == (r.episode_id, 1, 1)
+        before = await env.state_at(0)
+        assert before.seq == 0 and before.state != after.state
+
+
+async def test_dispatch_many_then_resolve_in_one_batch(weather) -> None:
+    async with Env(weather.url) as env:
+        await env.reset()
+        ids = await env.dispatch_many([{"name": "get_weather", "params": {"city": c}} for c in ("Rome", "Oslo", "Lima")])
+        assert len(set(ids)) == 3
+        results = await env.resolve(ids, timeout_ms=10_000)
+        assert [r.trace_id for r in results] == ids
+        assert [r.observation["city"] for r in results] == ["Rome", "Oslo", "Lima"]
+        assert sorted(r.step for r in results) == [1, 2, 3]
+        # The OpenAI tool-call form is an action too.
+        call = {"type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "Kyiv"})}}
+        assert (await env.step(call)).observation["city"] == "Kyiv"
+
+
+async def test_a_call_still_running_comes_back_as_timeout_and_settles_later(weather) -> None:
+    async with Env(weather.url) as env:
+        await env.reset()
+        trace = await env.dispatch("get_weather", {"city": "Paris"})
+        partial = (await env.resolve([trace], timeout_ms=0))[0]
+        assert partial.status == "timeout" and partial.reward is None
+        final = (await env.resolve([trace]))[0]
+        assert final.status == "resolved" and final.observation["city"] == "Paris"
+
+
+async def test_errors_are_typed_and_name_the_field(weather) -> None:
+    async with Env(weather.url) as env:
+        with pytest.raises(EpisodeOver):
+            await env.step("get_weather", {"city": "Paris"})
+        await env.reset()
+        with pytest.raises(InvalidAction) as unknown:
+            await env.step("teleport", {})
+        assert unknown.value.code == "ACTION_UNKNOWN"
+        with pytest.raises(InvalidAction) as bad:
+            await env.step("get_weather", {"city": 7})
+        assert bad.value.code == "PARAMS_INVALID" and bad.value.pointer == "/city"
+        with pytest.raises(UnknownEpisode):
+            await env.rewards("no-such-episode")
+        # The episode is untouched by the refused calls.
+        assert (await env.state()).step_count == 0
+
+
+async def test_delayed_rewards_are_pushed_to_a_subscriber_on_the_right_step(weather) -> None:
+    async with Env(weather.url) as env:
+        await env.subscribe()
+        await env.reset()
+        s = await env.step("get_weather", {"city": "Paris"})
+        reward = await env.next_reward(timeout_s=30)
+        assert (reward.type, reward.source, reward.trace_id, reward.step) == ("reward_arrived", "llm_score", s.trace_id, 1)
+        assert [r.source for r in await env.rewards()] == ["llm_score"]
+
+
+def test_sync_client_and_gym_wrapper(weather) -> None:
+    with Env(weather.url).sync() as env:
+        assert env.reset().action_names == ["get_weather"]
+        assert env.step("get_weather", {"city": "Paris"}).observation["city"] == "Paris"
+    gym = GymEnv(weather.url)
+    obs, info = gym.reset(seed=1)
+    assert obs is None and info["actions"] == ["get_weather"]
+    obs, reward, terminated, truncated, info = gym.step({"name": "get_weather", "params": {"city": "Oslo"}})
+    assert obs["city"] == "Oslo" and reward > 0 and not terminated and not truncated and info["trace_id"]
+    gym.close()
+
+
+async def test_many_sessions_at_once(weather) -> None:
+    async def episode(i: int) -> str:
+        async with Env(weather.url) as env:
+            await env.reset(episode_id=f"py-{i}")
+            return (await env.step("get_weather", {"city": f"City {i}"})).observation["city"]
+
+    assert await asyncio.gather(*(episode(i) for i in range(16))) == [f"City {i}" for i in range(16)]
+
+
+async def test_tau_bench_tasks_by_id_with_their_gold_actions(airline) -> None:
+    for task in tasks("tau-bench/airline")[:3]:
+        async with Env(airline.url) as env:
+            r = await env.reset(task_id=task["id"])
+            assert r.task_id == task["id"] and r.instruction == task["instruction"]
+            for action in task["actions"]:
+                s = await env.step(action)
+                assert s.status == "resolved", s.error
+            state = await env.state()
+            assert state.step_count == len(task["actions"])
+
+
+def test_served_episodes_are_in_the_run_folder(tmp_path) -> None:
+    from .conftest import Served
+
+    served = Served("fixtures/weather", tmp_path)
+    try:
+        with Env(served.url).sync() as env:
+            env.reset()
+            env.step("get_weather", {"city": "Paris"})
+            env.reset()  # ends the first episode, truncated by its client
+        served.wait_idle()
+    finally:
+        summary = served.stop()
+    assert summary["episodes"]["by_reason"] == {"client_closed": 2}
+    steps = [json.loads(line) for line in (served.dir / "trajectories.jsonl").read_text().splitlines()]
+    assert [s["action"] for s in steps] == ["get_weather"]
+    episodes = [json.loads(line) for line in (served.dir / "episodes.jsonl").read_text().splitlines()]
+    assert {e["truncated"] for e in episodes} == {True}

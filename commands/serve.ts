@@ -1,0 +1,88 @@
+/**
+ * `agent serve <env-dir|suite>`: the env as a service that Python trainers drive live, over
+ * OpenEnv's protocol (WebSocket /ws and HTTP). Every session is a recorded episode of a run.
+ */
+import type { Command } from 'commander';
+import type { JsonValue } from '../src/index.js';
+import { abortOnSignals } from './interrupt.js';
+import type { Io } from './io.js';
+import { core } from './lib.js';
+import { duration, integer, positiveInt, rewardSource, toolOption } from './options.js';
+
+interface Flags {
+  port: number;
+  host: string;
+  token?: string;
+  maxSessions: number;
+  maxSteps: number;
+  httpIdle: number;
+  split: string;
+  seed: number;
+  out: string;
+  store: string;
+  runPort?: number;
+  json?: boolean;
+  toolOption: Record<string, JsonValue>;
+  rewardSource: Record<string, JsonValue>;
+}
+
+export function registerServe(program: Command, io: Io): void {
+  program
+    .command('serve')
+    .description("Serve an env (or a benchmark suite) for trainers to drive live, over OpenEnv's protocol: WebSocket /ws and HTTP; every session a recorded episode.")
+    .argument('<env>', 'environment folder, a suite folder, or a suite shipped with the toolkit (tau-bench/airline, tau-bench/retail)')
+    .option('--port <port>', 'port to listen on (0: any free one)', integer, 8000)
+    .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', '127.0.0.1')
+    .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
+    .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, 1_024)
+    .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, 100)
+    .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, 300_000)
+    .option('--split <name>', "a suite's task split that reset {task_id} draws from", 'test')
+    .option('--seed <s>', 'seed for the tools and simulated latency', integer, 0)
+    .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--store <url>', "where episode states live: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
+    .option('--run-port <port>', "also serve the run's POST /rewards and GET /events on 127.0.0.1:<port> (agent debug --attach follows it)", integer)
+    .option('--json', 'print the address and then the run summary as JSON on stdout')
+    .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--reward-source <name=binding>', 'rebind a reward source (repeatable), as for agent run', rewardSource, {})
+    .addHelpText(
+      'after',
+      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import Env\n  with Env("http://127.0.0.1:8000").sync() as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
+    )
+    .action(async (envSpec: string, flags: Flags) => {
+      const { serveEnv } = await core();
+      const controller = new AbortController();
+      let folder = 'the run folder';
+      const stop = abortOnSignals(controller, io, 'stopping: open sessions end as interrupted, the run folder is being closed');
+      try {
+        const summary = await serveEnv(
+          {
+            env: envSpec,
+            listen: flags.port,
+            host: flags.host,
+            ...(flags.token !== undefined ? { token: flags.token } : {}),
+            maxSessions: flags.maxSessions,
+            maxSteps: flags.maxSteps,
+            httpIdleMs: flags.httpIdle,
+            split: flags.split,
+            seed: flags.seed,
+            out: flags.out,
+            store: flags.store,
+            ...(flags.runPort !== undefined ? { runPort: flags.runPort } : {}),
+            toolOptions: flags.toolOption,
+            ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
+            onListening: ({ url, dir, tasks }) => {
+              folder = dir;
+              if (flags.json) io.stdout.write(`${JSON.stringify({ type: 'listening', url, ws: `${url.replace(/^http/, 'ws')}/ws`, dir, tasks })}\n`);
+              io.stderr.write(`agent serve: ${envSpec} on ${url} (WebSocket ${url.replace(/^http/, 'ws')}/ws)${tasks > 0 ? `, ${tasks} tasks (reset with task_id)` : ''}; recording to ${dir}\n`);
+            },
+          },
+          controller.signal,
+        );
+        if (flags.json) io.stdout.write(`${JSON.stringify({ type: 'summary', summary })}\n`);
+        io.stderr.write(`agent serve: ${summary.episodes.finished} episode(s), ${summary.steps.total} step(s) recorded in ${folder}\n`);
+      } finally {
+        stop();
+      }
+    });
+}

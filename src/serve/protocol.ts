@@ -1,0 +1,99 @@
+/**
+ * The shapes `agent serve` speaks: OpenEnv's (so its unmodified clients work) with our env inside.
+ * - A reply to reset or step is OpenEnv's `{observation, reward, done}`; the tool's own output sits
+ *   under `observation.observation`, never merged into the envelope, beside the actions enabled now
+ *   (OpenAI tool format), the trace id and the episode id. The per-source reward breakdown and the
+ *   step's info sit beside `reward` (OpenEnv's client ignores keys it does not know).
+ * - `state` is OpenEnv's (`episode_id`, `step_count`) plus the env's state and its seq.
+ * - An action is `{"name", "params"}`, or an OpenAI tool call (`{"type": "function", "function":
+ *   {"name", "arguments"}}`, arguments as an object or a JSON string).
+ */
+import type { AvailableAction, StepResult } from '../env/agent-instance.js';
+import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
+import { AgentError, isAgentError } from '../shared/errors.js';
+import { isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
+import type { Action } from '../env/agent-instance.js';
+
+/** An action in OpenAI's tool format, as a model with tool calling takes it. */
+export interface OpenAiTool {
+  readonly type: 'function';
+  readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue };
+}
+
+export interface ServedObservation {
+  /** The tool's observation (null on reset, and for a failed step). */
+  readonly observation: JsonValue;
+  readonly actions: readonly OpenAiTool[];
+  readonly episode_id: string;
+  /** The step's trace (null on reset). */
+  readonly trace_id: string | null;
+  /** Steps committed in the episode so far. */
+  readonly step: number;
+  /** A benchmark task's instruction (served suites, reset with `task_id`). */
+  readonly instruction?: string;
+  readonly task_id?: string;
+  /** Why the step failed, when it did. */
+  readonly error?: ErrorInfo;
+}
+
+/** A reply to reset or step: OpenEnv's envelope, our breakdown beside it. */
+export interface StepEnvelope {
+  readonly observation: ServedObservation;
+  readonly reward: number | null;
+  readonly done: boolean;
+  /** The step was cut by the episode's step limit (done is true too). */
+  readonly truncated: boolean;
+  /** Per reward source: status, value, delay (delayed sources are pending until they arrive). */
+  readonly rewards: Readonly<Record<string, RewardEntry>>;
+  readonly info?: { readonly trace_id: string; readonly status: string; readonly seq: number; readonly duration_ms: number; readonly attempts: number };
+}
+
+export function openAiTools(actions: readonly AvailableAction[]): OpenAiTool[] {
+  return actions.map((a) => ({ type: 'function', function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as JsonObject) } } }));
+}
+
+/** The action a client sent, in either form; a typed error naming the field otherwise. */
+export function parseAction(raw: unknown, pointer = ''): Action {
+  const bad = (field: string, want: string): never => {
+    throw new AgentError('PARAMS_INVALID', `${pointer}${field} ${want}`, { hint: 'Send an action as {"name": "<action>", "params": {…}} or an OpenAI tool call {"type": "function", "function": {"name", "arguments"}}.' });
+  };
+  if (!isPlainObject(raw)) return bad('', 'must be an object');
+  if (isPlainObject(raw['function'])) {
+    const fn = raw['function'];
+    if (typeof fn['name'] !== 'string') return bad('/function/name', 'must be a string');
+    let args: unknown = fn['arguments'] ?? {};
+    if (typeof args === 'string') {
+      try {
+        args = args.trim() === '' ? {} : (JSON.parse(args) as unknown);
+      } catch {
+        return bad('/function/arguments', 'is not JSON');
+      }
+    }
+    if (!isPlainObject(args)) return bad('/function/arguments', 'must be an object (or a JSON string of one)');
+    return { name: fn['name'], params: args as JsonObject };
+  }
+  if (typeof raw['name'] !== 'string') return bad('/name', 'must be a string');
+  const params = raw['params'] ?? {};
+  if (!isPlainObject(params)) return bad('/params', 'must be an object');
+  return { name: raw['name'], params: params as JsonObject };
+}
+
+/** A step result as OpenEnv's envelope. */
+export function stepEnvelope(result: StepResult, base: Omit<ServedObservation, 'observation' | 'trace_id' | 'error'>, truncated: boolean): StepEnvelope {
+  const { info } = result;
+  return {
+    observation: { ...base, observation: result.observation ?? null, trace_id: info.trace_id, ...(info.error ? { error: info.error } : {}) },
+    reward: info.status === 'timeout' ? null : result.reward,
+    done: result.done || truncated,
+    truncated,
+    rewards: result.rewards,
+    info: { trace_id: info.trace_id, status: info.status, seq: info.seq, duration_ms: info.duration_ms, attempts: info.attempts },
+  };
+}
+
+/** An error as OpenEnv's clients read it (`data.message`, `data.code`), with our hint and field. */
+export function errorData(err: unknown): { message: string; code: string; hint?: string; pointer?: string } {
+  if (!isAgentError(err)) return { message: err instanceof Error ? err.message : String(err), code: 'INTERNAL' };
+  const pointer = (err as { issues?: readonly { pointer: string }[] }).issues?.[0]?.pointer;
+  return { message: err.message, code: err.code, ...(err.hint ? { hint: err.hint } : {}), ...(pointer !== undefined ? { pointer } : {}) };
+}

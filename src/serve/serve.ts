@@ -1,0 +1,148 @@
+/**
+ * `agent serve` as a library: an env (or a benchmark suite) as a service that Python trainers
+ * drive live, over OpenEnv's protocol. Under the hood it is a {@link Run} whose episodes are opened
+ * and driven by clients: the run folder, delayed rewards, `--store redis://`, `--port` events and
+ * `agent debug` work on served episodes as on any run.
+ *
+ * @example
+ * const controller = new AbortController();
+ * const summary = await serveEnv({ env: 'fixtures/weather', port: 8000, onListening: (url) => console.log(url) }, controller.signal);
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { loadSuite } from '../eval/benchmark/suite.js';
+import { resolveSuite } from '../eval/benchmark/suites.js';
+import { loadEnvDefinition } from '../env/load-env.js';
+import type { EnvDefinition } from '../schema/definition.js';
+import { Run, type RunOptions } from '../run/run.js';
+import type { RunSummary } from '../run/run-summary.js';
+import { isLoopback } from '../server/http-guard.js';
+import { AgentError, UsageError } from '../shared/errors.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import { hashSeed, Rng } from '../shared/rng.js';
+import { generate } from '../generate/generate.js';
+import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
+import { ServeServer } from './serve-server.js';
+
+export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' | 'episodes' | 'sessions' | 'port' | 'distributed' | 'resume' | 'initialStates'> {
+  /** The port to listen on (0: any free one). */
+  readonly listen: number;
+  /** Sessions at once, WebSocket and HTTP together (default 1,024). */
+  readonly maxSessions?: number;
+  /** An HTTP session with no request for this long ends (default 5 minutes). */
+  readonly httpIdleMs?: number;
+  /** A suite's split whose tasks `reset {task_id}` runs (default `test`). */
+  readonly split?: string;
+  /** Also start the run's own server (POST /rewards, GET /events) on this port. */
+  readonly runPort?: number;
+  /** Called once the server listens: its URL, and the run folder. */
+  readonly onListening?: (info: { readonly url: string; readonly dir: string; readonly runId: string; readonly tasks: number }) => void;
+}
+
+/** A served suite's tasks and the distinct initial states they start from. */
+interface Served {
+  readonly dir: string;
+  readonly initialStates: readonly JsonValue[];
+  readonly tasks: ReadonlyMap<string, { readonly task: ServedTask; readonly index: number }>;
+}
+
+/** Serve until `signal` aborts; resolves with the run's summary once every session has ended. */
+export async function serveEnv(options: ServeOptions, signal: AbortSignal): Promise<RunSummary> {
+  const maxSessions = options.maxSessions ?? 1_024;
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new UsageError(`max sessions must be a whole number ≥ 1 (got ${maxSessions})`);
+  const host = options.host ?? '127.0.0.1';
+  if (!isLoopback(host) && (options.token === undefined || options.token === '')) {
+    throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients; or keep the default host 127.0.0.1.');
+  }
+  const served = await loadServed(options.env, options.split ?? 'test', options.seed ?? 0);
+  const queue = new SessionQueue();
+  const run = await Run.prepare({ ...options, env: served.dir, sessions: queue, initialStates: served.initialStates, maxSteps: options.maxSteps ?? 100, ...(options.runPort !== undefined ? { port: options.runPort } : {}) });
+  let roundRobin = 0;
+  const opener = {
+    open: (o: { readonly seed?: number; readonly episodeId?: string; readonly taskId?: string }): ServedEpisode => {
+      if (o.taskId !== undefined) {
+        const entry = served.tasks.get(o.taskId);
+        if (!entry) {
+          throw new AgentError('PARAMS_INVALID', `reset /task_id: no task '${o.taskId}'${served.tasks.size === 0 ? ' (this env is not a suite: it has no tasks)' : ''}`, { hint: served.tasks.size === 0 ? 'Serve a suite (an env with tasks/<split>.jsonl, e.g. tau-bench/airline) to reset by task.' : `Task ids look like '${[...served.tasks.keys()][0] ?? ''}': GET /tasks lists them.` });
+        }
+        return new ServedEpisode(entry.index, { ...(o.episodeId !== undefined ? { episodeId: o.episodeId } : {}), task: entry.task });
+      }
+      const n = served.initialStates.length;
+      const index = o.seed !== undefined ? ((o.seed % n) + n) % n : roundRobin++ % n;
+      return new ServedEpisode(index, o.episodeId !== undefined ? { episodeId: o.episodeId } : {});
+    },
+    start: (episode: ServedEpisode) => queue.open(episode),
+  };
+  const serving = new AbortController();
+  const stop = (): void => {
+    queue.close();
+    serving.abort(signal.reason);
+  };
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
+  try {
+    await using server = await ServeServer.start({
+      port: options.listen,
+      host,
+      token: options.token,
+      maxSessions,
+      httpIdleMs: options.httpIdleMs ?? 300_000,
+      runId: run.runId,
+      opener,
+      events: run.events,
+      schema: schemaOf(run.definition),
+      tasks: [...served.tasks.values()].map((t) => t.task),
+    });
+    run.events.on('run_started', (e) => options.onListening?.({ url: server.url, dir: e.dir, runId: run.runId, tasks: served.tasks.size }));
+    return await run.execute(serving.signal);
+  } finally {
+    signal.removeEventListener('abort', stop);
+    queue.close();
+  }
+}
+
+/** An env folder, or a suite (its tasks by id, their initial states deduplicated). */
+async function loadServed(spec: string, split: string, seed: number): Promise<Served> {
+  const dir = existsSync(spec) ? spec : resolveSuite(spec);
+  const definition = await loadEnvDefinition(dir);
+  let initialStates: readonly JsonValue[] = definition.initialStates;
+  if (initialStates.length === 0) {
+    const generated = generate(definition.stateSchema, new Rng(hashSeed(seed, 'initial-state'))).value;
+    if (generated === undefined) throw new UsageError(`env '${definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
+    initialStates = [generated];
+  }
+  if (!existsSync(path.join(dir, 'tasks', `${split}.jsonl`))) return { dir, initialStates, tasks: new Map() };
+  const suite = await loadSuite(dir, split, initialStates[0] ?? null);
+  // Tasks that share their database share one initial state (one line of states.jsonl, not hundreds).
+  const states: JsonValue[] = [];
+  const indexOf = new Map<JsonValue, number>();
+  const tasks = new Map<string, { task: ServedTask; index: number }>();
+  for (const t of suite.tasks) {
+    let index = indexOf.get(t.initialState);
+    if (index === undefined) indexOf.set(t.initialState, (index = states.push(t.initialState) - 1));
+    tasks.set(t.id, { task: { id: t.id, instruction: t.instruction }, index });
+  }
+  return { dir: suite.envDir, initialStates: states, tasks };
+}
+
+/** GET /schema: an action is one of the env's actions with its parameters; the observation our envelope; the state the env's. */
+function schemaOf(def: EnvDefinition): JsonObject {
+  const actions = [...def.actions.values()].map((a) => ({ type: 'object', required: ['name'], properties: { name: { const: a.name }, params: a.parameters as JsonValue }, ...(a.description ? { description: a.description } : {}) }));
+  return {
+    action: { oneOf: actions },
+    observation: {
+      type: 'object',
+      properties: {
+        observation: { description: "The tool's observation (null on reset and for a failed step)." },
+        actions: { type: 'array', description: 'The actions enabled now, in OpenAI tool format.' },
+        episode_id: { type: 'string' },
+        trace_id: { type: ['string', 'null'] },
+        step: { type: 'integer' },
+        instruction: { type: 'string' },
+        task_id: { type: 'string' },
+        error: { type: 'object' },
+      },
+    },
+    state: def.stateSchema as JsonValue,
+  } as JsonObject;
+}

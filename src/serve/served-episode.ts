@@ -1,0 +1,225 @@
+/**
+ * One served episode: an episode of the run, driven by its client instead of a policy. The client
+ * resets (the run's EpisodeRunner resets the instance and hands it over), then steps — or, with
+ * the async API, dispatches many calls and resolves them in batches — until the env says done, the
+ * step limit is reached, or the client leaves (the episode then ends truncated, `client_closed`).
+ */
+import type { Action } from '../env/agent-instance.js';
+import type { EpisodeEndReason } from '../events/run-events.js';
+import type { DrivenEnd, EpisodeControl, EpisodeDriver } from '../run/episode-runner.js';
+import type { EpisodeFinishedEvent } from '../run/run-journal.js';
+import type { EpisodeSource } from '../run/run.js';
+import { AgentError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import { openAiTools, stepEnvelope, type ServedObservation, type StepEnvelope } from './protocol.js';
+
+/** A benchmark task a served suite's episode runs (reset with `task_id`). */
+export interface ServedTask {
+  readonly id: string;
+  readonly instruction: string;
+}
+
+export interface ServedState {
+  readonly episode_id: string;
+  readonly step_count: number;
+  readonly state: JsonValue;
+  readonly seq: number;
+  readonly done: boolean;
+}
+
+export class ServedEpisode implements EpisodeDriver {
+  readonly initialIndex: number;
+  readonly task: ServedTask | undefined;
+  readonly #requestedId: string | undefined;
+  #control: EpisodeControl | undefined;
+  #ready!: (control: EpisodeControl) => void;
+  #failed!: (err: unknown) => void;
+  /** Resolves once the run has reset the instance and handed it over. */
+  readonly started: Promise<EpisodeControl>;
+  #finish!: (end: DrivenEnd) => void;
+  readonly #ended: Promise<DrivenEnd>;
+  #endReason: EpisodeEndReason | undefined;
+  #reward = 0;
+  #dispatched = 0;
+  #settled = 0;
+
+  constructor(initialIndex: number, options: { readonly episodeId?: string; readonly task?: ServedTask } = {}) {
+    this.initialIndex = initialIndex;
+    this.task = options.task;
+    this.#requestedId = options.episodeId;
+    this.started = new Promise((resolve, reject) => {
+      this.#ready = resolve;
+      this.#failed = reject;
+    });
+    // Nobody may wait on it (a run that stopped before the episode started): never unhandled.
+    this.started.catch(() => undefined);
+    this.#ended = new Promise((resolve) => (this.#finish = resolve));
+  }
+
+  /** The client's id for the episode, or the instance's (`ep-<n>`). */
+  get id(): string {
+    return this.#requestedId ?? this.#control?.agent.id ?? '';
+  }
+
+  /** The run's index of the episode (its `episode` in every record), once it started. */
+  get index(): number | undefined {
+    return this.#control?.episode;
+  }
+
+  /** Resolves when the episode ends, whatever ended it. */
+  get closed(): Promise<DrivenEnd> {
+    return this.#ended;
+  }
+
+  get done(): boolean {
+    return this.#endReason !== undefined;
+  }
+
+  drive(control: EpisodeControl, signal: AbortSignal): Promise<DrivenEnd> {
+    this.#control = control;
+    const stop = (): void => this.end('interrupted');
+    signal.addEventListener('abort', stop, { once: true });
+    this.#ready(control);
+    return this.#ended.finally(() => signal.removeEventListener('abort', stop));
+  }
+
+  /** The run could not start it (it stopped first). */
+  refuse(err: unknown): void {
+    this.#failed(err);
+  }
+
+  /** The episode is over in the run: a client still waiting for its start (the reset failed) hears why. */
+  over(finished: EpisodeFinishedEvent): void {
+    this.end(finished.reason);
+    if (!this.#control) this.#failed(new AgentError(finished.error?.code === 'INTERRUPTED' ? 'INTERRUPTED' : 'INTERNAL', `the episode could not start: ${finished.error?.message ?? finished.reason}`));
+  }
+
+  /** Ends the episode (a no-op once ended): `client_closed` when its client leaves before it is done. */
+  end(reason: EpisodeEndReason = 'client_closed'): void {
+    if (this.#endReason !== undefined) return;
+    this.#endReason = reason;
+    this.#finish({ reason, reward: this.#reward });
+  }
+
+  /** What reset answers: no tool output yet, the actions enabled in the initial state. */
+  resetEnvelope(): StepEnvelope {
+    return { observation: { ...this.#base(), observation: null, trace_id: null }, reward: null, done: false, truncated: false, rewards: {} };
+  }
+
+  /** Dispatch an action; returns its trace id at once (the call runs while the client does other work). */
+  dispatch(action: Action): string {
+    const control = this.#live();
+    if (this.#dispatched >= control.maxSteps) {
+      throw new AgentError('EPISODE_DONE', `episode '${this.id}' has dispatched its ${control.maxSteps} steps (the server's --max-steps)`, { hint: 'Resolve what is in flight, then reset for a new episode.' });
+    }
+    const traceId = control.dispatch(action);
+    this.#dispatched++;
+    return traceId;
+  }
+
+  /**
+   * Settle calls: each one's envelope, in the order asked. With `timeoutMs`, a call still running
+   * then comes back with `info.status` "timeout" and a null reward, and can be resolved again.
+   */
+  async resolve(traceIds: readonly string[], options: { readonly timeoutMs?: number; readonly signal: AbortSignal }): Promise<StepEnvelope[]> {
+    const control = this.#live();
+    const results = await Promise.all(traceIds.map((id) => control.agent.resolve(id, { signal: options.signal, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) })));
+    const envelopes: StepEnvelope[] = [];
+    for (const result of results) {
+      let truncated = false;
+      if (result.info.status !== 'timeout') {
+        this.#settled++;
+        this.#reward += result.reward;
+        truncated = !result.done && this.#settled >= control.maxSteps;
+        if (result.done) this.end('done');
+        else if (truncated) this.end('max_steps');
+      }
+      envelopes.push(stepEnvelope(result, this.#base(), truncated));
+    }
+    return envelopes;
+  }
+
+  /** OpenEnv's `step`: dispatch, then wait for the call to settle. */
+  async step(action: Action, signal: AbortSignal): Promise<StepEnvelope> {
+    const traceId = this.dispatch(action);
+    const [envelope] = await this.resolve([traceId], { signal });
+    return envelope as StepEnvelope;
+  }
+
+  state(): ServedState {
+    const { agent } = this.#started();
+    return { episode_id: this.id, step_count: this.#settled, state: agent.state, seq: agent.seq, done: this.done };
+  }
+
+  /** Time travel: the episode's state as it stood at `seq`. */
+  async stateAt(seq: number, signal: AbortSignal): Promise<ServedState> {
+    const { agent } = this.#started();
+    const snapshot = await agent.stateAt({ seq }, signal);
+    return { episode_id: this.id, step_count: this.#settled, state: snapshot.state, seq: snapshot.seq, done: this.done };
+  }
+
+  #base(): Omit<ServedObservation, 'observation' | 'trace_id' | 'error'> {
+    const { agent } = this.#started();
+    return {
+      actions: this.done ? [] : openAiTools(agent.availableActions()),
+      episode_id: this.id,
+      step: this.#settled,
+      ...(this.task ? { task_id: this.task.id, instruction: this.task.instruction } : {}),
+    };
+  }
+
+  #started(): EpisodeControl {
+    if (!this.#control) throw new AgentError('EPISODE_DONE', 'no episode yet: send reset first');
+    return this.#control;
+  }
+
+  #live(): EpisodeControl {
+    const control = this.#started();
+    if (this.#endReason !== undefined) throw new AgentError('EPISODE_DONE', `episode '${this.id}' is over (${this.#endReason})`, { hint: 'Send reset to start the next episode.' });
+    return control;
+  }
+}
+
+/** The run's episode source: each reset a client sends is the next episode the run starts. */
+export class SessionQueue implements EpisodeSource {
+  readonly #waiting: ServedEpisode[] = [];
+  #taker: ((episode: ServedEpisode | undefined) => void) | undefined;
+  #closed = false;
+
+  /** Queue an episode; its `started` resolves once the run has reset its instance. */
+  open(episode: ServedEpisode): void {
+    if (this.#closed) return episode.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
+    const taker = this.#taker;
+    this.#taker = undefined;
+    if (taker) taker(episode);
+    else this.#waiting.push(episode);
+  }
+
+  next(signal: AbortSignal): Promise<ServedEpisode | undefined> {
+    const waiting = this.#waiting.shift();
+    if (this.#closed || signal.aborted) {
+      waiting?.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
+      return Promise.resolve(undefined);
+    }
+    if (waiting) return Promise.resolve(waiting);
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        this.#taker = undefined;
+        resolve(undefined);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#taker = (episode) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(episode);
+      };
+    });
+  }
+
+  /** No more episodes: those still waiting are refused. */
+  close(): void {
+    this.#closed = true;
+    for (const e of this.#waiting.splice(0)) e.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
+    this.#taker?.(undefined);
+    this.#taker = undefined;
+  }
+}
