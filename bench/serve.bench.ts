@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import WebSocket from 'ws';
 import { serveEnv } from '../src/index.js';
 
 const python = path.resolve('.venv/bin/python');
@@ -99,6 +100,36 @@ for (const sessions of [64, 256]) {
   );
   if (r.burst > 0) console.log(`  ${r.burst.toLocaleString('en-US')} sessions at once, each reset + step: ${r.burst_ok.toLocaleString('en-US')} resolved`);
 }
+// The same load from a Node client (ws), which costs less per message than Python's asyncio: what
+// the server itself sustains when the client is not the bottleneck.
+async function nodeClient(sessions: number, seconds: number): Promise<{ rate: number; p50: number; p99: number }> {
+  const lat: number[] = [];
+  const stop = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: sessions }, async () => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+      await new Promise((r) => ws.once('open', r));
+      const ask = (m: object): Promise<{ type: string; data: { done?: boolean } }> =>
+        new Promise((resolve) => {
+          ws.once('message', (raw) => resolve(JSON.parse(String(raw)) as { type: string; data: { done?: boolean } }));
+          ws.send(JSON.stringify(m));
+        });
+      await ask({ type: 'reset' });
+      while (performance.now() < stop) {
+        const s = performance.now();
+        const r = await ask({ type: 'step', data: { name: 'wait', params: {} } });
+        lat.push(performance.now() - s);
+        if (r.data.done) await ask({ type: 'reset' });
+      }
+      ws.close();
+    }),
+  );
+  lat.sort((a, b) => a - b);
+  return { rate: lat.length / ((performance.now() - t0) / 1000), p50: (lat[Math.floor(lat.length / 2)] ?? 0) / 1000, p99: (lat[Math.floor(lat.length * 0.99)] ?? 0) / 1000 };
+}
+const n = await nodeClient(256, 10);
+console.log(`  256 sessions from a Node client (the server's own ceiling): ${Math.round(n.rate).toLocaleString('en-US')} steps/s (${(n.rate / 12_800).toFixed(2)}); added latency p50 ${((n.p50 - 0.02) * 1000).toFixed(1)} ms, p99 ${((n.p99 - 0.02) * 1000).toFixed(1)} ms`);
 controller.abort();
 await served;
 await rm(dir, { recursive: true, force: true });
