@@ -1,5 +1,7 @@
 /** `agent benchmark` on the tau-bench port: gold scores every task, random almost none, and a planted regression fails the gate. */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../src/index.js';
@@ -58,6 +60,33 @@ describe('agent benchmark', () => {
     expect(Object.keys(report.metrics.pass_hat_k)).toEqual(['1', '2']);
     expect(report.metrics.pass_hat_k['2']).toBeLessThanOrEqual(report.metrics.pass_hat_k['1'] as number);
     expect(report.metrics.tool_success_rate.value).toBeLessThan(0.5);
+  });
+
+  it('--metric <url> asks a metric service for each episode (a 503 is retried) and aggregates its answers', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const episode = JSON.parse(body) as { task: string; steps: unknown[]; success: boolean };
+        seen.push(episode.task);
+        // The first call meets a busy service: the benchmark retries it.
+        if (seen.length === 1) return void res.writeHead(503).end('busy');
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ steps: episode.steps.length, solved: episode.success ? 1 : 0 }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/quality`;
+      const { code, report } = await bench([RETAIL, '--policy', 'gold', '--tasks', 'retail-test-0,retail-test-1', '--metric', url]);
+      expect(code).toBe(0);
+      const custom = (report.metrics as unknown as { custom: Record<string, { value: number }> }).custom;
+      expect(custom['quality.solved']?.value).toBe(1);
+      expect(custom['quality.steps']?.value).toBeGreaterThan(0);
+      expect(seen.sort()).toEqual(['retail-test-0', 'retail-test-0', 'retail-test-1']);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('fails the gate on a planted regression, names the tasks that flipped, and passes within the allowed drop', async () => {

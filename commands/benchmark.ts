@@ -66,7 +66,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     }, 'text')
     .addOption(new Option('--json', 'the report as JSON (the same as --format json: every command takes --json)').implies({ format: 'json' }))
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
-    .option('--metric <module>', 'a metric module: (episode) => number | Record<string, number>, aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string | undefined, flags: Flags) => {
       if (flags.list) {

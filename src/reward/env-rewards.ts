@@ -5,7 +5,7 @@
  * `stepSettled` and `episodeEnded`; everything else reaches users as `reward_*` events.
  */
 import type { EnvEvent, RewardEntry } from '../events/env-events.js';
-import type { EnvDefinition, RewardSourceDefinition } from '../schema/definition.js';
+import { isComputed, type EnvDefinition, type RewardSourceDefinition } from '../schema/definition.js';
 import type { Clock } from '../shared/clock.js';
 import { setMaxListeners } from 'node:events';
 import { AgentError, describeError, oneLine } from '../shared/errors.js';
@@ -54,7 +54,7 @@ export class EnvRewards implements AsyncDisposable {
     this.ledger = new RewardLedger(definition.rewards, { now: () => options.clock.now(), emit: options.emit });
     for (const def of definition.rewards.values()) {
       const b = def.binding;
-      if (b.kind !== 'module' && b.kind !== 'judge') continue;
+      if (!isComputed(b)) continue;
       const { concurrency, queue: _queue, ...policy } = b.policy;
       const source: ActiveSource = { def, evaluator: sourceEvaluator(def), stack: buildPolicyStack(`reward source '${def.name}'`, policy), limit: concurrency ?? 16, running: 0, waiting: [] };
       (b.scope === 'episode' ? this.#episodeSources : this.#stepSources).push(source);
@@ -235,12 +235,12 @@ function episodeKey(instanceId: string, episode: number): string {
 /** `when` is evaluated on the step: {action, params, observation, state (after), state_before, step, episode}. */
 function applies(def: RewardSourceDefinition, step: SettledStep): boolean {
   const b = def.binding;
-  if ((b.kind !== 'module' && b.kind !== 'judge') || !b.when) return true;
+  if (!isComputed(b) || !b.when) return true;
   return b.when.evaluate({ action: step.action, params: step.params, observation: step.observation ?? null, state: step.stateAfter, state_before: step.stateBefore, step: step.step, episode: step.episode });
 }
 
 function appliesEpisode(def: RewardSourceDefinition, j: Extract<StepJudgement, { kind: 'episode' }>): boolean {
   const b = def.binding;
-  if ((b.kind !== 'module' && b.kind !== 'judge') || !b.when) return true;
+  if (!isComputed(b) || !b.when) return true;
   return b.when.evaluate({ action: j.step.action, state: j.final, state_before: j.initial, step: j.step.step, episode: j.step.episode, steps: j.trajectory.length });
 }

@@ -9,6 +9,7 @@ import type { CallCost } from '../events/env-events.js';
 import { importToolModule } from '../tools/module-loader.js';
 import type { StepRef } from './ledger.js';
 import { LlmJudge, type JudgeStats } from './llm-judge.js';
+import { askService } from './service-evaluator.js';
 
 /** What a step-scoped source sees of a step. */
 /** A step taken before a crash, as an episode-scoped source sees it in the trajectory. */
@@ -88,8 +89,24 @@ export function sourceEvaluator(def: RewardSourceDefinition): SourceEvaluator {
       close: async () => {},
     };
   }
-  if (b.kind !== 'module') throw new AgentError('INTERNAL', `reward source '${def.name}' computes nothing (${b.kind})`);
   const counts = { calls: 0, failed: 0 };
+  if (b.kind === 'service') {
+    return {
+      async evaluate(j, signal) {
+        counts.calls++;
+        const { signal: _s, ...input } = inputOf(j, signal);
+        try {
+          return { value: await askService(b.url, b.tokenEnv, def.name, { source: def.name, ...input }, signal) };
+        } catch (err) {
+          counts.failed++;
+          throw err;
+        }
+      },
+      stats: () => ({ ...counts }),
+      close: async () => {},
+    };
+  }
+  if (b.kind !== 'module') throw new AgentError('INTERNAL', `reward source '${def.name}' computes nothing (${b.kind})`);
   let fn: Promise<RewardFunction> | undefined;
   return {
     async evaluate(j, signal) {

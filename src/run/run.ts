@@ -35,7 +35,7 @@ import { loadPolicy, type Policy } from './policy.js';
 import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
-import type { RewardBinding } from '../schema/definition.js';
+import { isComputed, type RewardBinding } from '../schema/definition.js';
 import { RunServer } from '../server/run-server.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
@@ -360,7 +360,8 @@ export class Run implements AsyncDisposable {
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
-      const status = signal.aborted ? 'interrupted' : 'completed';
+      // A served run ends when its server is stopped: that is its normal end (it cannot be resumed).
+      const status = signal.aborted && (!this.#setup.sessions || this.#failure) ? 'interrupted' : 'completed';
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
       const abandoned = this.#env.runningCalls();
@@ -511,7 +512,7 @@ export class Run implements AsyncDisposable {
             aggregation: r.aggregation,
             weight: r.weight,
             ...(r.fallback ? { fallback: r.fallback } : {}),
-            ...(r.binding.kind === 'module' || r.binding.kind === 'judge' ? { scope: r.binding.scope } : {}),
+            ...(isComputed(r.binding) ? { scope: r.binding.scope } : {}),
           },
         ]),
       ),
@@ -548,7 +549,8 @@ export class Run implements AsyncDisposable {
       await this.#env.store.drop(instanceId);
       return true;
     }
-    if (finished.reason === 'interrupted' || this.#failure) {
+    // An interrupted episode keeps its history to continue on resume; a served one is never resumed.
+    if ((finished.reason === 'interrupted' && !this.#setup.sessions) || this.#failure) {
       // After a store failure the journal takes no more writes: a record now would count steps the
       // folder never got. The episode is not over; a resume writes its record.
       if (record && !this.#failure) durable.journal.after(() => this.#writer?.writeEpisode(record));

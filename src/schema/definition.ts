@@ -113,16 +113,25 @@ export type RewardFallback = { readonly value: number } | { readonly strategy: '
  * - `module`: an async function of the step (a reward model, a rule checker), run off the step's
  *   critical path under its own timeout, retry and concurrency;
  * - `judge`: an LLM judge (Anthropic or an OpenAI-compatible server);
+ * - `service`: an evaluator behind HTTP (evaluation as a service): the judgement is POSTed as JSON;
  * - `external`: delivered later by someone else (`agent reward`, `POST /rewards`, `env.rewards.submit`).
  */
 export type RewardBinding =
   | { readonly kind: 'tool' }
   | { readonly kind: 'module'; readonly module: string; readonly exportName: string; readonly scope: RewardScope; readonly policy: ToolPolicy; readonly when?: CompiledCondition }
   | { readonly kind: 'judge'; readonly judge: JudgeConfig; readonly scope: RewardScope; readonly policy: ToolPolicy; readonly when?: CompiledCondition }
+  | { readonly kind: 'service'; readonly url: string; readonly tokenEnv?: string; readonly scope: RewardScope; readonly policy: ToolPolicy; readonly when?: CompiledCondition }
   | { readonly kind: 'external' };
 
 /** `step`: one value per step. `episode`: one value per episode, landing on its last step. */
 export type RewardScope = 'step' | 'episode';
+
+/** The bindings whose values the toolkit computes (off the step's critical path): a module, a judge, a service. */
+export type ComputedBinding = Extract<RewardBinding, { kind: 'module' | 'judge' | 'service' }>;
+
+export function isComputed(b: RewardBinding): b is ComputedBinding {
+  return b.kind === 'module' || b.kind === 'judge' || b.kind === 'service';
+}
 
 export interface EnvDefinition {
   readonly name: string;

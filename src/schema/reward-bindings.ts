@@ -14,7 +14,7 @@ import { escapePointerToken, isPlainObject } from '../shared/json.js';
 import type { RewardBinding, RewardScope, RewardSourceDefinition, ToolPolicy } from './definition.js';
 import { compileCondition, ConditionSyntaxError, type CompiledCondition } from './enabled-if.js';
 
-const KINDS = ['tool', 'module', 'judge', 'external'] as const;
+const KINDS = ['tool', 'module', 'judge', 'service', 'external'] as const;
 const MODULE_ONLY = ['export', 'timeout_ms', 'retry', 'concurrency', 'when', 'scope'];
 /** A judge call or a reward model may take a while; a tool's 30 s default is too short for a slow judge. */
 const SOURCE_TIMEOUT_MS = 60_000;
@@ -43,7 +43,7 @@ export async function bindRewardSources(
       continue;
     }
     const kind = kinds[0] as (typeof KINDS)[number];
-    if (kind !== 'module') for (const k of MODULE_ONLY) if (k in raw) at(`/${k}`, `'${k}' goes with a module binding${kind === 'judge' ? ' (put it inside the judge object)' : ''}`);
+    if (kind !== 'module') for (const k of MODULE_ONLY) if (k in raw) at(`/${k}`, `'${k}' goes with a module binding${kind === 'judge' || kind === 'service' ? ` (put it inside the ${kind} object)` : ''}`);
     if (kind === 'tool' && source.delayMs > 0) at('/tool', `a tool reports its rewards with its result, but '${name}' declares delay_ms ${source.delayMs}: bind it to a module, a judge or external, or set delay_ms to 0`);
     const binding = await bindingOf(kind, raw, name, ctx, at);
     if (binding) sources.set(name, { ...source, binding });
@@ -107,6 +107,11 @@ async function bindingOf(
       };
       return { kind: 'judge', judge, scope: scopeOf(j['scope']), policy: sourcePolicy(j), ...(when ? { when } : {}) };
     }
+    case 'service': {
+      const s = raw['service'] as Record<string, unknown>;
+      const when = conditionOf(s['when'], '/service/when', at);
+      return { kind: 'service', url: s['url'] as string, ...(typeof s['token_env'] === 'string' ? { tokenEnv: s['token_env'] } : {}), scope: scopeOf(s['scope']), policy: sourcePolicy(s), ...(when ? { when } : {}) };
+    }
   }
 }
 
@@ -114,12 +119,14 @@ function scopeOf(v: unknown): RewardScope {
   return v === 'episode' ? 'episode' : 'step';
 }
 
-/** Timeout, retry and concurrency of a module or judge source; the same keys as a tool's. */
+/** Timeout, retry, circuit breaker and concurrency of a computed source; the same keys as a tool's. */
 function sourcePolicy(cfg: Record<string, unknown>): ToolPolicy {
   const retry = cfg['retry'] as { max_attempts?: number; initial_delay_ms?: number; max_delay_ms?: number } | undefined;
+  const breaker = cfg['circuit_breaker'] as { failures?: number; half_open_after_ms?: number } | undefined;
   return {
     timeoutMs: typeof cfg['timeout_ms'] === 'number' ? cfg['timeout_ms'] : SOURCE_TIMEOUT_MS,
     ...(retry ? { retry: { maxAttempts: retry.max_attempts ?? 3, initialDelayMs: retry.initial_delay_ms ?? 100, maxDelayMs: retry.max_delay_ms ?? 5_000 } } : {}),
+    ...(breaker ? { circuitBreaker: { failures: breaker.failures ?? 5, halfOpenAfterMs: breaker.half_open_after_ms ?? 30_000 } } : {}),
     concurrency: typeof cfg['concurrency'] === 'number' ? cfg['concurrency'] : 16,
   };
 }

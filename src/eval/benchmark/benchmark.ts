@@ -20,6 +20,8 @@ import { AgentError, describeError } from '../../shared/errors.js';
 import { importModule } from '../../shared/import-module.js';
 import type { JsonValue } from '../../shared/json.js';
 import { applyPatch } from '../../state/patch.js';
+import { buildPolicyStack } from '../../tools/policy.js';
+import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
@@ -150,7 +152,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     let index = piiIndexes.get(task.initialState);
     if (!index) piiIndexes.set(task.initialState, (index = new PiiIndex(task.initialState)));
     const pii = index.scan(episodeSteps, task.userId);
-    metricEpisodes.push({ task: task.id, trial: episode % trials, success: scored.success, reward, steps: episodeSteps, finalState });
+    metricEpisodes.push({ task: task.id, trial: episode % trials, success: scored.success, reward, steps: episodeSteps, final_state: finalState });
     (results.get(task.id) as TrialResult[]).push({
       trial: episode % trials,
       episode,
@@ -382,8 +384,27 @@ function metricsOf(
   };
 }
 
+async function metricModule(file: string): Promise<(e: MetricEpisode) => unknown> {
+  const mod = (await importModule(path.resolve(file))) as Record<string, unknown>;
+  const fn = (mod['metric'] ?? mod['default']) as ((e: MetricEpisode) => unknown) | undefined;
+  if (typeof fn !== 'function') throw new AgentError('BAD_USAGE', `metric module ${file} exports no function (default or 'metric')`, { hint: 'Export (episode) => number | Record<string, number>.' });
+  return fn;
+}
+
+/** A metric as a service: each episode POSTed as JSON, the answer a number or a record of numbers (a 5xx or a lost connection is retried). */
+function metricService(url: string, name: string): (e: MetricEpisode) => Promise<unknown> {
+  const stack = buildPolicyStack(`metric service '${name}'`, { timeoutMs: 60_000, retry: { maxAttempts: 3, initialDelayMs: 200, maxDelayMs: 2_000 } });
+  return (episode) => stack.execute((signal) => postJson(url, episode, { who: `metric service '${name}'`, ...(process.env['AGENT_METRIC_TOKEN'] ? { tokenEnv: 'AGENT_METRIC_TOKEN' } : {}) }, signal()), AbortSignal.timeout(300_000));
+}
+
+/** A metric service's name in the report: the last segment of its path, else its host. */
+function metricServiceName(url: string): string {
+  const u = new URL(url);
+  return u.pathname.split('/').filter(Boolean).pop() ?? u.hostname;
+}
+
 /**
- * The metric modules: each computes a value per episode (task and trial), a number or a record of
+ * The metric modules (or services): each computes a value per episode (task and trial), a number or a record of
  * numbers, and the hub aggregates each over tasks with a bootstrap interval. A module that throws
  * or answers something else is an error naming it.
  */
@@ -391,10 +412,9 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
   if (modules.length === 0) return {};
   const custom: Record<string, Estimate> = {};
   for (const file of modules) {
-    const name = path.basename(file).replace(/\.[cm]?[jt]s$/, '');
-    const mod = (await importModule(path.resolve(file))) as Record<string, unknown>;
-    const fn = (mod['metric'] ?? mod['default']) as ((e: MetricEpisode) => unknown) | undefined;
-    if (typeof fn !== 'function') throw new AgentError('BAD_USAGE', `metric module ${file} exports no function (default or 'metric')`, { hint: 'Export (episode) => number | Record<string, number>.' });
+    const service = /^https?:\/\//.test(file);
+    const name = service ? metricServiceName(file) : path.basename(file).replace(/\.[cm]?[jt]s$/, '');
+    const fn = service ? metricService(file, name) : await metricModule(file);
     // Per key, per task: the values of its trials.
     const byKey = new Map<string, Map<string, number[]>>();
     for (const e of episodes) {
@@ -402,7 +422,7 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
       try {
         value = await fn(e);
       } catch (err) {
-        throw new AgentError('BAD_USAGE', `metric '${name}' threw on ${e.task} (trial ${e.trial}): ${describeError(err)}`, { cause: err, hint: `Fix ${file}.` });
+        throw new AgentError('BAD_USAGE', `metric '${name}' ${service ? 'failed' : 'threw'} on ${e.task} (trial ${e.trial}): ${describeError(err)}`, { cause: err, hint: service ? `Check the metric service at ${file}.` : `Fix ${file}.` });
       }
       const entries = typeof value === 'number' ? [[name, value] as const] : typeof value === 'object' && value !== null ? Object.entries(value).map(([k, v]) => [`${name}.${k}`, v] as const) : [];
       if (entries.length === 0 || entries.some(([, v]) => typeof v !== 'number' || !Number.isFinite(v))) {

@@ -28,7 +28,7 @@ export interface MetricEpisode {
   readonly success: boolean;
   readonly reward: number;
   readonly steps: readonly SettledStepEvent[];
-  readonly finalState: JsonValue;
+  readonly final_state: JsonValue;
 }
 
 export interface ToolMetrics {
