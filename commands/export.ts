@@ -11,7 +11,7 @@ interface Flags {
   out?: string;
   rewards: 'final' | 'arrived';
   gamma: number;
-  state: boolean;
+  state: 'patch' | 'full' | 'none';
   lenient?: boolean;
 }
 
@@ -48,9 +48,9 @@ export function registerExport(program: Command, io: Io): void {
     .option('--out <file>', 'where to write (default: stdout for jsonl, <run-dir>/export.parquet for parquet)')
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
-    .option('--no-state', 'leave the state out of each observation (keep its seq)')
+    .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
     .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
-    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived')
+    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl')
     .action(async (dir: string, flags: Flags) => {
       const { exportRun, writeParquet } = await core();
       const records = await exportRun(dir, {

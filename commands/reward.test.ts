@@ -173,11 +173,18 @@ describe('rewards delivered after the run', () => {
     for (const rec of records) expect(validate(metaSchema('export-record'), rec)).toEqual([]);
     const failed = records.filter((x) => x['status'] === 'failed');
     expect(failed.length).toBeGreaterThan(0);
-    expect(failed.every((x) => x['reward'] === null)).toBe(true);
+    expect(failed.every((x) => x['reward'] === null && (x['patch'] as unknown[]).length === 0)).toBe(true);
+    // By default a step carries the patch it committed, not the state: each act adds one to count.
     for (const rec of records.filter((x) => x['status'] === 'resolved')) {
+      expect((rec['observation'] as { state?: unknown }).state).toBeUndefined();
+      expect(rec['patch']).toEqual([{ op: 'replace', path: '/count', value: (rec['observation'] as { state_seq: number }).state_seq + 1 }]);
+    }
+    const full = (await runAgent(['export', dir, '--state', 'full'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const rec of full.filter((x) => x['status'] === 'resolved')) {
       const obs = rec['observation'] as { state: { count: number }; state_seq: number };
-      // Each act adds one to count: the state it was chosen on has count = state_seq.
+      // The state it was chosen on has count = state_seq.
       expect(obs.state.count).toBe(obs.state_seq);
+      expect(rec['patch']).toBeUndefined();
     }
     const episode0 = records.filter((x) => x['episode'] === 0);
     const rewards = episode0.map((x) => (x['reward'] as number | null) ?? 0);
@@ -190,6 +197,10 @@ describe('rewards delivered after the run', () => {
     const { asyncBufferFromFile } = await import('hyparquet');
     const rows = await parquetReadObjects({ file: await asyncBufferFromFile(file) });
     expect(rows.map((x) => [x['trace_id'], x['reward']])).toEqual(records.map((x) => [x['trace_id'], x['reward']]));
+    // What varies by tool is JSON text decoded once (never a JSON string of a JSON string); a missing value is null, not "null".
+    expect(rows.map((x) => JSON.parse(x['params_json'] as string) as unknown)).toEqual(records.map((x) => x['params']));
+    expect(rows.map((x) => (x['result_json'] === null ? null : (JSON.parse(x['result_json'] as string) as unknown)))).toEqual(records.map((x) => x['result']));
+    expect(rows.filter((x) => x['status'] === 'resolved').every((x) => x['error_code'] === null && x['state_json'] === null)).toBe(true);
   });
 
   it('takes rewards over POST /rewards while the run is live, and refuses agent reward on a live run', async () => {

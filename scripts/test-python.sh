@@ -19,8 +19,9 @@ pip_install() { "$VENV/bin/pip" install --quiet --disable-pip-version-check "${P
 if ! has 'agentic_rl, pytest, pytest_asyncio, websockets'; then
   pip_install -e clients/python pytest pytest-asyncio
 fi
-# The examples' heavy dependencies (torch CPU, TRL): their tests skip, saying so, where these cannot be installed.
-if ! has 'torch, matplotlib, trl'; then
-  pip_install torch matplotlib trl || echo "test-python: torch/matplotlib/trl could not be installed: the example tests will skip" >&2
+# The examples' and the export readers' heavy dependencies (torch CPU, TRL, pyarrow, datasets,
+# polars): their tests skip, saying so, where these cannot be installed.
+if ! has 'torch, matplotlib, trl, pyarrow, datasets, polars'; then
+  pip_install torch matplotlib trl pyarrow datasets polars || echo "test-python: torch/matplotlib/trl/pyarrow/datasets/polars could not be installed: the tests that need them will skip" >&2
 fi
 exec "$VENV/bin/python" -m pytest -q clients/python "$@"

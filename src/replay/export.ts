@@ -1,7 +1,9 @@
 /**
- * `agent export`: a run folder as trainer input, one record per step. The state the policy saw is
- * rebuilt from the episode's initial state (states.jsonl) and the committed patches in
- * events.jsonl, so a 5 MB state is stored once per distinct initial state, not once per step.
+ * `agent export`: a run folder as trainer input, one record per step. By default a step carries
+ * the seq of the state the policy saw and the patch its action committed (a 5 MB state is not
+ * repeated on every step: the initial states are in the run folder's states.jsonl); with
+ * `state: 'full'` it carries that whole state, rebuilt from the episode's initial state and the
+ * committed patches in events.jsonl.
  * Rewards are the ledger's as of now (the reward log replayed, deadlines applied): `final` counts
  * imputed values, `arrived` only what arrived. A failed step is marked (`status: "failed"`,
  * `reward: null`), never zeroed. Returns-to-go are summed backwards over each episode.
@@ -22,10 +24,12 @@ export interface ExportRecord {
   readonly trace_id: string;
   readonly instance_id: string;
   readonly time: number;
-  /** What the policy saw: the state it chose on and the actions it could choose from (state omitted with `state: false`). */
+  /** What the policy saw: the seq of the state it chose on (the state itself with `state: 'full'`) and the actions it could choose from. */
   readonly observation: { readonly state?: JsonValue; readonly state_seq: number; readonly available_actions: readonly string[] | null };
   readonly action: string;
   readonly params: JsonObject;
+  /** What the action changed in the state (RFC 6902), from `state_seq` to the next; empty for a failed step. Left out with `state: 'none'`. */
+  readonly patch?: Patch;
   /** The tool's answer. */
   readonly result: JsonValue | null;
   readonly rewards: Readonly<Record<string, RewardEntry>>;
@@ -43,8 +47,12 @@ export interface ExportRecord {
 
 export interface ExportOptions {
   readonly rewards?: RewardBasis;
-  /** Include the state the policy saw in each record (default true). */
-  readonly state?: boolean;
+  /**
+   * What each record holds of the state: `patch` (default: the seq it was chosen on, and the patch
+   * the step committed), `full` (the whole state the policy saw, repeated on every step), `none`
+   * (only the seq).
+   */
+  readonly state?: StateMode;
   /** Discount of returns-to-go (default 1). */
   readonly gamma?: number;
   readonly now?: number;
@@ -53,14 +61,17 @@ export interface ExportOptions {
   readonly onSkipped?: (skipped: RunRewards['skipped']) => void;
 }
 
+export type StateMode = 'patch' | 'full' | 'none';
+
 /** Every step of a run folder as an export record, episode by episode, steps in order. */
 export async function exportRun(dir: string, options: ExportOptions = {}): Promise<ExportRecord[]> {
   const run = await openRunRewards(dir, { ...(options.now !== undefined ? { now: options.now } : {}), lenient: options.lenient === true });
   const basis = options.rewards ?? 'final';
   const gamma = options.gamma ?? 1;
-  const wantState = options.state !== false;
+  const mode = options.state ?? 'patch';
   const reading = new RecordReading(options.lenient);
-  const states = wantState ? await statesBySeq(dir, run, reading) : undefined;
+  const states = mode === 'full' ? await statesBySeq(dir, run, reading) : undefined;
+  const patches = mode === 'patch' ? await patchesByTrace(dir, reading) : undefined;
   if (run.skipped.records + reading.skipped > 0) options.onSkipped?.({ records: run.skipped.records + reading.skipped, ...((run.skipped.first ?? reading.first) !== undefined ? { first: run.skipped.first ?? reading.first } : {}) });
   const byEpisode = new Map<number, TrajectoryRecord[]>();
   for (const t of run.steps) {
@@ -96,6 +107,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
         },
         action: t.action,
         params: t.params,
+        ...(patches ? { patch: patches.get(t.trace_id) ?? [] } : {}),
         result: t.observation ?? null,
         rewards: { ...Object.fromEntries(Object.entries(t.rewards).filter(([, e]) => e.delay_ms === 0 && e.status === 'arrived')), ...(run.ledger.entries(t.trace_id) ?? {}) },
         reward: rewards[i] ?? null,
@@ -153,36 +165,59 @@ async function statesBySeq(dir: string, run: RunRewards, reading: RecordReading)
   return out;
 }
 
+/** The patch each step committed, by trace id (a failed step committed none). */
+async function patchesByTrace(dir: string, reading: RecordReading): Promise<Map<string, Patch>> {
+  const out = new Map<string, Patch>();
+  await forEachLine(path.join(dir, RUN_FILES.events), (e) => {
+    if (e['type'] === 'state_committed') out.set(e['trace_id'] as string, e['patch'] as Patch);
+  }, { reading });
+  return out;
+}
+
 function round(n: number): number {
   return Math.round(n * 1e9) / 1e9;
 }
 
-/** Columns for Parquet: scalars as they are, nested values as JSON text. */
+/**
+ * Columns for Parquet, one fixed set whatever the env: scalars as they are; values whose shape
+ * varies by tool or env (params, the tool's result, rewards per source, the state, the patch) as
+ * JSON text in `*_json` string columns, to decode once (`json.loads`): two envs' exports then
+ * share one schema and concatenate. A missing value is a Parquet null, never the text "null".
+ */
 export async function writeParquet(file: string, records: readonly ExportRecord[]): Promise<void> {
   const { parquetWriteFile } = await import('hyparquet-writer');
-  const json = (f: (r: ExportRecord) => unknown): string[] => records.map((r) => JSON.stringify(f(r)) ?? 'null');
+  const text = (f: (r: ExportRecord) => unknown): (string | null)[] =>
+    records.map((r) => {
+      const v = f(r);
+      return v === undefined || v === null ? null : JSON.stringify(v);
+    });
+  const column = <T>(name: string, type: 'STRING' | 'INT32' | 'DOUBLE' | 'BOOLEAN', f: (r: ExportRecord) => T) => ({ name, data: records.map(f), type });
   parquetWriteFile({
     filename: file,
     columnData: [
-      { name: 'run_id', data: records.map((r) => r.run_id), type: 'STRING' },
-      { name: 'episode', data: records.map((r) => r.episode), type: 'INT32' },
-      { name: 'step', data: records.map((r) => r.step), type: 'INT32' },
-      { name: 'trace_id', data: records.map((r) => r.trace_id), type: 'STRING' },
-      { name: 'instance_id', data: records.map((r) => r.instance_id), type: 'STRING' },
-      { name: 'time', data: records.map((r) => r.time), type: 'DOUBLE' },
-      { name: 'observation', data: json((r) => r.observation), type: 'JSON' },
-      { name: 'action', data: records.map((r) => r.action), type: 'STRING' },
-      { name: 'params', data: json((r) => r.params), type: 'JSON' },
-      { name: 'result', data: json((r) => r.result), type: 'JSON' },
-      { name: 'rewards', data: json((r) => r.rewards), type: 'JSON' },
-      { name: 'reward', data: records.map((r) => r.reward), type: 'DOUBLE' },
-      { name: 'reward_basis', data: records.map((r) => r.reward_basis), type: 'STRING' },
-      { name: 'terminated', data: records.map((r) => r.terminated), type: 'BOOLEAN' },
-      { name: 'truncated', data: records.map((r) => r.truncated), type: 'BOOLEAN' },
-      { name: 'status', data: records.map((r) => r.status), type: 'STRING' },
-      { name: 'return_to_go', data: records.map((r) => r.return_to_go), type: 'DOUBLE' },
-      { name: 'episode_return', data: records.map((r) => r.episode_return), type: 'DOUBLE' },
-      { name: 'error', data: records.map((r) => (r.error ? JSON.stringify(r.error) : null)), type: 'JSON' },
+      column('run_id', 'STRING', (r) => r.run_id),
+      column('episode', 'INT32', (r) => r.episode),
+      column('step', 'INT32', (r) => r.step),
+      column('trace_id', 'STRING', (r) => r.trace_id),
+      column('instance_id', 'STRING', (r) => r.instance_id),
+      column('time', 'DOUBLE', (r) => r.time),
+      column('state_seq', 'INT32', (r) => r.observation.state_seq),
+      { name: 'available_actions_json', data: text((r) => r.observation.available_actions), type: 'STRING' },
+      { name: 'state_json', data: text((r) => r.observation.state), type: 'STRING' },
+      column('action', 'STRING', (r) => r.action),
+      { name: 'params_json', data: text((r) => r.params), type: 'STRING' },
+      { name: 'patch_json', data: text((r) => r.patch), type: 'STRING' },
+      { name: 'result_json', data: text((r) => r.result), type: 'STRING' },
+      { name: 'rewards_json', data: text((r) => r.rewards), type: 'STRING' },
+      column('reward', 'DOUBLE', (r) => r.reward),
+      column('reward_basis', 'STRING', (r) => r.reward_basis),
+      column('terminated', 'BOOLEAN', (r) => r.terminated),
+      column('truncated', 'BOOLEAN', (r) => r.truncated),
+      column('status', 'STRING', (r) => r.status),
+      column('return_to_go', 'DOUBLE', (r) => r.return_to_go),
+      column('episode_return', 'DOUBLE', (r) => r.episode_return),
+      column('error_code', 'STRING', (r) => r.error?.code ?? null),
+      column('error_message', 'STRING', (r) => r.error?.message ?? null),
     ],
   });
 }

@@ -197,6 +197,8 @@ export class ServeServer implements AsyncDisposable {
     this.#sockets.add(ws);
     const abort = new AbortController();
     let episode: ServedEpisode | undefined;
+    /** Rewards are pushed only once asked for: OpenEnv's client reads the next message as its reply. */
+    let subscribed = false;
     let inOrder: Promise<void> = Promise.resolve();
     const reply = (message: object): void => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
@@ -238,7 +240,6 @@ export class ServeServer implements AsyncDisposable {
           return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe or close.' } };
       }
     };
-    let subscribed = false;
     // Rewards of every episode this socket opened go to it once it subscribed.
     const attach = (e: ServedEpisode): void => {
       const index = e.index;

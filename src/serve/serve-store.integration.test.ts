@@ -5,16 +5,11 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { TEST_REDIS_URL } from '../state/redis-testing.js';
+import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js';
 import { serveEnv } from './serve.js';
 
-const admin = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-const available = await admin.connect().then(
-  () => true,
-  () => false,
-);
-if (!available && process.env['CI']) throw new Error(`Redis is required in CI and is not reachable at ${TEST_REDIS_URL}`);
-if (!available) console.warn(`skipping agent serve --store tests: no Redis at ${TEST_REDIS_URL} (start one with \`redis-server --save '' --port 6379\`)`);
+const available = await sharedRedisAvailable('agent serve --store tests');
+const admin = new Redis(TEST_REDIS_URL, { lazyConnect: !available });
 afterAll(async () => {
   if (available) await admin.quit();
   else admin.disconnect();

@@ -1,0 +1,54 @@
+"""`agent export` read back by the readers trainers use: pyarrow, 🤗 datasets, polars.
+
+Each column has one type whatever the env; what varies by tool is JSON text decoded exactly once;
+two envs' exports concatenate. Skipped, saying why, where those readers cannot be installed.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed: pip install pyarrow datasets polars to check the exports")
+datasets = pytest.importorskip("datasets", reason="datasets is not installed: pip install datasets")
+pl = pytest.importorskip("polars", reason="polars is not installed: pip install polars")
+
+
+def agent(*args: str) -> str:
+    return subprocess.run(["node", str(REPO / "bin" / "agent.js"), *args], cwd=REPO, check=True, capture_output=True, text=True).stdout
+
+
+def export(env: str, out: Path) -> Path:
+    runs = out / "runs"
+    agent("run", env, "--episodes", "3", "--max-steps", "3", "--tool-option", "latency_scale=0.01", "--out", str(runs))
+    run = next(runs.iterdir())
+    file = out / f"{run.name}.parquet"
+    agent("export", str(run), "--format", "parquet", "--out", str(file))
+    return file
+
+
+def test_parquet_loads_as_typed_columns_and_two_envs_concatenate(tmp_path: Path) -> None:
+    weather = export("fixtures/weather", tmp_path / "w")
+    game = export("fixtures/signal-game", tmp_path / "g")
+
+    table = pq.read_table(weather)
+    assert str(table.schema.field("params_json").type) == "string"
+    assert str(table.schema.field("reward").type) == "double"
+    rows = table.to_pylist()
+    # Decoded once: a dict, not a JSON string of a JSON string.
+    assert all(isinstance(json.loads(r["params_json"]), dict) for r in rows)
+    assert all(r["error_code"] is None for r in rows if r["status"] == "resolved")
+    assert all(r["state_json"] is None for r in rows)
+
+    ds = datasets.load_dataset("parquet", data_files={"train": [str(weather)]})["train"]
+    assert isinstance(json.loads(ds[0]["rewards_json"]), dict)
+    both = datasets.concatenate_datasets([ds, datasets.load_dataset("parquet", data_files={"train": [str(game)]})["train"]])
+    assert len(both) == len(rows) + pq.read_table(game).num_rows
+
+    frame = pl.read_parquet(weather)
+    assert frame.schema["params_json"] == pl.Utf8 and frame.schema["episode"] == pl.Int32
+    assert frame["params_json"].str.json_decode().dtype.base_type() == pl.Struct
