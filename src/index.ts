@@ -66,7 +66,8 @@ export { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord 
 export { rewardRecord, rewardEvent, type RewardLogRecord } from './replay/reward-log.js';
 export { diffStates } from './state/diff.js';
 export { openRunRewards, deliverToRunFolder, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
-export { exportRun, writeParquet, type ExportOptions, type ExportRecord } from './replay/export.js';
+export { exportRun, writeParquet, type ExportOptions, type ExportRecord, type StateMode } from './replay/export.js';
+export { exportChat, type ChatRecord, type ChatTurn, type ChatToolCall } from './replay/chat-export.js';
 
 export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';

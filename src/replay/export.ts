@@ -8,6 +8,8 @@
  * imputed values, `arrived` only what arrived. A failed step is marked (`status: "failed"`,
  * `reward: null`), never zeroed. Returns-to-go are summed backwards over each episode.
  */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
 import type { RewardBasis } from '../reward/ledger.js';
@@ -43,6 +45,16 @@ export interface ExportRecord {
   readonly return_to_go: number;
   readonly episode_return: number;
   readonly error?: ErrorInfo;
+  /** Benchmark runs: the episode's task, and whether it succeeded (also its last step's `success` reward). */
+  readonly task_id?: string;
+  readonly success?: boolean;
+}
+
+/** A benchmark episode's verdict, from the run folder's benchmark.json and the suite's tasks. */
+export interface Verdict {
+  readonly task_id: string;
+  readonly success: boolean;
+  readonly instruction?: string;
 }
 
 export interface ExportOptions {
@@ -73,6 +85,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
   const states = mode === 'full' ? await statesBySeq(dir, run, reading) : undefined;
   const patches = mode === 'patch' ? await patchesByTrace(dir, reading) : undefined;
   if (run.skipped.records + reading.skipped > 0) options.onSkipped?.({ records: run.skipped.records + reading.skipped, ...((run.skipped.first ?? reading.first) !== undefined ? { first: run.skipped.first ?? reading.first } : {}) });
+  const verdicts = await readVerdicts(dir, run.manifest.env_dir);
   const byEpisode = new Map<number, TrajectoryRecord[]>();
   for (const t of run.steps) {
     const list = byEpisode.get(t.episode);
@@ -83,7 +96,11 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
   for (const episode of [...byEpisode.keys()].sort((a, b) => a - b)) {
     const steps = (byEpisode.get(episode) as TrajectoryRecord[]).sort((a, b) => a.step - b.step);
     const ep = run.episodes.get(episode);
+    const verdict = verdicts.get(episode);
     const rewards = steps.map((t) => (t.status === 'failed' ? null : (run.ledger.reward(t.trace_id, basis) ?? t.reward)));
+    // A benchmark's verdict is the episode's final reward: what the policy is trained toward.
+    const success = verdict ? Number(verdict.success) : 0;
+    if (verdict) rewards[rewards.length - 1] = (rewards[rewards.length - 1] ?? 0) + success;
     const rtg = new Array<number>(steps.length);
     let acc = 0;
     for (let i = steps.length - 1; i >= 0; i--) {
@@ -109,7 +126,11 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
         params: t.params,
         ...(patches ? { patch: patches.get(t.trace_id) ?? [] } : {}),
         result: t.observation ?? null,
-        rewards: { ...Object.fromEntries(Object.entries(t.rewards).filter(([, e]) => e.delay_ms === 0 && e.status === 'arrived')), ...(run.ledger.entries(t.trace_id) ?? {}) },
+        rewards: {
+          ...Object.fromEntries(Object.entries(t.rewards).filter(([, e]) => e.delay_ms === 0 && e.status === 'arrived')),
+          ...(run.ledger.entries(t.trace_id) ?? {}),
+          ...(verdict && last ? { success: { status: 'arrived', value: success, arrived_at: null, delay_ms: null } } : {}),
+        },
         reward: rewards[i] ?? null,
         reward_basis: basis,
         // An episode without a record was cut off (the process died): its last step is truncated.
@@ -119,6 +140,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
         return_to_go: round(rtg[i] as number),
         episode_return: round(rtg[0] as number),
         ...(t.error ? { error: t.error } : {}),
+        ...(verdict ? { task_id: verdict.task_id, success: verdict.success } : {}),
       });
     });
   }
@@ -162,6 +184,34 @@ async function statesBySeq(dir: string, run: RunRewards, reading: RecordReading)
       keep(instance, cur.seq, cur.state);
     }
   }, { reading });
+  return out;
+}
+
+/**
+ * The verdicts of a benchmark run (`agent benchmark` writes benchmark.json into its run folder),
+ * by episode, with each task's instruction from the suite's tasks file; empty for another run.
+ */
+export async function readVerdicts(dir: string, envDir: string): Promise<Map<number, Verdict>> {
+  const out = new Map<number, Verdict>();
+  let report: { split?: string; tasks?: { id: string; trials: { episode: number; success: boolean }[] }[] };
+  try {
+    report = JSON.parse(await readFile(path.join(dir, 'benchmark.json'), 'utf8')) as typeof report;
+  } catch {
+    return out;
+  }
+  const instructions = new Map<string, string>();
+  const tasksFile = path.join(envDir, 'tasks', `${report.split ?? 'test'}.jsonl`);
+  if (existsSync(tasksFile)) {
+    for (const line of (await readFile(tasksFile, 'utf8')).split('\n')) {
+      if (line.trim() === '') continue;
+      const t = JSON.parse(line) as { id?: unknown; instruction?: unknown };
+      if (typeof t.id === 'string' && typeof t.instruction === 'string') instructions.set(t.id, t.instruction);
+    }
+  }
+  for (const task of report.tasks ?? []) {
+    const instruction = instructions.get(task.id);
+    for (const trial of task.trials) out.set(trial.episode, { task_id: task.id, success: trial.success, ...(instruction !== undefined ? { instruction } : {}) });
+  }
   return out;
 }
 

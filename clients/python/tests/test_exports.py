@@ -52,3 +52,18 @@ def test_parquet_loads_as_typed_columns_and_two_envs_concatenate(tmp_path: Path)
     frame = pl.read_parquet(weather)
     assert frame.schema["params_json"] == pl.Utf8 and frame.schema["episode"] == pl.Int32
     assert frame["params_json"].str.json_decode().dtype.base_type() == pl.Struct
+
+
+def test_chat_export_loads_as_a_conversational_dataset(tmp_path: Path) -> None:
+    data_utils = pytest.importorskip("trl.data_utils", reason="TRL is not installed: pip install trl")
+    report = json.loads(agent("benchmark", "tau-bench/airline", "--policy", "gold", "--tasks", "airline-test-0,airline-test-1,airline-test-12", "--out", str(tmp_path / "runs"), "--format", "json"))
+    file = tmp_path / "chat.jsonl"
+    agent("export", report["run_dir"], "--format", "chat", "--out", str(file))
+    ds = datasets.load_dataset("json", data_files={"train": [str(file)]})["train"]
+    assert len(ds) == 3 and ds[0]["success"] is True and ds[0]["task_id"] == "airline-test-0"
+    for example in ds:
+        assert data_utils.is_conversational(example)
+        calls = [c["id"] for m in example["messages"] if m.get("tool_calls") for c in m["tool_calls"]]
+        answers = [m["tool_call_id"] for m in example["messages"] if m["role"] == "tool"]
+        assert calls == answers
+        assert all(isinstance(json.loads(c["function"]["arguments"]), dict) for m in example["messages"] if m.get("tool_calls") for c in m["tool_calls"])
