@@ -236,12 +236,12 @@ function round(n: number): number {
  */
 export async function writeParquet(file: string, records: readonly ExportRecord[]): Promise<void> {
   const { parquetWriteFile } = await import('hyparquet-writer');
-  const text = (f: (r: ExportRecord) => unknown): (string | null)[] =>
-    records.map((r) => {
+  const column = <T>(name: string, type: 'STRING' | 'INT32' | 'DOUBLE' | 'BOOLEAN', f: (r: ExportRecord) => T) => ({ name, data: records.map(f), type });
+  const json = (name: string, f: (r: ExportRecord) => unknown) =>
+    column(name, 'STRING', (r) => {
       const v = f(r);
       return v === undefined || v === null ? null : JSON.stringify(v);
     });
-  const column = <T>(name: string, type: 'STRING' | 'INT32' | 'DOUBLE' | 'BOOLEAN', f: (r: ExportRecord) => T) => ({ name, data: records.map(f), type });
   parquetWriteFile({
     filename: file,
     columnData: [
@@ -252,13 +252,13 @@ export async function writeParquet(file: string, records: readonly ExportRecord[
       column('instance_id', 'STRING', (r) => r.instance_id),
       column('time', 'DOUBLE', (r) => r.time),
       column('state_seq', 'INT32', (r) => r.observation.state_seq),
-      { name: 'available_actions_json', data: text((r) => r.observation.available_actions), type: 'STRING' },
-      { name: 'state_json', data: text((r) => r.observation.state), type: 'STRING' },
+      json('available_actions_json', (r) => r.observation.available_actions),
+      json('state_json', (r) => r.observation.state),
       column('action', 'STRING', (r) => r.action),
-      { name: 'params_json', data: text((r) => r.params), type: 'STRING' },
-      { name: 'patch_json', data: text((r) => r.patch), type: 'STRING' },
-      { name: 'result_json', data: text((r) => r.result), type: 'STRING' },
-      { name: 'rewards_json', data: text((r) => r.rewards), type: 'STRING' },
+      json('params_json', (r) => r.params),
+      json('patch_json', (r) => r.patch),
+      json('result_json', (r) => r.result),
+      json('rewards_json', (r) => r.rewards),
       column('reward', 'DOUBLE', (r) => r.reward),
       column('reward_basis', 'STRING', (r) => r.reward_basis),
       column('terminated', 'BOOLEAN', (r) => r.terminated),

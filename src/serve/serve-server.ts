@@ -50,7 +50,8 @@ export interface ServeServerOptions {
   readonly httpIdleMs: number;
   readonly runId: string;
   readonly opener: EpisodeOpener;
-  readonly events: { on<T extends RunEvent['type']>(type: T, listener: (e: Extract<RunEvent, { type: T }>) => void): () => void; onAny(listener: (e: RunEvent) => void): () => void };
+  /** The run's events: delayed rewards go to their episode's readers and subscribers. */
+  readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
   /** GET /schema: the action, observation and state schemas. */
   readonly schema: object;
   readonly tasks?: readonly ServedTask[];
