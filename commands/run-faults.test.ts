@@ -1,8 +1,8 @@
 /** `agent run` as a careless user and a hostile tool would try it: bad --out, Ctrl-C on a busy loop, runs that cannot work. */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';
 
 const tmp = scratch();
@@ -65,14 +65,17 @@ describe('Ctrl-C', () => {
   it('a second Ctrl-C exits at once, while the first is still closing tools down', async () => {
     const dir = await tmp.dir('agent-env-');
     await mkdir(dir, { recursive: true });
-    // A persistent tool that never answers and ignores its stdin closing: closing it takes a while.
-    await writeFile(path.join(dir, 'stall.py'), 'import sys, time\nfor line in sys.stdin:\n    time.sleep(60)\n');
-    await writeFile(
-      path.join(dir, 'env.json'),
-      JSON.stringify({ state: { type: 'object' }, actions: [{ name: 'stall', parameters: { type: 'object' } }], initial_states: [{}], tools: { stall: { command: ['python3', 'stall.py'], persistent: true } } }),
-    );
+    // `warm` answers and then, once its stdin closes, lingers: closing the run waits a second for it
+    // before killing it, so the second Ctrl-C lands while the first is still closing tools down
+    // however slow the machine. `stall` holds the step in flight when the first Ctrl-C comes.
+    await writeFile(path.join(dir, 'warm.py'), 'import sys, time\nfor line in sys.stdin:\n    print(\'{"patch": [{"op": "replace", "path": "/n", "value": 1}]}\', flush=True)\ntime.sleep(60)\n');
+    await writeFile(path.join(dir, 'stall.py'), 'import sys, time\nfor line in sys.stdin:\n    open("in-flight", "w").close()\n    time.sleep(60)\n');
+    const tools = { warm: { command: ['python3', 'warm.py'], persistent: true, enabled_if: 'n == 0' }, stall: { command: ['python3', 'stall.py'], persistent: true, enabled_if: 'n == 1' } };
+    const state = { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } };
+    const actions = [{ name: 'warm', parameters: { type: 'object' } }, { name: 'stall', parameters: { type: 'object' } }];
+    await writeFile(path.join(dir, 'env.json'), JSON.stringify({ state, actions, initial_states: [{ n: 0 }], tools }));
     const child = execa('node', ['bin/agent.js', 'run', dir, '--episodes', '1', '--out', await tmp.dir('agent-runs-')], { reject: false });
-    await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('run ') && resolve()));
+    await vi.waitFor(() => access(path.join(dir, 'in-flight')), { timeout: 30_000, interval: 20 });
     child.kill('SIGINT');
     await new Promise<void>((resolve) => child.stderr?.on('data', (c: Buffer) => c.toString().includes('interrupted') && resolve()));
     child.kill('SIGINT');
