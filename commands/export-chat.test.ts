@@ -1,7 +1,12 @@
-/** `agent export --format chat`: one OpenAI-style conversation per episode, for a plain run and a τ-bench benchmark run. */
+/**
+ * `agent export --format chat` and `chat-parquet`: one OpenAI-style conversation per episode, for a
+ * plain run and a τ-bench benchmark run; `--format verl`: a suite's tasks as a verl dataset.
+ */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { VerlRow } from '../src/index.js';
 import { runAgent, scratch } from './testing.js';
 
 const tmp = scratch();
@@ -15,6 +20,10 @@ interface Chat {
   step_rewards: (number | null)[];
   tools: { type: string; function: { name: string; parameters: object } }[];
   messages: { role: string; content: string; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+}
+
+async function readParquet(file: string): Promise<Record<string, unknown>[]> {
+  return parquetReadObjects({ file: await asyncBufferFromFile(file) });
 }
 
 async function chats(dir: string): Promise<Chat[]> {
@@ -47,6 +56,11 @@ describe('agent export --format chat', () => {
       expect(chat.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]);
       expect(chat.step_rewards).toHaveLength(chat.messages.filter((m) => m.role === 'tool').length);
     }
+    // chat-parquet: the same records, messages nested (a role's missing fields null), tools as JSON text.
+    const written = await runAgent(['export', dir, '--format', 'chat-parquet']);
+    expect(written.stderr).toContain(`3 episodes written to ${path.join(dir, 'chat.parquet')}`);
+    const rows = await readParquet(path.join(dir, 'chat.parquet'));
+    expect(rows.map((r) => ({ ...r, tools: JSON.parse(r['tools'] as string) as unknown, messages: (r['messages'] as Record<string, unknown>[]).map((m) => Object.fromEntries(Object.entries(m).filter(([, v]) => v !== null))) }))).toEqual(all.map((c) => ({ ...c, task_id: null, success: null })));
   });
 
   it("a benchmark run's conversations carry the policy, the task's instruction and its verdict, zero-step episodes included", async () => {
@@ -72,5 +86,29 @@ describe('agent export --format chat', () => {
     // The per-step export carries the verdict as the last step's reward.
     const steps = (await runAgent(['export', dir])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { task_id: string; success: boolean; reward: number; rewards: Record<string, { value: number }> });
     expect(steps.at(-1)).toMatchObject({ task_id: 'airline-test-0', success: true, rewards: { success: { value: 1 } } });
+    // --format verl from the benchmark run: its tasks, as verl's RLHFDataset and tool agent read them.
+    const file = path.join(out, 'verl.parquet');
+    expect((await runAgent(['export', dir, '--format', 'verl', '--out', file])).stderr).toContain('2 tasks written');
+    const rows = (await readParquet(file)) as unknown as VerlRow[];
+    expect(rows.map((r) => [r.extra_info.index, r.extra_info.task_id, r.agent_name, r.prompt.map((m) => m.role)])).toEqual([
+      [0, 'airline-test-0', 'tool_agent', ['system', 'user']],
+      [1, 'airline-test-12', 'tool_agent', ['system', 'user']],
+    ]);
+    expect(rows[0]?.prompt[0]?.content).toContain(policy);
+    expect(rows[0]?.prompt[1]?.content).toBe(all[0]?.messages[1]?.content);
+    expect(rows[0]?.extra_info.tools_kwargs['book_reservation']).toEqual({ create_kwargs: { task_id: 'airline-test-0' } });
+    expect(Object.keys(rows[0]?.extra_info.tools_kwargs ?? {})).not.toContain('respond');
+    expect(rows[0]?.extra_info.interaction_kwargs).toEqual({ name: 'agentic_rl', task_id: 'airline-test-0' });
+    expect((JSON.parse(rows[0]?.reward_model.ground_truth ?? '') as { actions: unknown[] }).actions.length).toBeGreaterThan(0);
+  });
+
+  it('--format verl turns a whole suite into a dataset by name, and refuses what has no tasks', async () => {
+    const file = path.join(await tmp.dir('verl-'), 'airline.parquet');
+    expect((await runAgent(['export', 'tau-bench/airline', '--format', 'verl', '--out', file])).stderr).toContain('50 tasks written');
+    expect(new Set((await readParquet(file)).map((r) => (r['extra_info'] as { task_id: string }).task_id)).size).toBe(50);
+    const plain = await runAgent(['export', 'fixtures/weather', '--format', 'verl', '--out', file]);
+    expect([plain.code, plain.stderr]).toEqual([2, expect.stringMatching(/no split 'test'/)]);
+    const split = await runAgent(['export', 'fixtures/weather', '--split', 'train']);
+    expect([split.code, split.stderr]).toEqual([2, expect.stringMatching(/--split goes with --format verl/)]);
   });
 });

@@ -1,18 +1,33 @@
-/** `agent export <run-dir>`: the run as trainer input: one record per step (JSON lines or Parquet), or per episode as a chat (`--format chat`). */
+/**
+ * `agent export <run-dir>`: the run as trainer input: one record per step (JSON lines or Parquet),
+ * or per episode as a chat (`--format chat`, `chat-parquet`); `agent export <suite> --format verl`:
+ * a suite's tasks as a verl RL dataset.
+ */
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 
+const FORMATS = ['jsonl', 'parquet', 'chat', 'chat-parquet', 'verl'] as const;
+type Format = (typeof FORMATS)[number];
+/** Where each Parquet format goes without --out, and what its records are called. */
+const PARQUET: Partial<Record<Format, { file: string; unit: string }>> = {
+  parquet: { file: 'export.parquet', unit: 'steps' },
+  'chat-parquet': { file: 'chat.parquet', unit: 'episodes' },
+  verl: { file: 'verl.parquet', unit: 'tasks' },
+};
+
 interface Flags {
-  format: 'jsonl' | 'parquet' | 'chat';
+  format: Format;
   out?: string;
   rewards: 'final' | 'arrived';
   gamma: number;
   state: 'patch' | 'full' | 'none';
   lenient?: boolean;
+  split?: string;
 }
 
 /** Resolves when the stream can take more, or is gone (an error, a close): never rejects. */
@@ -43,28 +58,45 @@ export function registerExport(program: Command, io: Io): void {
   program
     .command('export')
     .description('Turn a run folder into trainer input: per step the observation the policy saw, action, params, rewards per source, reward, terminated/truncated, returns-to-go.')
-    .argument('<run-dir>', 'a run folder written by agent run')
-    .option('--format <format>', 'jsonl or parquet (a record per step), or chat (a record per episode: OpenAI chat messages with tool calls, as TRL, verl and OpenAI fine-tuning read them)', choice(['jsonl', 'parquet', 'chat'] as const), 'jsonl')
-    .option('--out <file>', 'where to write (default: stdout for jsonl, <run-dir>/export.parquet for parquet)')
+    .argument('<run-dir>', 'a run folder written by agent run (with --format verl: a suite, by folder or name, or a benchmark run folder)')
+    .option('--format <format>', 'jsonl or parquet (a record per step); chat or chat-parquet (a record per episode: OpenAI chat messages with tool calls, as TRL and OpenAI fine-tuning read them); verl (a suite\'s tasks as a verl RL dataset, Parquet)', choice(FORMATS), 'jsonl')
+    .option('--out <file>', 'where to write (default: stdout for jsonl and chat; <run-dir>/export.parquet, chat.parquet or verl.parquet for the Parquet formats)')
+    .option('--split <split>', 'with --format verl: the suite\'s task split (default: test, or the benchmark run\'s)')
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
     .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
-    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl')
+    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
     .action(async (dir: string, flags: Flags) => {
-      const { exportChat, exportRun, writeParquet } = await core();
+      const { exportChat, exportRun, UsageError, verlDataset, writeChatParquet, writeParquet, writeVerlParquet } = await core();
+      if (flags.split !== undefined && flags.format !== 'verl') throw new UsageError('--split goes with --format verl (a suite\'s tasks); a run folder exports the episodes it holds', 'Drop --split, or add --format verl.');
       const common = {
         rewards: flags.rewards,
         lenient: flags.lenient === true,
         onSkipped: (s: { records: number; first?: string }) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),
       };
-      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
-      if (flags.format === 'parquet') {
-        const file = flags.out ?? `${dir.replace(/\/$/, '')}/export.parquet`;
-        await writeParquet(file, records as Awaited<ReturnType<typeof exportRun>>);
-        io.stderr.write(`${records.length} steps written to ${file}\n`);
+      const parquet = PARQUET[flags.format];
+      if (parquet) {
+        // A suite's name (tau-bench/airline) is not a folder to write into: verl's file defaults to here.
+        const file = flags.out ?? (flags.format === 'verl' ? parquet.file : path.join(dir, parquet.file));
+        let count: number;
+        if (flags.format === 'verl') {
+          const rows = await verlDataset(dir, flags.split !== undefined ? { split: flags.split } : {});
+          await writeVerlParquet(file, rows);
+          count = rows.length;
+        } else if (flags.format === 'chat-parquet') {
+          const records = await exportChat(dir, common);
+          await writeChatParquet(file, records);
+          count = records.length;
+        } else {
+          const records = await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
+          await writeParquet(file, records);
+          count = records.length;
+        }
+        io.stderr.write(`${count} ${parquet.unit} written to ${file}\n`);
         return;
       }
+      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
       const out: NodeJS.WritableStream = flags.out !== undefined ? createWriteStream(flags.out) : io.stdout;
       // `agent export … | head`: once the reader is gone, stop writing, quietly.
       let gone = false;

@@ -67,7 +67,7 @@ export { rewardRecord, rewardEvent, type RewardLogRecord } from './replay/reward
 export { diffStates } from './state/diff.js';
 export { openRunRewards, deliverToRunFolder, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
 export { exportRun, writeParquet, type ExportOptions, type ExportRecord, type StateMode } from './replay/export.js';
-export { exportChat, type ChatRecord, type ChatTurn, type ChatToolCall } from './replay/chat-export.js';
+export { exportChat, writeChatParquet, type ChatRecord, type ChatTool, type ChatTurn, type ChatToolCall } from './replay/chat-export.js';
 
 export { attachPlainReporter, summaryLines } from './ui/plain-reporter.js';
 export { attachJsonReporter } from './ui/json-reporter.js';
@@ -90,6 +90,7 @@ export { runBenchmark, equalJson, type BenchmarkOptions, type BenchmarkReport, t
 export { compareWithBaseline, loadBaseline, type Baseline } from './eval/benchmark/baseline.js';
 export { BUILT_IN_SUITES, listSuites, resolveSuite, type SuiteListing } from './eval/benchmark/suites.js';
 export type { BaselineComparison, MetricComparison } from './eval/benchmark/report.js';
+export { verlDataset, writeVerlParquet, VERL_INTERACTION, type VerlRow } from './eval/benchmark/verl-dataset.js';
 export { loadSuite, type BenchmarkTask, type Suite, type SuccessCriterion } from './eval/benchmark/suite.js';
 export type { Estimate } from './eval/benchmark/stats.js';
 export { inspectTrace, inspectState, inspectField, type TraceReport, type StateReport, type FieldChange } from './replay/inspect.js';

@@ -7,6 +7,9 @@
  *   that answers it (`tool_call_id` the same id; the tool's result, or its error). Every tool call
  *   is answered exactly once; an episode with no step is exported too.
  * - `tools`: the env's actions as OpenAI function tools.
+ * - an `llm:` run's episodes are its conversations.jsonl as they were: what the model was given and
+ *   answered (its own text, its call ids, its refused calls), with the env's actions but `respond`
+ *   as tools (its plain text is its `respond`).
  * - the episode's `reward` (its return, a benchmark's success included), `step_rewards` for
  *   process-reward training, `success` and `task_id` for benchmark runs.
  */
@@ -15,27 +18,22 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JsonValue } from '../shared/json.js';
 import { loadEnvDefinition } from '../env/load-env.js';
+import type { ChatTurn } from '../llm/chat-turns.js';
 import { exportRun, readVerdicts, type ExportOptions, type ExportRecord } from './export.js';
+import { list, scalar, struct, writeNestedParquet, type Field } from './parquet-schema.js';
 import { forEachLine, RecordReading } from './run-rewards.js';
 import { RUN_FILES, type EpisodeRecord, type StateRecord } from './run-writer.js';
 
-export interface ChatToolCall {
-  readonly id: string;
-  readonly type: 'function';
-  readonly function: { readonly name: string; readonly arguments: string };
-}
+export type { ChatToolCall, ChatTurn } from '../llm/chat-turns.js';
 
-export type ChatTurn =
-  | { readonly role: 'system' | 'user'; readonly content: string }
-  | { readonly role: 'assistant'; readonly content: string; readonly tool_calls: readonly ChatToolCall[] }
-  | { readonly role: 'tool'; readonly tool_call_id: string; readonly name: string; readonly content: string };
+export type ChatTool = { readonly type: 'function'; readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue } };
 
 export interface ChatRecord {
   readonly run_id: string;
   readonly episode: number;
   readonly task_id?: string;
   readonly messages: readonly ChatTurn[];
-  readonly tools: readonly { readonly type: 'function'; readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue } }[];
+  readonly tools: readonly ChatTool[];
   /** The episode's return by the chosen basis (failed steps count 0), a benchmark's success included. */
   readonly reward: number;
   /** Per step, in order: its reward (null for a failed step). */
@@ -51,7 +49,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   const manifest = JSON.parse(await readFile(path.join(dir, RUN_FILES.manifest), 'utf8')) as { run_id: string; env_dir: string };
   const verdicts = await readVerdicts(dir, manifest.env_dir);
   const system = await readOptional(path.join(manifest.env_dir, 'policy.md'));
-  const tools = existsSync(manifest.env_dir)
+  const tools: ChatTool[] = existsSync(manifest.env_dir)
     ? [...(await loadEnvDefinition(manifest.env_dir)).actions.values()].map((a) => ({ type: 'function' as const, function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as object) } as JsonValue } }))
     : [];
   // Episodes with no step have no export record: they come from episodes.jsonl, with their initial state.
@@ -60,6 +58,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => void episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord), { schema: 'episode-record', reading });
   const initial = new Map<string, JsonValue>();
   await forEachLine(path.join(dir, RUN_FILES.states), (r) => void initial.set((r as unknown as StateRecord).state_id, (r as unknown as StateRecord).state), { schema: 'state-record', reading });
+  const conversations = await readConversations(dir, reading);
   const byEpisode = new Map<number, ExportRecord[]>();
   for (const s of steps) byEpisode.set(s.episode, [...(byEpisode.get(s.episode) ?? []), s]);
   const indices = [...new Set([...episodes.keys(), ...byEpisode.keys()])].sort((a, b) => a - b);
@@ -68,10 +67,13 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
     const record = episodes.get(episode);
     const verdict = verdicts.get(episode);
     const user = verdict?.instruction ?? `The environment's state:\n${JSON.stringify(record ? (initial.get(record.initial_state_id) ?? null) : null)}`;
-    const messages: ChatTurn[] = [...(system ? [{ role: 'system' as const, content: system }] : []), { role: 'user', content: user }];
-    for (const s of list) {
-      messages.push({ role: 'assistant', content: '', tool_calls: [{ id: s.trace_id, type: 'function', function: { name: s.action, arguments: JSON.stringify(s.params) } }] });
-      messages.push({ role: 'tool', tool_call_id: s.trace_id, name: s.action, content: s.status === 'failed' ? `Error: ${s.error?.code ?? 'FAILED'}: ${s.error?.message ?? ''}` : typeof s.result === 'string' ? s.result : JSON.stringify(s.result) });
+    const conversation = conversations.get(episode);
+    const messages: ChatTurn[] = conversation ?? [...(system ? [{ role: 'system' as const, content: system }] : []), { role: 'user', content: user }];
+    if (!conversation) {
+      for (const s of list) {
+        messages.push({ role: 'assistant', content: '', tool_calls: [{ id: s.trace_id, type: 'function', function: { name: s.action, arguments: JSON.stringify(s.params) } }] });
+        messages.push({ role: 'tool', tool_call_id: s.trace_id, name: s.action, content: s.status === 'failed' ? `Error: ${s.error?.code ?? 'FAILED'}: ${s.error?.message ?? ''}` : typeof s.result === 'string' ? s.result : JSON.stringify(s.result) });
+      }
     }
     const last = list[list.length - 1];
     return {
@@ -79,7 +81,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
       episode,
       ...(verdict ? { task_id: verdict.task_id } : {}),
       messages,
-      tools,
+      tools: conversation ? tools.filter((t) => t.function.name !== 'respond') : tools,
       reward: last ? last.episode_return : verdict?.success ? 1 : 0,
       step_rewards: list.map((s) => s.reward),
       ...(verdict ? { success: verdict.success } : {}),
@@ -89,10 +91,53 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   });
 }
 
+/** An `llm:` run's conversations by episode (conversations.jsonl, written by agent benchmark); empty for another run. */
+async function readConversations(dir: string, reading: RecordReading): Promise<Map<number, ChatTurn[]>> {
+  const out = new Map<number, ChatTurn[]>();
+  await forEachLine(path.join(dir, 'conversations.jsonl'), (r) => void out.set(r['episode'] as number, r['messages'] as ChatTurn[]), { schema: 'conversation-record', reading });
+  return out;
+}
+
 async function readOptional(file: string): Promise<string | undefined> {
   try {
     return (await readFile(file, 'utf8')).trim();
   } catch {
     return undefined;
   }
+}
+
+/** One chat turn's Parquet struct: every role's fields, those a role lacks null (as datasets reads JSON). */
+const turn = (name: string): Field =>
+  struct(name, [
+    scalar('role', 'STRING', true),
+    scalar('content', 'STRING', true),
+    list('tool_calls', (n) => struct(n, [scalar('id', 'STRING', true), scalar('type', 'STRING', true), struct('function', [scalar('name', 'STRING', true), scalar('arguments', 'STRING', true)], true)])),
+    scalar('tool_call_id', 'STRING'),
+    scalar('name', 'STRING'),
+  ]);
+
+/**
+ * `--format chat-parquet`: the chat records as Parquet, `messages` a real nested column (a list of
+ * turn structs) and `tools` JSON text: the actions' parameter schemas differ by tool, and a struct
+ * column would give every tool every other tool's parameters as nulls. TRL's SFTTrainer decodes a
+ * `tools` string itself.
+ */
+export async function writeChatParquet(file: string, records: readonly ChatRecord[]): Promise<void> {
+  const fields = [
+    scalar('run_id', 'STRING', true),
+    scalar('episode', 'INT32', true),
+    scalar('task_id', 'STRING'),
+    list('messages', turn, true),
+    scalar('tools', 'STRING', true),
+    scalar('reward', 'DOUBLE', true),
+    list('step_rewards', (n) => scalar(n, 'DOUBLE'), true),
+    scalar('success', 'BOOLEAN'),
+    scalar('terminated', 'BOOLEAN', true),
+    scalar('truncated', 'BOOLEAN', true),
+  ];
+  await writeNestedParquet(
+    file,
+    fields,
+    records.map((r) => ({ ...r, messages: r.messages.map((m) => ({ tool_calls: null, tool_call_id: null, name: null, ...m })), tools: JSON.stringify(r.tools) })),
+  );
 }

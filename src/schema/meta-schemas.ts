@@ -16,6 +16,7 @@ export type MetaSchemaName =
   | 'reward-log-record'
   | 'state-record'
   | 'episode-record'
+  | 'conversation-record'
   | 'run-manifest'
   | 'export-record'
   | 'run-summary'

@@ -67,3 +67,39 @@ def test_chat_export_loads_as_a_conversational_dataset(tmp_path: Path) -> None:
         answers = [m["tool_call_id"] for m in example["messages"] if m["role"] == "tool"]
         assert calls == answers
         assert all(isinstance(json.loads(c["function"]["arguments"]), dict) for m in example["messages"] if m.get("tool_calls") for c in m["tool_calls"])
+
+
+def test_chat_parquet_is_nested_and_tools_decode_once(tmp_path: Path) -> None:
+    data_utils = pytest.importorskip("trl.data_utils", reason="TRL is not installed: pip install trl")
+    report = json.loads(agent("benchmark", "tau-bench/retail", "--policy", "gold", "--tasks", "retail-test-2,retail-test-5", "--out", str(tmp_path / "runs"), "--format", "json"))
+    file = tmp_path / "chat.parquet"
+    agent("export", report["run_dir"], "--format", "chat-parquet", "--out", str(file))
+    ds = datasets.load_dataset("parquet", data_files={"train": [str(file)]})["train"]
+    assert [e["task_id"] for e in ds] == ["retail-test-2", "retail-test-5"] and all(ds["success"])
+    for example in ds:
+        assert data_utils.is_conversational(example)
+        # Each tool keeps its own parameters: tools is JSON text (TRL's SFTTrainer decodes it), not a merged struct.
+        tools = json.loads(example["tools"])
+        by_name = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        assert set(by_name["cancel_pending_order"]["properties"]) == {"order_id", "reason"}
+        calls = [c["id"] for m in example["messages"] if m["tool_calls"] for c in m["tool_calls"]]
+        assert calls == [m["tool_call_id"] for m in example["messages"] if m["role"] == "tool"]
+    assert pl.read_parquet(file).schema["messages"].base_type() == pl.List
+
+
+def test_verl_dataset_reads_as_verl_reads_it(tmp_path: Path) -> None:
+    """What verl's RLHFDataset.__getitem__ and its tool agent take from a row (verl itself is not on the index)."""
+    file = tmp_path / "airline.parquet"
+    agent("export", "tau-bench/airline", "--format", "verl", "--out", str(file))
+    ds = datasets.load_dataset("parquet", data_files={"train": [str(file)]})["train"]
+    assert len(ds) == 50
+    row = ds[3]
+    messages = row["prompt"]  # RLHFDataset: prompt_key "prompt", a list of chat messages
+    assert [m["role"] for m in messages] == ["system", "user"] and "airline" in messages[0]["content"].lower()
+    extra = row["extra_info"]
+    assert extra["index"] == 3 and extra["task_id"] == "airline-test-3"
+    # ToolAgentLoop._call_tool: tools_kwargs.get(tool_name, {}).get("create_kwargs", {})
+    assert extra["tools_kwargs"].get("get_reservation_details", {}).get("create_kwargs", {}) == {"task_id": "airline-test-3"}
+    assert extra["interaction_kwargs"]["name"] == "agentic_rl"
+    assert row["agent_name"] == "tool_agent" and row["reward_model"]["style"] == "rule"
+    assert json.loads(row["reward_model"]["ground_truth"])["actions"]

@@ -192,6 +192,13 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   return report;
 }
 
+/** What a model agent is told first: the suite's policy document, and how its text and tool calls are read. */
+export async function agentSystemPrompt(suite: Suite): Promise<string> {
+  const policyDoc = path.join(suite.dir, 'policy.md');
+  const rules = existsSync(policyDoc) ? await readFile(policyDoc, 'utf8') : '';
+  return [rules.trim(), 'Act through the tools; what you write as plain text is said to the user. One tool call per turn is best; wait for its result.'].filter(Boolean).join('\n\n');
+}
+
 /** The LLM agent (and simulated user) of an `llm:<model>` policy; undefined for other policies. */
 async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite): Promise<LlmAgent | undefined> {
   const model = llmModel(policyName);
@@ -199,9 +206,7 @@ async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite:
   const userModel = options.user === undefined ? undefined : llmModel(options.user);
   if (options.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${options.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
   const agentSpec: LlmSpec = { model, ...options.llm };
-  const policyDoc = path.join(suite.dir, 'policy.md');
-  const rules = existsSync(policyDoc) ? await readFile(policyDoc, 'utf8') : '';
-  const system = [rules.trim(), 'Act through the tools; what you write as plain text is said to the user. One tool call per turn is best; wait for its result.'].filter(Boolean).join('\n\n');
+  const system = await agentSystemPrompt(suite);
   const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...options.llm };
   return llmAgent({
     agent: await llmClient(agentSpec),

@@ -11,6 +11,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeRequest } from '../../llm/fake-llm-server.js';
 import { runBenchmark } from './benchmark.js';
+import type { Conversation } from './llm-agent.js';
+import { exportChat } from '../../replay/chat-export.js';
 
 const SUITE = 'fixtures/tau-bench/retail';
 const dirs: string[] = [];
@@ -74,12 +76,26 @@ describe.each([
     expect(tools).not.toContain('respond');
     const system = provider === 'anthropic' ? String(first.body.system) : JSON.stringify(first.body.messages[0]);
     expect(system).toContain('retail');
-    const conversations = (await readFile(path.join(report.run_dir, 'conversations.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { messages: { from: string; text: string }[] });
+    // conversations.jsonl: exactly what the agent model was given and answered, in OpenAI's chat shape.
+    const conversations = (await readFile(path.join(report.run_dir, 'conversations.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Conversation);
     expect(conversations).toHaveLength(2);
-    expect(conversations[0]?.messages[0]).toEqual({ from: 'user', text: 'Hi, I need help with my orders.' });
-    expect(conversations[0]?.messages.at(-1)).toEqual({ from: 'user', text: '###STOP###' });
-    expect(conversations[0]?.messages.filter((m) => m.from === 'tool')).toHaveLength(task.actions.length + 1);
-    expect(conversations[0]?.messages.find((m) => m.from === 'tool')?.text).toMatch(/^Error: unknown action cancel_everything \(available: .*cancel_pending_order/);
+    const turns = conversations[0]?.messages ?? [];
+    expect(turns[0]).toMatchObject({ role: 'system', content: expect.stringContaining('retail') });
+    expect(turns[1]).toEqual({ role: 'user', content: 'Hi, I need help with my orders.' });
+    expect(turns.at(-1)).toEqual({ role: 'assistant', content: `All done: ${task.outputs.join(', ')}.` });
+    const answers = turns.flatMap((t) => (t.role === 'tool' ? [t] : []));
+    expect(answers).toHaveLength(task.actions.length + 1);
+    expect(answers[0]).toMatchObject({ name: 'cancel_everything', content: expect.stringMatching(/^Error: unknown action cancel_everything \(available: .*cancel_pending_order/) });
+    // Every call is answered once, in order, and its arguments are a JSON string of what the model sent.
+    const calls = turns.flatMap((t) => (t.role === 'assistant' ? (t.tool_calls ?? []) : []));
+    expect(answers.map((a) => a.tool_call_id)).toEqual(calls.map((c) => c.id));
+    expect(calls.slice(1).map((c) => ({ name: c.function.name, params: JSON.parse(c.function.arguments) as unknown }))).toEqual(task.actions);
+    // The chat export of an llm: run is that conversation, exactly, with the tools the model had.
+    const chats = await exportChat(report.run_dir);
+    expect(chats.map((c) => c.messages)).toEqual(conversations.map((c) => c.messages));
+    expect(chats[0]).toMatchObject({ task_id: task.id, success: true, reward: 1 });
+    expect(chats[0]?.tools.map((t) => t.function.name)).toContain('cancel_pending_order');
+    expect(chats[0]?.tools.map((t) => t.function.name)).not.toContain('respond');
   });
 });
 

@@ -10,6 +10,7 @@
  * episode ends with the agent's first answer.
  */
 import type { Action } from '../../env/agent-instance.js';
+import { chatTurns, type ChatTurn } from '../../llm/chat-turns.js';
 import { createLlmClient, type ChatMessage, type LlmClient, type ToolCall } from '../../llm/client.js';
 import { costOf, priceOf } from '../../llm/prices.js';
 import type { Observation, Policy } from '../../run/policy.js';
@@ -66,17 +67,20 @@ export interface Usage {
   usd: number | null;
 }
 
-/** One episode's conversation, as written to conversations.jsonl. */
+/**
+ * One episode's conversation, as written to conversations.jsonl: exactly what the agent model was
+ * given and answered (refused calls and their errors included), in OpenAI's chat shape, so
+ * `agent export --format chat` reproduces it as it was.
+ */
 export interface Conversation {
   readonly episode: number;
-  readonly task: string;
-  readonly messages: { readonly from: 'user' | 'agent' | 'tool'; readonly text: string; readonly tool?: string }[];
-  readonly usage: Usage;
+  readonly task_id: string;
+  readonly messages: ChatTurn[];
+  readonly usage: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null };
 }
 
 interface EpisodeTalk {
   readonly messages: ChatMessage[];
-  readonly transcript: Conversation['messages'][number][];
   pending: ToolCall[];
   lastCall?: ToolCall;
   /** Calls refused before they reached the env (unknown tool, bad params). */
@@ -149,7 +153,7 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     if (!obs.task) throw new AgentError('BAD_USAGE', 'an llm: policy needs a task (run it with agent benchmark)');
     let talk = talks.get(obs.episode);
     if (!talk) {
-      talk = { messages: [], transcript: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 } };
+      talk = { messages: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 } };
       talks.set(obs.episode, talk);
       tasks.set(obs.episode, obs.task.id);
       let opening = obs.task.instruction;
@@ -159,18 +163,14 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
         if (opening.includes(STOP)) return null;
       }
       talk.messages.push({ role: 'user', content: opening });
-      talk.transcript.push({ from: 'user', text: opening });
     } else if (talk.lastCall) {
-      const text = render(obs);
-      talk.messages.push({ role: 'tool', toolCallId: talk.lastCall.id, content: text });
-      talk.transcript.push({ from: 'tool', tool: talk.lastCall.name, text });
+      talk.messages.push({ role: 'tool', toolCallId: talk.lastCall.id, content: render(obs) });
       talk.lastCall = undefined;
     } else if (talk.lastSaid !== undefined) {
       // The agent answered the user: the conversation goes on only with a user to answer back.
       if (!talk.user) return null;
       const reply = await talk.user.reply(talk.lastSaid, talk.usage, ctx.signal);
       talk.lastSaid = undefined;
-      talk.transcript.push({ from: 'user', text: reply });
       if (reply.includes(STOP)) return null;
       talk.messages.push({ role: 'user', content: reply });
     }
@@ -184,7 +184,6 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
         charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
         talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
         if (res.toolCalls.length === 0) return say(talk, obs, res.text);
-        if (res.text.trim()) talk.transcript.push({ from: 'agent', text: res.text.trim() });
         [call, ...talk.pending] = res.toolCalls as [ToolCall, ...ToolCall[]];
       }
       const problem = refusal(obs, call);
@@ -195,7 +194,6 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
       talk.invalid++;
       refused++;
       talk.messages.push({ role: 'tool', toolCallId: call.id, content: `Error: ${problem}` });
-      talk.transcript.push({ from: 'tool', tool: call.name, text: `Error: ${problem}` });
     }
     // A model that keeps calling what does not exist is stopped rather than billed forever.
     return null;
@@ -203,14 +201,13 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
   /** The agent's plain text: said to the user (its `respond`). */
   const say = (talk: EpisodeTalk, obs: Observation, text: string): Action | null => {
     talk.lastSaid = text;
-    talk.transcript.push({ from: 'agent', text });
     // An env without a respond action: the agent's answer ends the episode.
     if (!obs.actions.some((a) => a.name === 'respond')) return null;
     return { name: 'respond', params: { content: text } };
   };
   return {
     policy,
-    conversations: () => [...talks].map(([episode, t]) => ({ episode, task: tasks.get(episode) ?? '', messages: t.transcript, usage: t.usage })),
+    conversations: () => [...talks].map(([episode, t]) => ({ episode, task_id: tasks.get(episode) ?? '', messages: chatTurns(options.system, t.messages), usage: { input_tokens: t.usage.inputTokens, output_tokens: t.usage.outputTokens, usd: t.usage.usd } })),
     usage: (episode) => talks.get(episode)?.usage,
     invalidCalls: (episode) => talks.get(episode)?.invalid ?? 0,
   };
