@@ -15,7 +15,7 @@ const RETAIL = 'fixtures/tau-bench/retail';
 interface Report {
   run_dir: string;
   metrics: { success_rate: { value: number; ci_low: number; ci_high: number }; pass_hat_k: Record<string, number>; tool_success_rate: { value: number } };
-  tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean }; cost?: object }[] }[];
+  tasks: { id: string; trials: { success: boolean; checks?: { state_match: boolean }; cost?: object; metrics?: Record<string, number> }[] }[];
 }
 
 async function bench(args: string[]): Promise<{ code: number; report: Report; stdout: string; stderr: string }> {
@@ -54,6 +54,10 @@ describe('agent benchmark', () => {
     const custom = (report.metrics as unknown as { custom: Record<string, { value: number; ci_low: number; ci_high: number }> }).custom;
     expect(custom['calls_per_success.one']).toEqual({ value: 1, ci_low: 1, ci_high: 1 });
     expect(custom['calls_per_success.respond_calls']?.ci_low).toBeLessThanOrEqual(custom['calls_per_success.respond_calls']?.value as number);
+    // Each episode keeps its own values (what `agent export --verdict` makes a reward), valid against the report's schema.
+    const trials = report.tasks.flatMap((t) => t.trials);
+    expect(trials.map((x) => Object.keys(x.metrics ?? {}))).toEqual(trials.map(() => ['calls_per_success.one', 'calls_per_success.respond_calls']));
+    expect(validate(metaSchema('benchmark-report'), JSON.parse(await readFile(path.join(report.run_dir, 'benchmark.json'), 'utf8')) as unknown)).toEqual([]);
     // Random changes (almost) nothing, so it scores the floor: the tasks whose gold leaves the database as it was.
     expect(report.metrics.success_rate.value).toBeLessThan(0.15);
     expect(report.metrics.success_rate.value).toBeCloseTo((report.metrics as unknown as { do_nothing_floor: number }).do_nothing_floor, 1);

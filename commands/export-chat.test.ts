@@ -2,7 +2,7 @@
  * `agent export --format chat` and `chat-parquet`: one OpenAI-style conversation per episode, for a
  * plain run and a τ-bench benchmark run; `--format verl`: a suite's tasks as a verl dataset.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ interface Chat {
   episode: number;
   task_id?: string;
   success?: boolean;
+  metrics?: Record<string, number>;
   reward: number;
   step_rewards: (number | null)[];
   tools: { type: string; function: { name: string; parameters: object } }[];
@@ -26,8 +27,8 @@ async function readParquet(file: string): Promise<Record<string, unknown>[]> {
   return parquetReadObjects({ file: await asyncBufferFromFile(file) });
 }
 
-async function chats(dir: string): Promise<Chat[]> {
-  const r = await runAgent(['export', dir, '--format', 'chat']);
+async function chats(dir: string, ...flags: string[]): Promise<Chat[]> {
+  const r = await runAgent(['export', dir, '--format', 'chat', ...flags]);
   expect(r.code, r.stderr).toBe(0);
   return r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Chat);
 }
@@ -56,24 +57,28 @@ describe('agent export --format chat', () => {
       expect(chat.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]);
       expect(chat.step_rewards).toHaveLength(chat.messages.filter((m) => m.role === 'tool').length);
     }
+    const noVerdicts = await runAgent(['export', dir, '--verdict', 'calls']);
+    expect([noVerdicts.code, noVerdicts.stderr]).toEqual([2, expect.stringMatching(/is not a benchmark run/)]);
     // chat-parquet: the same records, messages nested (a role's missing fields null), tools as JSON text.
     const written = await runAgent(['export', dir, '--format', 'chat-parquet']);
     expect(written.stderr).toContain(`3 episodes written to ${path.join(dir, 'chat.parquet')}`);
     const rows = await readParquet(path.join(dir, 'chat.parquet'));
-    expect(rows.map((r) => ({ ...r, tools: JSON.parse(r['tools'] as string) as unknown, messages: (r['messages'] as Record<string, unknown>[]).map((m) => Object.fromEntries(Object.entries(m).filter(([, v]) => v !== null))) }))).toEqual(all.map((c) => ({ ...c, task_id: null, success: null })));
+    expect(rows.map((r) => ({ ...r, tools: JSON.parse(r['tools'] as string) as unknown, messages: (r['messages'] as Record<string, unknown>[]).map((m) => Object.fromEntries(Object.entries(m).filter(([, v]) => v !== null))) }))).toEqual(all.map((c) => ({ ...c, task_id: null, success: null, metrics: null })));
   });
 
-  it("a benchmark run's conversations carry the policy, the task's instruction and its verdict, zero-step episodes included", async () => {
+  it("a benchmark run's conversations carry the policy, the task's instruction and its verdicts, zero-step episodes included", async () => {
     const out = await tmp.dir('chat-bench-');
     const tasks = ['airline-test-0', 'airline-test-12'];
-    const bench = await runAgent(['benchmark', 'tau-bench/airline', '--policy', 'gold', '--tasks', tasks.join(','), '--out', out, '--format', 'json']);
+    const metric = path.join(out, 'calls.mjs');
+    await writeFile(metric, 'export default (episode) => episode.steps.length + 0.5;\n');
+    const bench = await runAgent(['benchmark', 'tau-bench/airline', '--policy', 'gold', '--tasks', tasks.join(','), '--metric', metric, '--out', out, '--format', 'json']);
     expect(bench.code, bench.stderr).toBe(0);
     const dir = (JSON.parse(bench.stdout) as { run_dir: string }).run_dir;
     const all = await chats(dir);
     const policy = (await readFile(path.join('fixtures/tau-bench/airline/policy.md'), 'utf8')).trim();
-    expect(all.map((c) => [c.task_id, c.success, c.reward])).toEqual([
-      ['airline-test-0', true, 1],
-      ['airline-test-12', true, 1],
+    expect(all.map((c) => [c.task_id, c.success, c.reward, c.metrics])).toEqual([
+      ['airline-test-0', true, 1, { calls: 1.5 }],
+      ['airline-test-12', true, 1, { calls: 0.5 }],
     ]);
     for (const chat of all) {
       expectPaired(chat);
@@ -85,7 +90,14 @@ describe('agent export --format chat', () => {
     expect(all[1]?.messages).toHaveLength(2);
     // The per-step export carries the verdict as the last step's reward.
     const steps = (await runAgent(['export', dir])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { task_id: string; success: boolean; reward: number; rewards: Record<string, { value: number }> });
-    expect(steps.at(-1)).toMatchObject({ task_id: 'airline-test-0', success: true, rewards: { success: { value: 1 } } });
+    expect(steps.at(-1)).toMatchObject({ task_id: 'airline-test-0', success: true, reward: 1, rewards: { success: { value: 1 }, 'metric:calls': { value: 1.5 } } });
+    // --verdict: a custom metric is the final reward instead (success still rides along); an unknown one is refused, naming those there are.
+    expect((await chats(dir, '--verdict', 'calls')).map((c) => [c.reward, c.success])).toEqual([
+      [1.5, true],
+      [0.5, true],
+    ]);
+    const unknown = await runAgent(['export', dir, '--verdict', 'judge']);
+    expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([2, '', expect.stringMatching(/computed no metric 'judge'[\s\S]*success or one of its metrics: calls/)]);
     // --format verl from the benchmark run: its tasks, as verl's RLHFDataset and tool agent read them.
     const file = path.join(out, 'verl.parquet');
     expect((await runAgent(['export', dir, '--format', 'verl', '--out', file])).stderr).toContain('2 tasks written');

@@ -28,6 +28,7 @@ interface Flags {
   state: 'patch' | 'full' | 'none';
   lenient?: boolean;
   split?: string;
+  verdict?: string;
 }
 
 /** Resolves when the stream can take more, or is gone (an error, a close): never rejects. */
@@ -62,16 +63,19 @@ export function registerExport(program: Command, io: Io): void {
     .option('--format <format>', 'jsonl or parquet (a record per step); chat or chat-parquet (a record per episode: OpenAI chat messages with tool calls, as TRL and OpenAI fine-tuning read them); verl (a suite\'s tasks as a verl RL dataset, Parquet)', choice(FORMATS), 'jsonl')
     .option('--out <file>', 'where to write (default: stdout for jsonl and chat; <run-dir>/export.parquet, chat.parquet or verl.parquet for the Parquet formats)')
     .option('--split <split>', 'with --format verl: the suite\'s task split (default: test, or the benchmark run\'s)')
+    .option('--verdict <name>', 'a benchmark run: which verdict is each episode\'s final reward, success (default, 1 or 0) or one of its --metric names (its value)')
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
     .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
-    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
+    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export runs/20261130-101500-1a2b3c --format chat --verdict judge > judged.chat.jsonl\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
     .action(async (dir: string, flags: Flags) => {
       const { exportChat, exportRun, UsageError, verlDataset, writeChatParquet, writeParquet, writeVerlParquet } = await core();
       if (flags.split !== undefined && flags.format !== 'verl') throw new UsageError('--split goes with --format verl (a suite\'s tasks); a run folder exports the episodes it holds', 'Drop --split, or add --format verl.');
+      if (flags.verdict !== undefined && flags.format === 'verl') throw new UsageError('--verdict goes with a benchmark run\'s episodes; --format verl exports a suite\'s tasks, which have no verdicts yet', 'Drop --verdict.');
       const common = {
         rewards: flags.rewards,
+        ...(flags.verdict !== undefined ? { verdict: flags.verdict } : {}),
         lenient: flags.lenient === true,
         onSkipped: (s: { records: number; first?: string }) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),
       };

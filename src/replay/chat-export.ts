@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { JsonValue } from '../shared/json.js';
 import { loadEnvDefinition } from '../env/load-env.js';
 import type { ChatTurn } from '../llm/chat-turns.js';
-import { exportRun, readVerdicts, type ExportOptions, type ExportRecord } from './export.js';
+import { exportRun, readVerdicts, verdictReader, type ExportOptions, type ExportRecord } from './export.js';
 import { list, scalar, struct, writeNestedParquet, type Field } from './parquet-schema.js';
 import { forEachLine, RecordReading } from './run-rewards.js';
 import { RUN_FILES, type EpisodeRecord, type StateRecord } from './run-writer.js';
@@ -34,11 +34,13 @@ export interface ChatRecord {
   readonly task_id?: string;
   readonly messages: readonly ChatTurn[];
   readonly tools: readonly ChatTool[];
-  /** The episode's return by the chosen basis (failed steps count 0), a benchmark's success included. */
+  /** The episode's return by the chosen basis (failed steps count 0), a benchmark's verdict (success, or `verdict`) included. */
   readonly reward: number;
   /** Per step, in order: its reward (null for a failed step). */
   readonly step_rewards: readonly (number | null)[];
   readonly success?: boolean;
+  /** Benchmark runs with custom metrics (`agent benchmark --metric`): the episode's values. */
+  readonly metrics?: Readonly<Record<string, number>>;
   readonly terminated: boolean;
   readonly truncated: boolean;
 }
@@ -48,6 +50,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   const steps = await exportRun(dir, { ...options, state: 'none' });
   const manifest = JSON.parse(await readFile(path.join(dir, RUN_FILES.manifest), 'utf8')) as { run_id: string; env_dir: string };
   const verdicts = await readVerdicts(dir, manifest.env_dir);
+  const verdictValue = verdictReader(verdicts, options.verdict ?? 'success', dir);
   const system = await readOptional(path.join(manifest.env_dir, 'policy.md'));
   const tools: ChatTool[] = existsSync(manifest.env_dir)
     ? [...(await loadEnvDefinition(manifest.env_dir)).actions.values()].map((a) => ({ type: 'function' as const, function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as object) } as JsonValue } }))
@@ -82,9 +85,10 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
       ...(verdict ? { task_id: verdict.task_id } : {}),
       messages,
       tools: conversation ? tools.filter((t) => t.function.name !== 'respond') : tools,
-      reward: last ? last.episode_return : verdict?.success ? 1 : 0,
+      reward: last ? last.episode_return : verdict ? verdictValue(verdict) : 0,
       step_rewards: list.map((s) => s.reward),
       ...(verdict ? { success: verdict.success } : {}),
+      ...(verdict?.metrics ? { metrics: verdict.metrics } : {}),
       terminated: record?.terminated ?? last?.terminated ?? false,
       truncated: record?.truncated ?? last?.truncated ?? true,
     };
@@ -120,7 +124,8 @@ const turn = (name: string): Field =>
  * `--format chat-parquet`: the chat records as Parquet, `messages` a real nested column (a list of
  * turn structs) and `tools` JSON text: the actions' parameter schemas differ by tool, and a struct
  * column would give every tool every other tool's parameters as nulls. TRL's SFTTrainer decodes a
- * `tools` string itself.
+ * `tools` string itself. `metrics` is JSON text too: its names are the benchmark's own, and two
+ * runs' files still concatenate.
  */
 export async function writeChatParquet(file: string, records: readonly ChatRecord[]): Promise<void> {
   const fields = [
@@ -132,12 +137,13 @@ export async function writeChatParquet(file: string, records: readonly ChatRecor
     scalar('reward', 'DOUBLE', true),
     list('step_rewards', (n) => scalar(n, 'DOUBLE'), true),
     scalar('success', 'BOOLEAN'),
+    scalar('metrics', 'STRING'),
     scalar('terminated', 'BOOLEAN', true),
     scalar('truncated', 'BOOLEAN', true),
   ];
   await writeNestedParquet(
     file,
     fields,
-    records.map((r) => ({ ...r, messages: r.messages.map((m) => ({ tool_calls: null, tool_call_id: null, name: null, ...m })), tools: JSON.stringify(r.tools) })),
+    records.map((r) => ({ ...r, messages: r.messages.map((m) => ({ tool_calls: null, tool_call_id: null, name: null, ...m })), tools: JSON.stringify(r.tools), metrics: r.metrics ? JSON.stringify(r.metrics) : null })),
   );
 }

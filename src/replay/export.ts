@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
 import type { RewardBasis } from '../reward/ledger.js';
+import { AgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import { forEachLine, openRunRewards, RecordReading, type RunRewards } from './run-rewards.js';
@@ -50,11 +51,16 @@ export interface ExportRecord {
   readonly success?: boolean;
 }
 
+/** What a benchmark's verdicts add to an episode's last step: `success` (1 or 0) and each custom metric, as `metric:<name>`. */
+export const METRIC_REWARD_PREFIX = 'metric:';
+
 /** A benchmark episode's verdict, from the run folder's benchmark.json and the suite's tasks. */
 export interface Verdict {
   readonly task_id: string;
   readonly success: boolean;
   readonly instruction?: string;
+  /** The episode's values of the benchmark's custom metrics (`agent benchmark --metric`). */
+  readonly metrics?: Readonly<Record<string, number>>;
 }
 
 export interface ExportOptions {
@@ -71,6 +77,12 @@ export interface ExportOptions {
   /** Skip bad records (not JSON, breaking their schema, a step twice) instead of refusing the folder; `onSkipped` hears how many. */
   readonly lenient?: boolean;
   readonly onSkipped?: (skipped: RunRewards['skipped']) => void;
+  /**
+   * Benchmark runs: which verdict is the episode's final reward, counted in its last step's reward
+   * and the returns: `success` (default; 1 or 0) or the name of a custom metric (its value). The
+   * others ride along in the last step's `rewards` without counting.
+   */
+  readonly verdict?: string;
 }
 
 export type StateMode = 'patch' | 'full' | 'none';
@@ -86,6 +98,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
   const patches = mode === 'patch' ? await patchesByTrace(dir, reading) : undefined;
   if (run.skipped.records + reading.skipped > 0) options.onSkipped?.({ records: run.skipped.records + reading.skipped, ...((run.skipped.first ?? reading.first) !== undefined ? { first: run.skipped.first ?? reading.first } : {}) });
   const verdicts = await readVerdicts(dir, run.manifest.env_dir);
+  const verdictValue = verdictReader(verdicts, options.verdict ?? 'success', dir);
   const byEpisode = new Map<number, TrajectoryRecord[]>();
   for (const t of run.steps) {
     const list = byEpisode.get(t.episode);
@@ -99,8 +112,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
     const verdict = verdicts.get(episode);
     const rewards = steps.map((t) => (t.status === 'failed' ? null : (run.ledger.reward(t.trace_id, basis) ?? t.reward)));
     // A benchmark's verdict is the episode's final reward: what the policy is trained toward.
-    const success = verdict ? Number(verdict.success) : 0;
-    if (verdict) rewards[rewards.length - 1] = (rewards[rewards.length - 1] ?? 0) + success;
+    if (verdict) rewards[rewards.length - 1] = (rewards[rewards.length - 1] ?? 0) + verdictValue(verdict);
     const rtg = new Array<number>(steps.length);
     let acc = 0;
     for (let i = steps.length - 1; i >= 0; i--) {
@@ -129,7 +141,7 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
         rewards: {
           ...Object.fromEntries(Object.entries(t.rewards).filter(([, e]) => e.delay_ms === 0 && e.status === 'arrived')),
           ...(run.ledger.entries(t.trace_id) ?? {}),
-          ...(verdict && last ? { success: { status: 'arrived', value: success, arrived_at: null, delay_ms: null } } : {}),
+          ...(verdict && last ? verdictRewards(verdict) : {}),
         },
         reward: rewards[i] ?? null,
         reward_basis: basis,
@@ -145,6 +157,38 @@ export async function exportRun(dir: string, options: ExportOptions = {}): Promi
     });
   }
   return out;
+}
+
+/** A benchmark episode's verdicts as reward entries of its last step: `success`, then each custom metric. */
+function verdictRewards(verdict: Verdict): Record<string, RewardEntry> {
+  const entry = (value: number): RewardEntry => ({ status: 'arrived', value, arrived_at: null, delay_ms: null });
+  return {
+    success: entry(Number(verdict.success)),
+    ...Object.fromEntries(Object.entries(verdict.metrics ?? {}).map(([name, value]) => [`${METRIC_REWARD_PREFIX}${name}`, entry(value)])),
+  };
+}
+
+/**
+ * How to read the chosen verdict off an episode's: `success` as 1 or 0, a custom metric as its
+ * value. A metric the run's benchmark did not compute, or any verdict on a run that was not a
+ * benchmark, is refused up front, naming the ones there are.
+ */
+export function verdictReader(verdicts: ReadonlyMap<number, Verdict>, name: string, dir: string): (verdict: Verdict) => number {
+  if (name === 'success') return (v) => Number(v.success);
+  if (verdicts.size === 0) {
+    throw new AgentError('BAD_USAGE', `--verdict ${name}: ${dir} is not a benchmark run (it has no benchmark.json)`, { hint: 'Drop --verdict: a run that is not a benchmark has only its env\'s rewards.' });
+  }
+  const known = new Set([...verdicts.values()].flatMap((v) => Object.keys(v.metrics ?? {})));
+  if (!known.has(name)) {
+    throw new AgentError('BAD_USAGE', `--verdict ${name}: the benchmark in ${dir} computed no metric '${name}'`, {
+      hint: known.size > 0 ? `Pick success or one of its metrics: ${[...known].sort().join(', ')}.` : 'Its benchmark ran without --metric: only success can be the final reward.',
+    });
+  }
+  return (v) => {
+    const value = v.metrics?.[name];
+    if (value === undefined) throw new AgentError('BAD_USAGE', `--verdict ${name}: the metric has no value for task ${v.task_id} in ${dir}`, { hint: `Its metric module answered other keys on that episode; pick a metric every episode has.` });
+    return value;
+  };
 }
 
 /**
@@ -193,7 +237,7 @@ async function statesBySeq(dir: string, run: RunRewards, reading: RecordReading)
  */
 export async function readVerdicts(dir: string, envDir: string): Promise<Map<number, Verdict>> {
   const out = new Map<number, Verdict>();
-  let report: { split?: string; tasks?: { id: string; trials: { episode: number; success: boolean }[] }[] };
+  let report: { split?: string; tasks?: { id: string; trials: { episode: number; success: boolean; metrics?: Record<string, number> }[] }[] };
   try {
     report = JSON.parse(await readFile(path.join(dir, 'benchmark.json'), 'utf8')) as typeof report;
   } catch {
@@ -210,7 +254,9 @@ export async function readVerdicts(dir: string, envDir: string): Promise<Map<num
   }
   for (const task of report.tasks ?? []) {
     const instruction = instructions.get(task.id);
-    for (const trial of task.trials) out.set(trial.episode, { task_id: task.id, success: trial.success, ...(instruction !== undefined ? { instruction } : {}) });
+    for (const trial of task.trials) {
+      out.set(trial.episode, { task_id: task.id, success: trial.success, ...(instruction !== undefined ? { instruction } : {}), ...(trial.metrics ? { metrics: trial.metrics } : {}) });
+    }
   }
   return out;
 }

@@ -165,6 +165,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       ...(end?.error ? { error: `${end.error.code}: ${end.error.message}` } : {}),
     });
   }
+  // metricEpisodes is in episode order: custom.values[episode] is that episode's.
+  const custom = await customMetrics(options.metrics ?? [], metricEpisodes, seed);
   let report: BenchmarkReport = {
     schema_version: 1,
     suite: suite.name,
@@ -179,9 +181,10 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
       ...metricsOf(tasks, results, steps, finished, trials, seed, suite, (episode) => agent?.invalidCalls(episode) ?? 0),
       // tau-bench's scoring passes an agent that changes nothing on every task whose gold leaves the state as it was and says nothing.
       do_nothing_floor: round(tasks.filter((t) => t.success.kind === 'state_match' && t.outputs.length === 0 && equalJson(gold.get(t.id) ?? null, t.initialState)).length / tasks.length),
-      ...(await customMetrics(options.metrics ?? [], metricEpisodes, seed)),
+      ...(custom ? { custom: custom.estimates } : {}),
     },
-    tasks: tasks.map((t) => ({ id: t.id, trials: results.get(t.id) as TrialResult[] })),
+    // Each trial keeps its own metric values: `agent export --verdict` makes one the final reward.
+    tasks: tasks.map((t) => ({ id: t.id, trials: (results.get(t.id) as TrialResult[]).map((x) => (custom ? { ...x, metrics: custom.values[x.episode] as Record<string, number> } : x)) })),
   };
   if (baseline) report = { ...report, baseline: compareReports(report, baseline) };
   await writeFile(path.join(dir, 'benchmark.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -413,16 +416,21 @@ function metricServiceName(url: string): string {
  * numbers, and the hub aggregates each over tasks with a bootstrap interval. A module that throws
  * or answers something else is an error naming it.
  */
-async function customMetrics(modules: readonly string[], episodes: readonly MetricEpisode[], seed: number): Promise<{ custom?: Record<string, Estimate> }> {
-  if (modules.length === 0) return {};
+async function customMetrics(
+  modules: readonly string[],
+  episodes: readonly MetricEpisode[],
+  seed: number,
+): Promise<{ estimates: Record<string, Estimate>; values: Record<string, number>[] } | undefined> {
+  if (modules.length === 0) return undefined;
   const custom: Record<string, Estimate> = {};
+  const values = episodes.map((): Record<string, number> => ({}));
   for (const file of modules) {
     const service = /^https?:\/\//.test(file);
     const name = service ? metricServiceName(file) : path.basename(file).replace(/\.[cm]?[jt]s$/, '');
     const fn = service ? metricService(file, name) : await metricModule(file);
     // Per key, per task: the values of its trials.
     const byKey = new Map<string, Map<string, number[]>>();
-    for (const e of episodes) {
+    for (const [index, e] of episodes.entries()) {
       let value: unknown;
       try {
         value = await fn(e);
@@ -434,6 +442,7 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
         throw new AgentError('BAD_USAGE', `metric '${name}' returned ${JSON.stringify(value)} for ${e.task}, not a number or a record of numbers`, { hint: `Fix ${file}.` });
       }
       for (const [key, v] of entries) {
+        (values[index] as Record<string, number>)[key] = v as number;
         const tasks = byKey.get(key) ?? new Map<string, number[]>();
         byKey.set(key, tasks);
         const list = tasks.get(e.task) ?? [];
@@ -443,6 +452,6 @@ async function customMetrics(modules: readonly string[], episodes: readonly Metr
     }
     for (const [key, tasks] of byKey) custom[key] = bootstrapMean([...tasks.values()], seed + 4);
   }
-  return { custom };
+  return { estimates: custom, values };
 }
 

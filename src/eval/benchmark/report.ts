@@ -18,6 +18,8 @@ export interface TrialResult {
   readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null; readonly tool_usd: number };
   /** Personal data the agent said or sent that is not the task user's, with the evidence. */
   readonly pii?: readonly PiiFinding[];
+  /** The episode's own values of the custom metrics (`--metric`), by the names the report aggregates them under. */
+  readonly metrics?: Readonly<Record<string, number>>;
   readonly error?: string;
 }
 
