@@ -71,8 +71,9 @@ describe('the article flow on fixtures/weather', () => {
     expect(result.done).toBe(false);
     expect(result.state).toMatchObject({ user_location: '上海', current_weather: { temperature: expect.any(Number), condition: expect.any(String) } });
     expect(result.rewards['api_latency']).toEqual({ status: 'arrived', value: expect.any(Number), arrived_at: expect.any(Number), delay_ms: 0 });
-    // llm_score comes from the env's judge module, off the step's critical path: pending when the step settles.
-    expect(result.rewards['llm_score']).toEqual({ status: 'pending', value: null, arrived_at: null, delay_ms: null });
+    // llm_score comes from the env's judge module, off the step's critical path: pending when the step settles, expected after its declared delay.
+    const stepAt = events.find((e) => e.type === 'reward_arrived')?.time as number; // the tool's own reward lands at the step's time
+    expect(result.rewards['llm_score']).toEqual({ status: 'pending', value: null, arrived_at: null, delay_ms: null, expected_at: stepAt + 200 });
     expect(result.reward).toBe(result.rewards['api_latency']?.value);
     expect(events.map((e) => e.type)).toEqual([
       'lifecycle_changed',

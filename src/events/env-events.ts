@@ -28,6 +28,8 @@ export interface RewardEntry {
   readonly arrived_at: number | null;
   /** Actual delay from the step to that arrival; null if none yet. */
   readonly delay_ms: number | null;
+  /** Pending: when the value is expected (the step's time + the source's declared `delay_ms`). */
+  readonly expected_at?: number;
   /** When the source's fallback applies, if it declares `deadline_ms`. */
   readonly deadline_at?: number;
   readonly imputed?: RewardImputation;

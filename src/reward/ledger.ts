@@ -536,7 +536,8 @@ function usedValue(slot: Slot, how: RewardAggregation, basis: RewardBasis): numb
 
 function entryOf(rec: StepRecord, def: RewardSourceDefinition, slot: Slot | undefined): RewardEntry {
   const deadline = def.deadlineMs !== undefined ? { deadline_at: rec.ref.time + def.deadlineMs } : {};
-  if (!slot) return { status: 'pending', value: null, arrived_at: null, delay_ms: null, ...deadline };
+  // Pending: nothing arrived yet, but the source declared when to expect it.
+  if (!slot) return { status: 'pending', value: null, arrived_at: null, delay_ms: null, expected_at: rec.ref.time + def.delayMs, ...deadline };
   const values = slot.status === 'late' ? (slot.lateValues ?? []) : slot.values;
   return {
     status: slot.status,
