@@ -60,9 +60,12 @@ describe('agent schema-diff', () => {
   it('--format sarif writes SARIF 2.1.0 with a rule per id', async () => {
     const sarif = JSON.parse((await agent(['schema-diff', V1, V2, '--format', 'sarif'])).stdout) as {
       version: string;
-      runs: { tool: { driver: { rules: { id: string; shortDescription: { text: string } }[] } }; results: { ruleId: string; ruleIndex: number; level: string }[] }[];
+      runs: { tool: { driver: { name: string; informationUri: string; version: string; rules: { id: string; shortDescription: { text: string } }[] } }; results: { ruleId: string; ruleIndex: number; level: string }[] }[];
     };
     expect(sarif.version).toBe('2.1.0');
+    // The producer as the package says it is: its version and its homepage, so code scanning links somewhere real.
+    const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { version: string; homepage: string };
+    expect(sarif.runs[0]?.tool.driver).toMatchObject({ name: 'agent schema-diff', version: pkg.version, informationUri: pkg.homepage });
     const run = sarif.runs[0];
     expect(run?.results.filter((r) => r.level === 'error')).toHaveLength(4);
     for (const r of run?.results ?? []) expect(run?.tool.driver.rules[r.ruleIndex]?.id).toBe(r.ruleId);

@@ -17,6 +17,7 @@ const tmp = scratch();
 let consumer = '';
 let outside = '';
 let packed: { filename: string; size: number; files: { path: string }[] };
+let tarball = '';
 
 async function node(args: string[], cwd: string): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
@@ -68,9 +69,10 @@ beforeAll(async () => {
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
   // npm prints the prepack script's output before the JSON.
   packed = (JSON.parse(stdout.slice(stdout.indexOf('[\n'))) as (typeof packed)[])[0] as typeof packed;
+  tarball = path.join(dest, packed.filename);
   consumer = await tmp.dir('agent-consumer-');
   await writeFile(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(dest, packed.filename)], { cwd: consumer, maxBuffer: 64 * 1024 * 1024 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: consumer, maxBuffer: 64 * 1024 * 1024 });
   outside = await tmp.dir('agent-outside-');
 }, 180_000);
 
@@ -98,6 +100,27 @@ describe('the tarball', () => {
 });
 
 describe('the installed package', () => {
+  it("runs the README's blocks for any folder as a user would: in an empty folder, from the tarball", async () => {
+    // Every shell block that does not need a checkout (no fixtures/, no `npm test`), in README order.
+    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).filter((b) => !/fixtures\/|^npm test/m.test(b));
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    const home = await tmp.dir('readme-user-home-');
+    const work = await tmp.dir('readme-user-');
+    // `npm install agentic-rl-toolkit` installs the tarball; npx runs what is installed where it runs,
+    // and `npx agentic-rl-toolkit` elsewhere what npx would fetch (the tarball's package); any other
+    // npx would fetch a stranger's package from the registry, which is the mistake this catches.
+    const shims = [
+      `npm() { [ "$1 $2" = "install agentic-rl-toolkit" ] || { echo "README runs npm $*" >&2; return 2; }; command npm install --no-audit --no-fund --prefer-offline --silent ${JSON.stringify(tarball)}; }`,
+      `npx() { if [ -x "node_modules/.bin/$1" ]; then command npx --no-install "$@"; elif [ "$1" = agentic-rl-toolkit ]; then shift; node ${JSON.stringify(agentBin())} "$@"; else echo "npx $1 outside an installed folder fetches a stranger's package" >&2; return 2; fi; }`,
+    ].join('\n');
+    for (const body of blocks) {
+      const r = await run('bash', ['-e', '-c', `${shims}\n${body}`], { cwd: work, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stderr: string; code: number }) => err);
+      expect('code' in r ? `${r.code}: ${r.stderr}` : '', body).toBe('');
+    }
+    expect((await readFile(path.join(home, 'envs', 'counter', 'tools.ts'), 'utf8')).length).toBeGreaterThan(0);
+  }, 240_000);
+
   it('runs an episode from a plain-Node ESM script', async () => {
     await writeFile(
       path.join(consumer, 'episode.mjs'),

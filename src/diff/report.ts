@@ -4,6 +4,7 @@
  * annotations and SARIF 2.1.0.
  */
 import { UsageError } from '../shared/errors.js';
+import { TOOLKIT_HOMEPAGE, TOOLKIT_VERSION } from '../shared/package-info.js';
 import type { Finding } from './diff.js';
 import type { Severity } from './compare.js';
 
@@ -152,8 +153,8 @@ export function renderSarif(r: DiffReport, rules: Readonly<Record<string, string
         tool: {
           driver: {
             name: 'agent schema-diff',
-            informationUri: 'https://example.invalid/agentic-rl-toolkit#agent-schema-diff',
-            version: '0.1.0',
+            informationUri: TOOLKIT_HOMEPAGE,
+            version: TOOLKIT_VERSION,
             rules: ruleIds.map((id) => ({ id, shortDescription: { text: rules[id] ?? id } })),
           },
         },
