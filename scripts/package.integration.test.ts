@@ -84,7 +84,7 @@ describe('the tarball', () => {
     expect(packed.size).toBeLessThan(3 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/records.md', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
