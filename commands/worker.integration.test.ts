@@ -163,8 +163,15 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
   it('SIGTERM hands the episodes in hand back: another worker finishes them at once, not after the lease', async () => {
     const q = queue();
     const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 3, maxSteps: 3, toolOptions: { step_ms: 300 } });
-    const first = await startWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 3, leaseMs: 30_000 });
+    const first = await startWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 3, leaseMs: 30_000, extra: ['--health-port', '0'] });
     await until('three episodes in hand', async () => (first.output().match(/^took /gm) ?? []).length === 3);
+    // Its health port serves its metrics: the episodes it took and runs, and the steps of the run it joined.
+    const port = /health on :(\d+)/.exec(first.output())?.[1];
+    await until('a step settled on the worker', async () => /^agent_steps_total\{/m.test(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()));
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain(`agent_worker_episodes_total{run_id="${run.runId}",event="claimed"} 3`);
+    expect(metrics).toMatch(/^agent_worker_running 3$/m);
+    expect(metrics).toMatch(new RegExp(`^agent_steps_total\\{run_id="${run.runId}",status="resolved"\\} [1-9]`, 'm'));
     first.child.kill('SIGTERM');
     const result = await first.child;
     expect(result.exitCode).toBe(0);

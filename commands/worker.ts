@@ -42,12 +42,20 @@ async function workerCommand(flags: WorkerFlags, io: Io): Promise<number> {
     io.stderr.write('error: a worker needs the Redis of the runs\nhint: pass --store redis://host:port/db (or set AGENT_STORE)\n');
     return 2;
   }
-  const { RolloutWorker, serveWorkerHealth } = await core();
+  const { RolloutWorker, RunMetrics, serveWorkerHealth } = await core();
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'stopping: handing episodes in hand back (send the signal again to exit at once)');
   try {
     await using worker = await RolloutWorker.start({ store: flags.store, queue: flags.queue, concurrency: flags.concurrency, leaseMs: flags.lease, maxAttempts: flags.maxAttempts, storeWaitMs: flags.storeWait, signal: controller.signal, ...(flags.envs ? { envs: flags.envs } : {}) });
-    const health = flags.healthPort === undefined ? undefined : await serveWorkerHealth(flags.healthPort, () => ({ ready: worker.ready, running: worker.running }));
+    // The health port also serves the worker's metrics: its episodes and the steps it ran, by run.
+    using metrics = flags.healthPort === undefined ? undefined : await RunMetrics.create();
+    if (metrics) {
+      metrics.observeWorker(worker.events);
+      metrics.observeRuns((listener) => worker.onRunEvent(listener));
+      metrics.gauge('agent_worker_running', 'Episodes this worker runs now.', () => worker.running);
+      metrics.gauge('agent_worker_ready', '1 while the worker takes episodes, 0 while it drains or its Redis is away.', () => Number(worker.ready));
+    }
+    const health = flags.healthPort === undefined ? undefined : await serveWorkerHealth(flags.healthPort, () => ({ ready: worker.ready, running: worker.running }), metrics ? { metrics: () => metrics.render() } : {});
     const print = (e: WorkerEvent): void => void (flags.json ? io.stdout : e.type === 'problem' ? io.stderr : io.stdout).write(`${flags.json ? JSON.stringify(e) : describe(e)}\n`);
     worker.events.onAny(print);
     io.stdout.write(flags.json ? `${JSON.stringify({ type: 'worker_started', id: worker.id, queue: flags.queue, concurrency: flags.concurrency, ...(health ? { health_port: health.port } : {}) })}\n` : `worker ${worker.id}: taking episodes from ${flags.queue} (concurrency ${flags.concurrency}, lease ${flags.lease} ms${health ? `, health on :${health.port}` : ''})\n`);

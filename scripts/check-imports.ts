@@ -80,7 +80,7 @@ const ROOMS: readonly (readonly string[])[] = [
   ['llm', 'tools'],
   ['reward', 'diff'],
   ['env'],
-  ['replay', 'server'],
+  ['replay', 'server', 'observe'],
   ['run'],
   ['fuzz', 'eval'],
   ['serve'],

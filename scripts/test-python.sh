@@ -16,8 +16,8 @@ done
 if [ ${#PIP_ARGS[@]} -gt 0 ]; then PIP_ARGS=(--index-url "file:///opt/pypi/simple" "${PIP_ARGS[@]:2}"); fi
 has() { "$VENV/bin/python" -c "import $1" 2>/dev/null; }
 pip_install() { "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PIP_ARGS[@]}" "$@"; }
-if ! has 'agentic_rl, pytest, pytest_asyncio, websockets'; then
-  pip_install -e clients/python pytest pytest-asyncio
+if ! has 'agentic_rl, pytest, pytest_asyncio, websockets, prometheus_client'; then
+  pip_install -e clients/python pytest pytest-asyncio prometheus-client
 fi
 # The examples' and the export readers' heavy dependencies (torch CPU, TRL, pyarrow, datasets,
 # polars): their tests skip, saying so, where these cannot be installed.

@@ -23,7 +23,7 @@ import { AgentError, describeError, isAgentError, UsageError } from '../shared/e
 import { sleep } from '../shared/abort.js';
 import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
-import type { EpisodeEndReason } from '../events/run-events.js';
+import type { EpisodeEndReason, RunEvent } from '../events/run-events.js';
 import { WorkerRun } from './worker-run.js';
 
 export interface WorkerOptions {
@@ -71,6 +71,9 @@ const CLAIM_BLOCK_MS = 1_000;
 export class RolloutWorker {
   readonly id: string;
   readonly events = new Emitter<WorkerEvent>();
+  /** Who hears the events of every run this worker joins (its metrics). */
+  readonly #runListeners = new Set<(runId: string, event: RunEvent) => void>();
+  readonly #runUnsubscribes = new Map<string, () => void>();
   readonly #options: WorkerOptions;
   readonly #redis: Redis;
   readonly #blocking: Redis;
@@ -250,6 +253,7 @@ export class RolloutWorker {
     try {
       const run = await joining;
       if (!run) this.#runs.delete(runId);
+      else if (!this.#runUnsubscribes.has(runId)) this.#runUnsubscribes.set(runId, run.events.onAny((e) => this.#runListeners.forEach((l) => l(runId, e))));
       this.#mismatched.delete(runId);
       return run ?? 'gone';
     } catch (err) {
@@ -269,7 +273,15 @@ export class RolloutWorker {
     this.#leave(runId, run);
   }
 
+  /** Hears the events of every run this worker joins, with the run's id; returns the unsubscribe. */
+  onRunEvent(listener: (runId: string, event: RunEvent) => void): () => void {
+    this.#runListeners.add(listener);
+    return () => void this.#runListeners.delete(listener);
+  }
+
   #leave(runId: string, run: WorkerRun): void {
+    this.#runUnsubscribes.get(runId)?.();
+    this.#runUnsubscribes.delete(runId);
     this.#runs.delete(runId);
     this.#lastUsed.delete(runId);
     this.#fencedOfLeft += run.fencedWrites;

@@ -37,6 +37,7 @@ import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } fr
 import { RunStats, type RunProgress } from './run-stats.js';
 import { isComputed, type RewardBinding } from '../schema/definition.js';
 import { RunServer } from '../server/run-server.js';
+import { RunMetrics } from '../observe/prometheus.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
@@ -297,7 +298,9 @@ export class Run implements AsyncDisposable {
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
     const serving = this.#setup.server;
-    await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
+    using metrics = serving === undefined ? undefined : await RunMetrics.create();
+    metrics?.observe(runId, this.events);
+    await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(metrics ? { metrics: () => metrics.render() } : {}), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.

@@ -22,13 +22,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { RunEvent } from '../events/run-events.js';
+import type { MetricsPage } from '../observe/prometheus.js';
 import { isLoggedReward, rewardRecord, type RewardLogRecord } from '../replay/reward-log.js';
 import { guardRequest, isWildcard, type GuardOptions } from '../server/http-guard.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
 import { errorData, parseAction } from './protocol.js';
-import type { ServedEpisode} from './served-episode.js';
-import { type ServedTask } from './served-episode.js';
+import type { ServedEpisode, ServedTask } from './served-episode.js';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Finished episodes whose rewards stay readable at /episodes/<id>/rewards (delayed ones keep arriving). */
@@ -55,6 +55,8 @@ export interface ServeServerOptions {
   /** GET /schema: the action, observation and state schemas. */
   readonly schema: object;
   readonly tasks?: readonly ServedTask[];
+  /** GET /metrics: Prometheus metrics (open like /health: counts and names only). */
+  readonly metrics?: () => Promise<MetricsPage>;
 }
 
 /** What the server keeps of an episode for its reward readers and subscribers. */
@@ -81,7 +83,7 @@ export class ServeServer implements AsyncDisposable {
 
   private constructor(options: ServeServerOptions) {
     this.#o = options;
-    this.#guard = { host: options.host, ...(options.token !== undefined ? { token: options.token } : {}), open: new Set(['/health']), tokenHint: 'the token agent serve was given (--token or AGENT_TOKEN)' };
+    this.#guard = { host: options.host, ...(options.token !== undefined ? { token: options.token } : {}), open: new Set(['/health', '/metrics']), tokenHint: 'the token agent serve was given (--token or AGENT_TOKEN)' };
     this.#ws = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
     this.#http = createServer((req, res) => void this.#route(req, res).catch((err: unknown) => send(res, 500, { error: describeError(err) })));
     this.#http.keepAliveTimeout = 5_000;
@@ -285,12 +287,17 @@ export class ServeServer implements AsyncDisposable {
     try {
       if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'healthy', run_id: this.#o.runId, sessions: this.sessions, max_sessions: this.#o.maxSessions });
       if (req.method === 'GET' && path === '/schema') return send(res, 200, this.#o.schema);
+      if (req.method === 'GET' && path === '/metrics' && this.#o.metrics) {
+        const page = await this.#o.metrics();
+        res.writeHead(200, { 'content-type': page.contentType }).end(page.body);
+        return;
+      }
       if (req.method === 'GET' && path === '/tasks') return send(res, 200, { tasks: (this.#o.tasks ?? []).map((t) => ({ id: t.id, instruction: t.instruction })) });
       if (req.method === 'GET' && path === '/state') return send(res, 200, this.#httpEpisode(url.searchParams.get('episode_id')).state());
       const rewards = /^\/episodes\/([^/]+)\/rewards$/.exec(path);
       if (req.method === 'GET' && rewards) return send(res, 200, this.#rewardsOf(decodeURIComponent(rewards[1] as string)));
       if (req.method !== 'POST' || !['/reset', '/step', '/close'].includes(path)) {
-        return send(res, 404, { error: `no route ${req.method ?? ''} ${path}: POST /reset, POST /step, POST /close, GET /state, GET /schema, GET /health, GET /tasks, GET /episodes/<id>/rewards, or a WebSocket at /ws` });
+        return send(res, 404, { error: `no route ${req.method ?? ''} ${path}: POST /reset, POST /step, POST /close, GET /state, GET /schema, GET /health, GET /metrics, GET /tasks, GET /episodes/<id>/rewards, or a WebSocket at /ws` });
       }
       const body = await readJson(req);
       if (path === '/reset') {

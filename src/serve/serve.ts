@@ -14,6 +14,7 @@ import { loadSuite } from '../eval/benchmark/suite.js';
 import { resolveSuite } from '../eval/benchmark/suites.js';
 import { loadEnvDefinition } from '../env/load-env.js';
 import type { EnvDefinition } from '../schema/definition.js';
+import { RunMetrics } from '../observe/prometheus.js';
 import { Run, type RunOptions } from '../run/run.js';
 import type { RunSummary } from '../run/run-summary.js';
 import { isLoopback } from '../server/http-guard.js';
@@ -81,6 +82,8 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   if (signal.aborted) stop();
   else signal.addEventListener('abort', stop, { once: true });
   try {
+    using metrics = await RunMetrics.create();
+    metrics.observe(run.runId, run.events);
     await using server = await ServeServer.start({
       port: options.listen,
       host,
@@ -92,7 +95,9 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       events: run.events,
       schema: schemaOf(run.definition),
       tasks: [...served.tasks.values()].map((t) => t.task),
+      metrics: () => metrics.render(),
     });
+    metrics.gauge('agent_serve_sessions', 'Sessions open on this server (WebSocket and HTTP).', () => server.sessions);
     run.events.on('run_started', (e) => options.onListening?.({ url: server.url, dir: e.dir, runId: run.runId, tasks: served.tasks.size }));
     return await run.execute(serving.signal);
   } finally {

@@ -38,7 +38,7 @@ describe('guardRequest', () => {
 
 describe("a worker's health endpoint", () => {
   it('answers probes and refuses a page in a browser', async () => {
-    const health = await serveWorkerHealth(0, () => ({ ready: true, running: 2 }), '127.0.0.1');
+    const health = await serveWorkerHealth(0, () => ({ ready: true, running: 2 }), { host: '127.0.0.1' });
     try {
       const base = `http://127.0.0.1:${health.port}`;
       expect(await (await fetch(`${base}/ready`)).json()).toEqual({ ready: true, running: 2 });

@@ -13,6 +13,8 @@
  *   a disconnect; each client is written as fast as it reads (what it has not read stays in the
  *   shared ring), and one that falls out of the ring is cut off (it reconnects and resumes);
  * - `GET /progress`: the live statistics as JSON;
+ * - `GET /metrics`: Prometheus metrics (counts and names, no state or params: open like /health,
+ *   so a scraper needs no token; still behind the Host and Origin checks);
  * - `GET /states/<id>`: an initial state by the id `episode_started` names (with the commits in
  *   the stream, enough to rebuild any episode's state).
  * What a debug console or a web view attaches to.
@@ -45,6 +47,8 @@ export interface RunServerOptions {
   readonly events?: { onAny(listener: (event: { readonly type: string }) => void): () => void };
   /** The run's live statistics, on GET /progress. */
   readonly progress?: () => unknown;
+  /** Prometheus metrics, on GET /metrics (src/observe/prometheus.ts). */
+  readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
   /** An initial state by its id (`initial-<n>`), on GET /states/<id>. */
   readonly initialState?: (id: string) => JsonValue | undefined;
   /** How many recent events a client that connects late is sent first (default 10,000). */
@@ -143,7 +147,7 @@ class EventStream implements Disposable {
 
 type ItemResult = { readonly index: number } & ({ readonly ok: true; readonly result: DeliveryResult } | { readonly ok: false; readonly pointer: string; readonly error: string });
 
-const OPEN_ROUTES = new Set(['/health']);
+const OPEN_ROUTES = new Set(['/health', '/metrics']);
 
 export class RunServer implements AsyncDisposable {
   readonly #server: Server;
@@ -213,6 +217,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
     return stream.attach(req, res, Number.isInteger(since) && since > 0 ? since : 0);
   }
   if (req.method === 'GET' && url.pathname === '/progress' && options.progress) return send(res, 200, options.progress() as object);
+  if (req.method === 'GET' && url.pathname === '/metrics' && options.metrics) {
+    const page = await options.metrics();
+    res.writeHead(200, { 'content-type': page.contentType }).end(page.body);
+    return;
+  }
   if (req.method === 'GET' && url.pathname.startsWith('/states/') && options.initialState) {
     let id: string;
     try {
@@ -223,7 +232,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
     const state = options.initialState(id);
     return state === undefined ? send(res, 404, { error: `no initial state '${id}'` }) : send(res, 200, state);
   }
-  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress, GET /states/<id> or GET /health` });
+  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress, GET /metrics, GET /states/<id> or GET /health` });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST a delivery (or an array, or JSON lines) to /rewards' });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });
