@@ -11,6 +11,7 @@ import { scratch } from '../../../commands/testing.js';
 import { chromiumOrSkip, withPage } from '../../../scripts/chromium.js';
 import { renderHtmlReport } from './html-report.js';
 import type { BenchmarkReport } from './report.js';
+import { syntheticReport } from './report-fixture.js';
 
 const browser = chromiumOrSkip();
 if ('skip' in browser) console.warn(browser.skip);
@@ -18,37 +19,15 @@ const tmp = scratch();
 const SHOTS = path.resolve(import.meta.dirname, '../../../.test-tmp/benchmark-html');
 afterAll(() => tmp.cleanup());
 
-const estimate = (value: number) => ({ value, ci_low: value, ci_high: value });
-
 /** A report of `tasks` tasks with τ-bench-like names, rewards spread over 0..1 and priced calls. */
 function report(tasks: number): BenchmarkReport {
-  return {
-    schema_version: 1,
+  return syntheticReport(tasks, {
     suite: 'tau-bench airline',
-    split: 'test',
     policy: 'llm:claude-sonnet-4-5',
     trials: 2,
-    seed: 0,
-    run_dir: '/tmp/run',
-    started_at: '2026-12-01T00:00:00.000Z',
-    duration_ms: 1000,
-    metrics: {
-      success_rate: estimate(0.5),
-      pass_hat_k: { '1': 0.5, '2': 0.4 },
-      reward: estimate(0.5),
-      reward_by_source: {},
-      steps_per_episode: estimate(3),
-      tool_success_rate: estimate(0.9),
-      invalid_action_rate: estimate(0),
-      pii_leak_rate: estimate(0),
-      do_nothing_floor: 0,
-      tools: {},
-    },
-    tasks: Array.from({ length: tasks }, (_, i) => ({
-      id: `airline-test-${i}`,
-      trials: [0, 1].map((trial) => ({ trial, episode: 2 * i + trial, success: (i + trial) % 3 !== 0, reward: ((i * 7 + trial) % 10) / 10, steps: 3, reason: 'done', cost: { usd: 0.001 * (1 + (i % 13)), tool_usd: 0, input_tokens: 100, output_tokens: 20 } })),
-    })),
-  } as unknown as BenchmarkReport;
+    taskId: (i) => `airline-test-${i}`,
+    trial: (i, trial) => ({ success: (i + trial) % 3 !== 0, reward: ((i * 7 + trial) % 10) / 10, cost: { usd: 0.001 * (1 + (i % 13)), tool_usd: 0, input_tokens: 100, output_tokens: 20 } }),
+  });
 }
 
 const TOOLS = ['book_reservation', 'calculate', 'cancel_reservation', 'get_reservation_details', 'get_user_details', 'list_all_airports', 'search_direct_flight', 'search_onestop_flight', 'send_certificate', 'think', 'transfer_to_human_agents', 'update_reservation_baggages', 'update_reservation_flights', 'update_reservation_passengers', 'respond'];

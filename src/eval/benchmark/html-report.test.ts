@@ -2,34 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { renderHtmlReport } from './html-report.js';
 import type { BenchmarkReport } from './report.js';
-
-const estimate = (value: number) => ({ value, ci_low: value, ci_high: value });
+import { syntheticReport } from './report-fixture.js';
 
 function report(tasks: number, reward: (i: number) => number, usd?: number): BenchmarkReport {
-  return {
-    schema_version: 1,
-    suite: 'synthetic',
-    split: 'test',
-    policy: 'random',
-    trials: 1,
-    seed: 0,
-    run_dir: '/tmp/run',
-    started_at: '2026-12-01T00:00:00.000Z',
-    duration_ms: 1000,
-    metrics: {
-      success_rate: estimate(0.5),
-      pass_hat_k: { '1': 0.5 },
-      reward: estimate(1),
-      reward_by_source: {},
-      steps_per_episode: estimate(3),
-      tool_success_rate: estimate(0.9),
-      invalid_action_rate: estimate(0),
-      pii_leak_rate: estimate(0),
-      do_nothing_floor: 0,
-      tools: {},
-    },
-    tasks: Array.from({ length: tasks }, (_, i) => ({ id: `task-${i}`, trials: [{ trial: 0, success: i % 2 === 0, reward: reward(i), steps: 3, reason: 'done', ...(usd !== undefined ? { cost: { usd, tool_usd: 0, input_tokens: 1, output_tokens: 1 } } : {}) }] })),
-  } as unknown as BenchmarkReport;
+  return syntheticReport(tasks, { trial: (i) => ({ success: i % 2 === 0, reward: reward(i), ...(usd !== undefined ? { cost: { usd, tool_usd: 0, input_tokens: 1, output_tokens: 1 } } : {}) }) });
 }
 
 describe('renderHtmlReport', () => {
