@@ -6,7 +6,7 @@ import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/inde
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
-import { integer, positiveInt, toolOption } from './options.js';
+import { integer, OTEL_HELP, positiveInt, toolOption } from './options.js';
 
 const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const;
 type Format = (typeof FORMATS)[number];
@@ -30,6 +30,7 @@ interface Flags {
   metric: string[];
   llmBaseUrl?: string;
   llmProvider?: 'anthropic' | 'openai';
+  otel?: string;
 }
 
 function regression(value: string, previous: Record<string, number>): Record<string, number> {
@@ -66,6 +67,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     }, 'text')
     .addOption(new Option('--json', 'the report as JSON (the same as --format json: every command takes --json)').implies({ format: 'json' }))
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
+    .option('--otel <url>', OTEL_HELP)
     .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string | undefined, flags: Flags) => {
@@ -85,7 +87,8 @@ export function registerBenchmark(program: Command, io: Io): void {
 }
 
 async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<number> {
-  const { runBenchmark, attachPlainReporter } = await core();
+  const { runBenchmark, attachPlainReporter, otelConfig } = await core();
+  const otel = otelConfig(process.env, flags.otel);
   // On a terminal, the run's live view (episodes done, calls in flight, errors by tool); else progress lines on stderr.
   const live = io.stderr.isTTY === true && flags.format === 'text' ? (await ui()).renderRunView : undefined;
   const controller = new AbortController();
@@ -104,6 +107,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       seed: flags.seed,
       out: flags.out,
       toolOptions: flags.toolOption,
+      ...(otel ? { otel } : {}),
       ...(flags.user !== undefined ? { user: flags.user } : {}),
       ...(flags.metric.length > 0 ? { metrics: flags.metric } : {}),
       ...(flags.baseline ? { baseline: { file: flags.baseline, maxRegression: flags.maxRegression } } : {}),

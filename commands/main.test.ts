@@ -2,8 +2,9 @@ import { execa } from 'execa';
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { validate } from '../src/index.js';
+import { FakeOtlpCollector } from '../src/observe/fake-otlp-collector.js';
 import { createProgram } from './main.js';
 import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';
 
@@ -50,8 +51,27 @@ describe('agent', () => {
     expect((await readdir(out)).length).toBe(1);
   });
 
+  it('run with OTEL_EXPORTER_OTLP_ENDPOINT set sends a trace per episode under OTEL_SERVICE_NAME, and says where they went', async () => {
+    await using collector = await FakeOtlpCollector.start();
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', collector.url);
+    vi.stubEnv('OTEL_SERVICE_NAME', 'trainer-7');
+    try {
+      const out = await tmpOut();
+      const { code, stdout } = await agent(['run', 'fixtures/weather', '--episodes', '2', '--max-steps', '2', '--out', out, '--tool-option', 'latency_scale=0']);
+      expect(code).toBe(0);
+      const spans = collector.spans;
+      expect(stdout).toContain(`traces: ${spans.length} spans sent to ${collector.url}/v1/traces\n`);
+      expect(spans.filter((s) => s.parentSpanId === '').map((s) => s.name).sort()).toEqual(['episode 0', 'episode 1']);
+      expect(spans.filter((s) => s.name.startsWith('step '))).toHaveLength(4);
+      expect(new Set(spans.map((s) => s.resource['service.name']))).toEqual(new Set(['trainer-7']));
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it.each([
     [['run', 'fixtures/weather', '--episodes', '0'], /--episodes.*expected a whole number/],
+    [['run', 'fixtures/weather', '--otel', 'localhost:4318'], /--otel must be an http\(s\) URL of an OTLP\/HTTP receiver/],
     [['run', 'fixtures/weather', '--bogus'], /unknown option '--bogus'/],
     [['run'], /missing required argument 'env-dir'/],
     [['run', 'fixtures/weather', '--tool-option', 'novalue'], /expected key=value/],

@@ -65,3 +65,6 @@ export function rewardSource(value: string, previous: Record<string, JsonValue>)
     throw new InvalidArgumentError(`the binding of '${value.slice(0, eq)}' is not JSON: ${(err as Error).message}.`);
   }
 }
+
+/** `--otel <url>`: the same words on every command that can trace a run. */
+export const OTEL_HELP = 'send OpenTelemetry traces (a trace per episode) over OTLP/HTTP to this receiver, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT / $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT when set)';

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/index.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { duration, integer, positiveInt, rewardSource, toolOption } from './options.js';
+import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
 import type { Io } from './io.js';
 
 interface RunFlags {
@@ -22,6 +22,7 @@ interface RunFlags {
   token?: string;
   distributed?: boolean;
   queue: string;
+  otel?: string;
   toolOption: Record<string, JsonValue>;
   rewardSource: Record<string, JsonValue>;
 }
@@ -47,6 +48,7 @@ export function registerRun(program: Command, io: Io): void {
     .option('--token <secret>', 'with --port: the bearer token clients must send (default: $AGENT_TOKEN, else a fresh one)', process.env['AGENT_TOKEN'])
     .option('--distributed', 'run the episodes on `agent worker` processes (needs a Redis --store): this process queues them, shows them live and writes the run folder')
     .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', 'agent:queue')
+    .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
     .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
@@ -60,7 +62,8 @@ export function registerRun(program: Command, io: Io): void {
 }
 
 async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): Promise<number> {
-  const { Run, attachJsonReporter, attachPlainReporter, isLoopback } = await core();
+  const { Run, attachJsonReporter, attachPlainReporter, isLoopback, otelConfig } = await core();
+  const otel = otelConfig(process.env, flags.otel);
   const run = await Run.prepare({
     env: envDir ?? '',
     ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
@@ -76,6 +79,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     ...(flags.port !== undefined ? { port: flags.port, host: flags.host, ...(flags.token ? { token: flags.token } : {}) } : {}),
     ...(flags.distributed ? { distributed: true, queue: flags.queue } : {}),
     ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
+    ...(otel ? { otel } : {}),
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
   // The server's token is printed once, before a live view takes the terminal (never into events).

@@ -7,7 +7,7 @@ import type { JsonValue } from '../src/index.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
-import { duration, integer, positiveInt, rewardSource, toolOption } from './options.js';
+import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
 
 interface Flags {
   port: number;
@@ -24,6 +24,7 @@ interface Flags {
   json?: boolean;
   toolOption: Record<string, JsonValue>;
   rewardSource: Record<string, JsonValue>;
+  otel?: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -42,6 +43,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--out <dir>', 'parent folder of run folders', 'runs')
     .option('--store <url>', "where episode states live: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--run-port <port>', "also serve the run's POST /rewards and GET /events on 127.0.0.1:<port> (agent debug --attach follows it)", integer)
+    .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print the address and then the run summary as JSON on stdout')
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <name=binding>', 'rebind a reward source (repeatable), as for agent run', rewardSource, {})
@@ -50,7 +52,8 @@ export function registerServe(program: Command, io: Io): void {
       '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import Env\n  with Env("http://127.0.0.1:8000").sync() as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
     )
     .action(async (envSpec: string, flags: Flags) => {
-      const { serveEnv } = await core();
+      const { serveEnv, otelConfig } = await core();
+      const otel = otelConfig(process.env, flags.otel);
       const controller = new AbortController();
       let folder = 'the run folder';
       const stop = abortOnSignals(controller, io, 'stopping: open sessions end as interrupted, the run folder is being closed');
@@ -71,6 +74,7 @@ export function registerServe(program: Command, io: Io): void {
             ...(flags.runPort !== undefined ? { runPort: flags.runPort } : {}),
             toolOptions: flags.toolOption,
             ...(Object.keys(flags.rewardSource).length > 0 ? { rewardSources: flags.rewardSource } : {}),
+            ...(otel ? { otel } : {}),
             onListening: ({ url, dir, tasks }) => {
               folder = dir;
               if (flags.json) io.stdout.write(`${JSON.stringify({ type: 'listening', url, ws: `${url.replace(/^http/, 'ws')}/ws`, dir, tasks })}\n`);

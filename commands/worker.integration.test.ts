@@ -17,6 +17,8 @@ import type { RunEvent } from '../src/events/run-events.js';
 import type { EpisodeRecord } from '../src/replay/run-writer.js';
 import { distributedKeys } from '../src/run/distributed-keys.js';
 import { RedisStateStore } from '../src/state/redis-store.js';
+import { otelConfig, type OtelConfig } from '../src/observe/otel-config.js';
+import { FakeOtlpCollector } from '../src/observe/fake-otlp-collector.js';
 
 const ENV = 'fixtures/distributed';
 const available = await sharedRedisAvailable('the distributed-run fault tests');
@@ -182,6 +184,29 @@ describe.skipIf(!available)('agent worker: distributed runs under faults', () =>
     expect((await second.stop()).finished).toBe(3);
     expect(summary.episodes.finished).toBe(3);
     expect((await verify(path.join(dir, run.runId), run.runId, TEST_REDIS_URL)).problems).toEqual([]);
+  });
+
+  it('a traced distributed run: the coordinator exports the episodes its workers ran, and their calls carry its trace context', async () => {
+    const q = queue();
+    await using collector = await FakeOtlpCollector.start();
+    const { run, done } = await coordinate({ env: ENV, store: TEST_REDIS_URL, queue: q, out: dir, episodes: 3, maxSteps: 2, toolOptions: { step_ms: 1 }, otel: otelConfig({}, collector.url) as OtelConfig });
+    const worker = await inProcessWorker({ store: TEST_REDIS_URL, queue: q, concurrency: 3, leaseMs: 30_000 });
+    const summary = await done;
+    expect((await worker.stop()).finished).toBe(3);
+    const spans = collector.spans;
+    expect(summary.telemetry?.traces).toMatchObject({ exported: spans.length, dropped: 0 });
+    const steps = await lines<{ trace_id: string; observation: { traceparent?: string } }>(path.join(dir, run.runId, 'trajectories.jsonl'));
+    const tools = spans.filter((s) => s.name === 'execute_tool work');
+    expect(steps).toHaveLength(6);
+    // What the worker's tool received is the context of the span the coordinator exported for that call.
+    expect(steps.map((s) => s.observation.traceparent).sort()).toEqual(tools.map((s) => `00-${s.traceId}-${s.spanId}-01`).sort());
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    for (const tool of tools) {
+      const step = byId.get(tool.parentSpanId);
+      expect(step?.name).toMatch(/^step \d+$/);
+      expect(byId.get(step?.parentSpanId ?? '')?.name).toMatch(/^episode \d+$/);
+    }
+    expect(spans.filter((s) => s.name.startsWith('episode ')).map((s) => s.traceId)).toHaveLength(3);
   });
 
   it('a second SIGTERM exits at once, before the first has handed the episodes back', async () => {

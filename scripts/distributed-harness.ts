@@ -8,6 +8,7 @@
  */
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
+import type { OtelConfig } from '../src/observe/otel-config.js';
 import { Run } from '../src/run/run.js';
 import type { RunSummary } from '../src/run/run-summary.js';
 import { RolloutWorker, type WorkerSummary } from '../src/run/rollout-worker.js';
@@ -62,8 +63,8 @@ export async function inProcessWorker(o: PoolOptions): Promise<{ readonly worker
 }
 
 /** Start a distributed run as its coordinator (in this process); `execute` is under way when this returns. */
-export async function coordinate(options: { readonly env: string; readonly store: string; readonly queue: string; readonly out: string; readonly episodes: number; readonly maxSteps: number; readonly toolOptions?: Record<string, string | number>; readonly signal?: AbortSignal }): Promise<{ readonly run: Run; readonly done: Promise<RunSummary> }> {
-  const run = await Run.prepare({ env: options.env, store: options.store, distributed: true, queue: options.queue, out: options.out, episodes: options.episodes, maxSteps: options.maxSteps, policy: 'random', ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}) });
+export async function coordinate(options: { readonly env: string; readonly store: string; readonly queue: string; readonly out: string; readonly episodes: number; readonly maxSteps: number; readonly toolOptions?: Record<string, string | number>; readonly otel?: OtelConfig; readonly signal?: AbortSignal }): Promise<{ readonly run: Run; readonly done: Promise<RunSummary> }> {
+  const run = await Run.prepare({ env: options.env, store: options.store, distributed: true, queue: options.queue, out: options.out, episodes: options.episodes, maxSteps: options.maxSteps, policy: 'random', ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}), ...(options.otel ? { otel: options.otel } : {}) });
   return { run, done: run.execute(options.signal) };
 }
 

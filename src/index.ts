@@ -57,6 +57,9 @@ export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary
 export { EpisodeQueue, DEFAULT_QUEUE, type Claim, type WorkerHeartbeat } from './run/episode-queue.js';
 export { serveWorkerHealth, type WorkerHealthOptions } from './server/worker-health.js';
 export { RunMetrics, type MetricsPage } from './observe/prometheus.js';
+export { otelConfig, type OtelConfig, type OtlpProtocol } from './observe/otel-config.js';
+export type { TraceSummary } from './observe/otel-traces.js';
+export type { TelemetrySummary } from './observe/telemetry.js';
 export { decodeUtf8 } from './shared/utf8.js';
 export { killProcessGroups } from './tools/process-starts.js';
 export { isLoopback } from './server/http-guard.js';

@@ -51,6 +51,8 @@ export interface EnvOptions {
    * and report it as `loop_lag` with the calls in flight. Uses `blockThresholdMs`. Default off.
    */
   readonly watchEventLoop?: boolean;
+  /** A traced run: each call's W3C `traceparent` by our trace id, handed to its tool (`ctx.traceparent`). */
+  readonly traceparent?: (traceId: string) => string;
 }
 
 export class AgentEnv implements AsyncDisposable {
@@ -136,6 +138,7 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.handlers ? { handlers: options.handlers } : {}),
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
+      ...(options.traceparent ? { traceparent: options.traceparent } : {}),
       // Called only once the env is open, so `refreshActions` (below) is defined by then.
       onMcpToolsChanged: (server, before, after) =>
         void refreshActions(server, before, after).catch((err: unknown) => events.emit({ type: 'error', time: clock.now(), instance_id: '', error: { code: 'INTERNAL', message: `refreshing the actions of MCP server '${server}' failed: ${describeError(err)}` } })),

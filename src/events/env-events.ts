@@ -126,6 +126,25 @@ export type EnvEvent =
     })
   | (Base & { readonly type: 'lifecycle_changed'; readonly from: LifecycleStatus; readonly to: LifecycleStatus; readonly episode: number })
   | (Base & { readonly type: 'loop_blocked'; readonly trace_id: string; readonly tool: string; readonly blocked_ms: number })
+  /**
+   * A model call, as it ended: the policy's (`policy`) and its simulated user's (`user`) while
+   * choosing the episode's next action (`step`: the step being chosen), or an LLM judge's (`judge`)
+   * on the step `trace_id` for reward `source`. `time` is when it ended.
+   */
+  | (Base & {
+      readonly type: 'llm_call';
+      readonly role: 'policy' | 'user' | 'judge';
+      readonly provider: string;
+      readonly model: string;
+      readonly duration_ms: number;
+      readonly input_tokens: number;
+      readonly output_tokens: number;
+      readonly episode: number;
+      readonly step: number;
+      readonly trace_id?: string;
+      readonly source?: string;
+      readonly error?: string;
+    })
   /** The loop lagged and no single call's synchronous part explains it; `instanceId` is '' (env-wide). */
   | (Base & { readonly type: 'loop_lag'; readonly lag_ms: number; readonly in_flight: readonly { readonly trace_id: string; readonly tool: string }[] })
   | (Base & { readonly type: 'error'; readonly trace_id?: string; readonly error: ErrorInfo })

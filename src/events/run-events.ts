@@ -29,6 +29,8 @@ export interface RunConfig {
   readonly max_steps: number;
   readonly seed: number;
   readonly policy: string;
+  /** A traced run (OpenTelemetry): the share of episodes whose spans are exported; its workers hand their tools the same trace context. */
+  readonly trace_sampling?: number;
 }
 
 export type RunEvent =

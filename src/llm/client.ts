@@ -4,7 +4,7 @@
  * reward judge and, later, the LLM policy and simulated user. Retries of 429, 5xx and connection
  * errors (honouring `retry-after`) are the SDKs' own; every call takes an AbortSignal.
  */
-import { AgentError } from '../shared/errors.js';
+import { AgentError, describeError, oneLine } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import type { JsonSchema } from '../schema/ajv.js';
 import type { LlmProvider } from '../schema/judge-config.js';
@@ -48,6 +48,31 @@ export interface LlmClient {
   readonly provider: LlmProvider;
   readonly model: string;
   chat(request: ChatRequest): Promise<ChatResponse>;
+}
+
+/** One model call as a run reports it: `llm_call` events, `chat <model>` spans, token metrics. */
+export interface LlmCallReport {
+  readonly provider: LlmProvider;
+  readonly model: string;
+  readonly duration_ms: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  /** Why the call failed (after the SDK's own retries). */
+  readonly error?: string;
+}
+
+/** `client.chat`, timed, its outcome handed to `report` (a failed call too, then rethrown). */
+export async function reportedChat(client: LlmClient, request: ChatRequest, report: ((call: LlmCallReport) => void) | undefined): Promise<ChatResponse> {
+  const t0 = performance.now();
+  const base = { provider: client.provider, model: client.model };
+  try {
+    const res = await client.chat(request);
+    report?.({ ...base, duration_ms: performance.now() - t0, input_tokens: res.inputTokens, output_tokens: res.outputTokens });
+    return res;
+  } catch (err) {
+    report?.({ ...base, duration_ms: performance.now() - t0, input_tokens: 0, output_tokens: 0, error: oneLine(describeError(err)) });
+    throw err;
+  }
 }
 
 export interface LlmClientOptions {

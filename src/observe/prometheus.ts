@@ -52,6 +52,8 @@ export class RunMetrics implements Disposable {
   readonly #storeUp: Gauge;
   readonly #storeOutages: Counter;
   readonly #worker: Counter;
+  readonly #llmCalls: Counter;
+  readonly #llmTokens: Counter;
   /** `trace\0source` of each delayed value still awaited: only those leave the pending gauge when they land. */
   readonly #pending = new Set<string>();
   readonly #subscriptions: (() => void)[] = [];
@@ -76,6 +78,8 @@ export class RunMetrics implements Disposable {
     this.#errors = counter('agent_errors_total', 'Errors reported on the run, by code.', ['run_id', 'code']);
     this.#storeUp = gauge('agent_store_available', '1 while the state store answers, 0 while it is away (durable runs).', ['run_id']);
     this.#storeOutages = counter('agent_store_outages_total', 'Times the state store went away.', ['run_id']);
+    this.#llmCalls = counter('agent_llm_calls_total', 'Model calls (an LLM policy, its simulated user, an LLM judge), by role, model and outcome (ok, error).', ['run_id', 'role', 'model', 'outcome']);
+    this.#llmTokens = counter('agent_llm_tokens_total', 'Tokens of those calls, by role, model and type (input, output).', ['run_id', 'role', 'model', 'type']);
     this.#worker = counter('agent_worker_episodes_total', "A worker's episodes, by what happened: claimed, done, lease_lost (a fenced write: another owner took over), handed_back, given_up.", ['run_id', 'event']);
     // The process: how late the event loop runs (percentiles since the last scrape), memory, CPU.
     const loop = (this.#loop = monitorEventLoopDelay({ resolution: 10 }));
@@ -127,6 +131,11 @@ export class RunMetrics implements Disposable {
     new this.#prom.Gauge({ name, help, registers: [this.#registry], collect() { this.set(read()); } });
   }
 
+  /** Every metric's current values (what an OTLP push sends). */
+  json(): ReturnType<Registry['getMetricsAsJSON']> {
+    return this.#registry.getMetricsAsJSON();
+  }
+
   async render(): Promise<MetricsPage> {
     return { contentType: this.#registry.contentType, body: await this.#registry.metrics() };
   }
@@ -175,6 +184,12 @@ export class RunMetrics implements Disposable {
         return this.#landed(run_id, e.trace_id, e.source, 'failed');
       case 'episode_finished':
         return this.#episodes.inc({ run_id, reason: e.reason });
+      case 'llm_call': {
+        const labels = { run_id, role: e.role, model: e.model };
+        this.#llmCalls.inc({ ...labels, outcome: e.error === undefined ? 'ok' : 'error' });
+        this.#llmTokens.inc({ ...labels, type: 'input' }, e.input_tokens);
+        return this.#llmTokens.inc({ ...labels, type: 'output' }, e.output_tokens);
+      }
       case 'loop_blocked':
         this.#stalls.inc({ run_id, tool: e.tool });
         return this.#stallSeconds.inc({ run_id }, e.blocked_ms / 1000);

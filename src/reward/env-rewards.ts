@@ -12,7 +12,8 @@ import { AgentError, describeError, oneLine } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
 import { buildPolicyStack, type PolicyStack } from '../tools/policy.js';
-import { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type SourceSla } from './ledger.js';
+import type { LlmCallReport } from '../llm/client.js';
+import { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type SourceSla, type StepRef } from './ledger.js';
 import { sourceEvaluator, type EvaluatorStats, type RestoredStep, type SettledStep, type SourceEvaluator, type StepJudgement } from './evaluators.js';
 
 export type { SettledStep } from './evaluators.js';
@@ -38,6 +39,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 export class EnvRewards implements AsyncDisposable {
   readonly ledger: RewardLedger;
   readonly #clock: Clock;
+  readonly #emit: (e: EnvEvent) => void;
   /** Evaluations are cancelled when the rewards close, not when the env's tools are: an episode-scoped judge starts as the env terminates its instances. */
   readonly #abort = new AbortController();
   readonly #stepSources: ActiveSource[] = [];
@@ -50,6 +52,7 @@ export class EnvRewards implements AsyncDisposable {
 
   constructor(definition: EnvDefinition, options: { readonly clock: Clock; readonly emit: (e: EnvEvent) => void }) {
     this.#clock = options.clock;
+    this.#emit = options.emit;
     setMaxListeners(0, this.#abort.signal);
     this.ledger = new RewardLedger(definition.rewards, { now: () => options.clock.now(), emit: options.emit });
     for (const def of definition.rewards.values()) {
@@ -112,13 +115,18 @@ export class EnvRewards implements AsyncDisposable {
     this.#arm();
   }
 
+  #emitLlmCall(call: LlmCallReport, source: string, step: StepRef): void {
+    if (this.#closed) return;
+    this.#emit({ type: 'llm_call', time: this.#clock.now(), instance_id: step.instanceId, role: 'judge', ...call, episode: step.episode, step: step.step, trace_id: step.traceId, source });
+  }
+
   #evaluate(s: ActiveSource, traceId: string, judgement: StepJudgement): void {
     const work = new Promise<void>((done) => {
       const start = (): void => {
         if (this.#closed) return done();
         s.running++;
         s.stack
-          .execute((signal) => s.evaluator.evaluate(judgement, signal()), this.#abort.signal)
+          .execute((signal) => s.evaluator.evaluate(judgement, signal(), (call) => this.#emitLlmCall(call, s.def.name, judgement.step)), this.#abort.signal)
           .then(
             ({ value, cost }) => {
               if (this.#closed) return;

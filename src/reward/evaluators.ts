@@ -6,6 +6,7 @@ import type { RewardSourceDefinition } from '../schema/definition.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { CallCost } from '../events/env-events.js';
+import type { LlmCallReport } from '../llm/client.js';
 import { importToolModule } from '../tools/module-loader.js';
 import type { StepRef } from './ledger.js';
 import { LlmJudge, type JudgeStats } from './llm-judge.js';
@@ -62,7 +63,8 @@ export type RewardFunction = (input: RewardInput) => number | boolean | Promise<
 export type EvaluatorStats = { calls: number; failed: number } | JudgeStats;
 
 export interface SourceEvaluator {
-  evaluate(judgement: StepJudgement, signal: AbortSignal): Promise<{ readonly value: number | boolean; readonly cost?: CallCost }>;
+  /** `report`: each model call a judge makes for it (llm_call events). */
+  evaluate(judgement: StepJudgement, signal: AbortSignal, report?: (call: LlmCallReport) => void): Promise<{ readonly value: number | boolean; readonly cost?: CallCost }>;
   stats(): EvaluatorStats;
   close(): Promise<void>;
 }
@@ -81,9 +83,9 @@ export function sourceEvaluator(def: RewardSourceDefinition): SourceEvaluator {
   if (b.kind === 'judge') {
     const judge = new LlmJudge(def.name, b.judge, def.schema);
     return {
-      evaluate: (j, signal) => {
+      evaluate: (j, signal, report) => {
         const { signal: _s, ...vars } = inputOf(j, signal);
-        return judge.judge({ ...vars, state: vars.state_after, trajectory: vars.trajectory ? ([...vars.trajectory] as JsonValue) : undefined }, signal);
+        return judge.judge({ ...vars, state: vars.state_after, trajectory: vars.trajectory ? ([...vars.trajectory] as JsonValue) : undefined }, signal, report);
       },
       stats: () => ({ ...judge.stats }),
       close: async () => {},

@@ -31,16 +31,18 @@ function manifest(judge: Record<string, unknown>, extra: Partial<EnvManifest> = 
   };
 }
 
-async function judged(fake: FakeLlmServer, judge: Record<string, unknown>, steps = 1, extra: Partial<EnvManifest> = {}): Promise<{ env: AgentEnv; traces: string[]; arrivals: EnvEventOf<'reward_arrived'>[] }> {
+async function judged(fake: FakeLlmServer, judge: Record<string, unknown>, steps = 1, extra: Partial<EnvManifest> = {}): Promise<{ env: AgentEnv; traces: string[]; arrivals: EnvEventOf<'reward_arrived'>[]; calls: EnvEventOf<'llm_call'>[] }> {
   const env = await AgentEnv.create(await defineEnv(manifest({ base_url: fake.url, ...judge }, extra), { dir }), { handlers: { ask: async (p) => ({ observation: { echo: p['q'] ?? null } }) } });
   const arrivals: EnvEventOf<'reward_arrived'>[] = [];
   env.events.on('reward_arrived', (e) => arrivals.push(e));
+  const calls: EnvEventOf<'llm_call'>[] = [];
+  env.events.on('llm_call', (e) => calls.push(e));
   const agent = env.createInstance();
   await agent.reset({ city: '上海' });
   const traces: string[] = [];
   for (let i = 0; i < steps; i++) traces.push((await agent.step({ name: 'ask', params: { q: `q${i}` } })).info.trace_id);
   await env.rewards.settle();
-  return { env, traces, arrivals };
+  return { env, traces, arrivals, calls };
 }
 
 async function withFake<T>(reply: (req: FakeRequest, n: number) => FakeReply, body: (fake: FakeLlmServer) => Promise<T>): Promise<T> {
@@ -120,9 +122,11 @@ describe('the LLM judge', () => {
     await withFake(
       (_r, n) => ({ text: n === 1 ? 'It depends.' : '0.6' }),
       async (fake) => {
-        const { env, traces } = await judged(fake, { provider: 'anthropic', model: 'claude-haiku-4-5' });
+        const { env, traces, calls } = await judged(fake, { provider: 'anthropic', model: 'claude-haiku-4-5' });
         await using _ = env;
         expect(env.rewards.entries(traces[0] as string)?.['quality']?.value).toBe(0.6);
+        // Each of the two calls is an llm_call event on the step it judged.
+        expect(calls).toEqual([1, 2].map(() => expect.objectContaining({ role: 'judge', provider: 'anthropic', model: 'claude-haiku-4-5', trace_id: traces[0], source: 'quality', episode: 1, step: 1 })));
         expect(fake.requests[1]?.body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
         expect(env.rewards.sourceStats()['quality']).toMatchObject({ calls: 2, reasked: 1 });
       },

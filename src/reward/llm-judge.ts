@@ -5,7 +5,7 @@
  * budget. Transport retries (429/5xx, `retry-after`) are the SDK's; the source's own retry policy
  * wraps the whole judgement.
  */
-import { createLlmClient, type ChatMessage, type LlmClient } from '../llm/client.js';
+import { createLlmClient, reportedChat, type ChatMessage, type LlmCallReport, type LlmClient } from '../llm/client.js';
 import { costOf, priceOf, type Price } from '../llm/prices.js';
 import type { JsonSchema } from '../schema/ajv.js';
 import { AgentError } from '../shared/errors.js';
@@ -78,7 +78,7 @@ export class LlmJudge {
   }
 
   /** The score, and what the calls for it cost. */
-  async judge(vars: JudgeVars, signal: AbortSignal): Promise<{ value: number; cost: CallCost }> {
+  async judge(vars: JudgeVars, signal: AbortSignal, report?: (call: LlmCallReport) => void): Promise<{ value: number; cost: CallCost }> {
     this.#checkBudget();
     this.#client ??= createLlmClient({ provider: this.#config.provider, model: this.#config.model, apiKeyEnv: this.#config.apiKeyEnv, maxRetries: this.#config.maxRetries, ...(this.#config.baseURL !== undefined ? { baseURL: this.#config.baseURL } : {}) });
     const client = await this.#client;
@@ -87,7 +87,7 @@ export class LlmJudge {
     const messages: ChatMessage[] = [{ role: 'user', content: prompt }];
     const cost = { input_tokens: 0, output_tokens: 0, usd: this.#price ? 0 : null };
     for (let attempt = 0; ; attempt++) {
-      const text = await this.#ask(client, messages, signal, cost);
+      const text = await this.#ask(client, messages, signal, cost, report);
       const score = parseScore(text);
       const inRange = score !== undefined && score >= min && score <= max;
       if (score !== undefined && (inRange || this.#config.outOfRange === 'clamp')) return { value: Math.min(max, Math.max(min, score)), cost };
@@ -102,16 +102,17 @@ export class LlmJudge {
     }
   }
 
-  async #ask(client: LlmClient, messages: readonly ChatMessage[], signal: AbortSignal, cost: { input_tokens: number; output_tokens: number; usd: number | null }): Promise<string> {
+  async #ask(client: LlmClient, messages: readonly ChatMessage[], signal: AbortSignal, cost: { input_tokens: number; output_tokens: number; usd: number | null }, report: ((call: LlmCallReport) => void) | undefined): Promise<string> {
     this.stats.calls++;
     try {
-      const res = await client.chat({
+      const request = {
         messages,
         maxTokens: this.#config.maxTokens,
         signal,
         ...(this.#config.system !== undefined ? { system: this.#config.system } : {}),
         ...(this.#config.temperature !== undefined ? { temperature: this.#config.temperature } : {}),
-      });
+      };
+      const res = await reportedChat(client, request, report);
       this.stats.input_tokens += res.inputTokens;
       this.stats.output_tokens += res.outputTokens;
       const usd = costOf(this.#price, res.inputTokens, res.outputTokens);

@@ -12,6 +12,7 @@
 import type { AgentEnv } from '../env/agent-env.js';
 import { errorInfo, type Action, type AgentInstance } from '../env/agent-instance.js';
 import type { ErrorInfo } from '../events/env-events.js';
+import type { LlmCallReport } from '../llm/client.js';
 import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
@@ -214,7 +215,7 @@ export class EpisodeRunner {
           }
           // One generator per step, not per episode: a resumed episode draws what it would have drawn.
           const rng = new Rng(hashSeed(this.#o.seed, 'policy', index, step));
-          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, rng, signal);
+          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, agent.id, rng, signal);
           if (choice === null) {
             reason = 'policy_stop';
             break;
@@ -338,9 +339,11 @@ export class EpisodeRunner {
   }
 
   /** Ask the policy for an action; null when it stops. */
-  async #choose(observation: Parameters<Policy>[0], rng: Rng, signal: AbortSignal): Promise<Action | null> {
+  async #choose(observation: Parameters<Policy>[0], instanceId: string, rng: Rng, signal: AbortSignal): Promise<Action | null> {
+    const reportLlmCall = (role: 'policy' | 'user', call: LlmCallReport): void =>
+      this.#o.emit({ type: 'llm_call', time: this.#o.clock.now(), instance_id: instanceId, role, ...call, episode: observation.episode, step: observation.step + 1 });
     try {
-      return await this.#o.policy(observation, { rng, signal });
+      return await this.#o.policy(observation, { rng, signal, reportLlmCall });
     } catch (err) {
       if (isAgentError(err)) throw err;
       throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });

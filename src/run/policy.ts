@@ -3,6 +3,7 @@
  * enabled actions with seeded, schema-valid parameters. A policy module exports a function
  * (default export or `policy`) with the {@link Policy} signature.
  */
+import type { LlmCallReport } from '../llm/client.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Action, AvailableAction } from '../env/agent-instance.js';
@@ -37,6 +38,11 @@ export interface PolicyContext {
   /** Seeded per (episode, step). */
   readonly rng: Rng;
   readonly signal: AbortSignal;
+  /**
+   * Report a model call made while choosing (an LLM policy's, its simulated user's): the run
+   * records it as an `llm_call` event, a `chat <model>` span when traced, and token metrics.
+   */
+  readonly reportLlmCall?: (role: 'policy' | 'user', call: LlmCallReport) => void;
 }
 
 /** Return an action, or `null` to stop the episode. */

@@ -11,6 +11,7 @@ import type { AgentError } from '../shared/errors.js';
 import type { RunningCall } from '../tools/router.js';
 import type { RunWriter } from '../replay/run-writer.js';
 import type { RunProgress } from './run-stats.js';
+import type { TelemetrySummary } from '../observe/telemetry.js';
 
 export interface RunSummary {
   readonly schema_version: 1;
@@ -37,6 +38,8 @@ export interface RunSummary {
   readonly problem?: string;
   /** A distributed run: the workers that sent events, and writes refused because their worker had lost its lease. */
   readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
+  /** A run sent over OTLP (OpenTelemetry): where its spans and metrics went, and what never reached the collector. */
+  readonly telemetry?: TelemetrySummary;
 }
 
 /** One reward source over the run: values that arrived, their mean, and for delayed sources the SLA and what computing them cost. */
@@ -66,6 +69,7 @@ export interface SummaryInput {
   /** The store failure the run stopped on, and the command that resumes it. */
   readonly failure?: AgentError;
   readonly resume?: string;
+  readonly telemetry?: TelemetrySummary;
 }
 
 export function buildSummary(o: SummaryInput): RunSummary {
@@ -88,6 +92,7 @@ export function buildSummary(o: SummaryInput): RunSummary {
     loop_blocked: p.loop_blocked.length,
     ...(o.abandoned.length > 0 ? { abandoned_calls: o.abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),
     ...(problem ? { problem } : {}),
+    ...(o.telemetry ? { telemetry: o.telemetry } : {}),
   };
 }
 

@@ -38,6 +38,9 @@ import { RunStats, type RunProgress } from './run-stats.js';
 import { isComputed, type RewardBinding } from '../schema/definition.js';
 import { RunServer } from '../server/run-server.js';
 import { RunMetrics } from '../observe/prometheus.js';
+import type { OtelConfig } from '../observe/otel-config.js';
+import type { RunTelemetry } from '../observe/telemetry.js';
+import { RunTraceIds } from '../observe/trace-context.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
@@ -101,6 +104,12 @@ export interface RunOptions {
    * client instead of a policy; the run goes on until `execute`'s signal aborts.
    */
   readonly sessions?: EpisodeSource;
+  /**
+   * Send the run's traces (and, when the endpoint takes them, its metrics) over OTLP (`otelConfig()`
+   * reads OpenTelemetry's variables): a trace per episode, a span per step, tool and model call,
+   * rewards on their steps; its tools get the W3C trace context. The SDK is loaded only then.
+   */
+  readonly otel?: OtelConfig;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
 }
@@ -133,6 +142,7 @@ interface RunSetup {
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
   readonly sessions: EpisodeSource | undefined;
+  readonly otel: { readonly config: OtelConfig; readonly ids: RunTraceIds } | undefined;
 }
 
 export class Run implements AsyncDisposable {
@@ -221,6 +231,7 @@ export class Run implements AsyncDisposable {
       const rewardSources = saved ? saved.reward_sources : options.rewardSources;
       const owned = durable ? undefined : await memoryOrGiven(options.store);
       const store = durable?.store ?? (typeof options.store === 'object' ? options.store : undefined);
+      const otel = options.otel ? { config: options.otel, ids: new RunTraceIds(runId, options.otel.sampling) } : undefined;
       const env = await AgentEnv.open(saved?.env_dir ?? options.env, {
         seed,
         clock,
@@ -231,9 +242,10 @@ export class Run implements AsyncDisposable {
         // A run keeps one instance per episode; trim each history so long runs stay bounded.
         ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
+        ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
       const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: policyName };
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: policyName, ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),
@@ -245,7 +257,7 @@ export class Run implements AsyncDisposable {
         ...(queueName !== undefined ? { distributed: { queue: queueName }, env_fingerprint: await envFingerprint(env.definition.dir) } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd, sessions: options.sessions });
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd, sessions: options.sessions, otel });
     } catch (err) {
       await closeDurable(durable);
       throw err;
@@ -298,8 +310,11 @@ export class Run implements AsyncDisposable {
     const started = this.#setup.journalRun.started_at;
     const runId = this.runId;
     const serving = this.#setup.server;
-    using metrics = serving === undefined ? undefined : await RunMetrics.create();
+    const otel = this.#setup.otel;
+    using metrics = serving === undefined && !otel?.config.metrics ? undefined : await RunMetrics.create();
     metrics?.observe(runId, this.events);
+    await using telemetry = otel ? await startTelemetry(otel, this.config, metrics) : undefined;
+    telemetry?.observe(this.events);
     await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(metrics ? { metrics: () => metrics.render() } : {}), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
@@ -371,7 +386,8 @@ export class Run implements AsyncDisposable {
       if (abandoned.length > 0) this.events.emit({ type: 'calls_abandoned', time: this.#clock.now(), calls: abandoned.map(({ tool, traceId }) => ({ tool, trace_id: traceId })) });
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), run_id: runId, status });
       await durable?.journal.flushed().catch(() => undefined);
-      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` } : {}) })), writer.loss);
+      const sent = await telemetry?.finish();
+      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` } : {}) })), writer.loss);
       await writer.finish(summary);
       if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
@@ -622,4 +638,10 @@ async function writeServerFile(dir: string, server: RunServer): Promise<AsyncDis
   await rm(file, { force: true });
   await writeFile(file, `${JSON.stringify({ url: server.url, token: server.token, pid: process.pid }, null, 2)}\n`, { mode: 0o600 });
   return { [Symbol.asyncDispose]: () => rm(file, { force: true }) };
+}
+
+/** The OpenTelemetry SDK and exporters load here, and only for a traced run. */
+async function startTelemetry(otel: { readonly config: OtelConfig; readonly ids: RunTraceIds }, config: RunConfig, metrics: RunMetrics | undefined): Promise<RunTelemetry> {
+  const { RunTelemetry } = await import('../observe/telemetry.js');
+  return RunTelemetry.start(otel.config, otel.ids, { env: config.env, policy: config.policy }, metrics);
 }

@@ -17,6 +17,7 @@ import { AgentError, isAgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { diffStates } from '../state/diff.js';
 import { openRedis, RedisStateStore } from '../state/redis-store.js';
+import { RunTraceIds } from '../observe/trace-context.js';
 import { distributedKeys } from './distributed-keys.js';
 import { closeDurable, DEFAULT_STORE_WAIT_MS, durableHooks, stopRetrying, watchStore, type Durable } from './durable.js';
 import { findEnvDir } from './env-dirs.js';
@@ -132,6 +133,9 @@ export class WorkerRun implements AsyncDisposable {
       }
       const policy = await loadPolicy(config.policy);
       const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, fence: (id) => journal.token(episodeOfInstance(id) ?? -1) }, true);
+      // A traced run: this worker's calls carry the coordinator's trace context (the coordinator
+      // builds the spans from the events this worker publishes; the ids agree by construction).
+      const traceIds = config.trace_sampling !== undefined ? new RunTraceIds(runId, { ratio: config.trace_sampling }) : undefined;
       env = await AgentEnv.open(envDir, {
         seed: config.seed,
         clock: systemClock,
@@ -140,6 +144,7 @@ export class WorkerRun implements AsyncDisposable {
         ...(options.signal ? { signal: options.signal } : {}),
         ...(saved.tool_options ? { toolOptions: saved.tool_options } : {}),
         ...(saved.reward_sources ? { rewardSources: saved.reward_sources } : {}),
+        ...(traceIds ? { traceparent: (traceId: string) => traceIds.traceparent(traceId) } : {}),
       });
       const opened = env;
       const initialStates = await initialStatesOf(env, config.seed);

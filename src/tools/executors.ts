@@ -36,7 +36,8 @@ export function inProcessExecutor(handler: ToolHandler, onSyncTime: (ms: number,
 }
 
 export function requestBody(tool: string, params: JsonObject, ctx: ToolContext): string {
-  return JSON.stringify({ tool, params, state: ctx.state, trace_id: ctx.traceId, instance_id: ctx.instanceId, attempt: ctx.attempt });
+  const traceparent = ctx.traceparent;
+  return JSON.stringify({ tool, params, state: ctx.state, trace_id: ctx.traceId, instance_id: ctx.instanceId, attempt: ctx.attempt, ...(traceparent !== undefined ? { traceparent } : {}) });
 }
 
 /** Interpret a JSON reply; `{"error": ...}` becomes a ToolError with the tool's own retryability. */
@@ -63,10 +64,11 @@ export function parseReply(text: string, tool: string, where: string): unknown {
 export function httpExecutor(tool: string, url: string, headers: Readonly<Record<string, string>> | undefined, maxOutputBytes: number): Executor {
   return async (params, ctx) => {
     let response: Response;
+    const traceparent = ctx.traceparent;
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-trace-id': ctx.traceId, ...headers },
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-trace-id': ctx.traceId, ...(traceparent !== undefined ? { traceparent } : {}), ...headers },
         body: requestBody(tool, params, ctx),
         signal: ctx.signal,
       });

@@ -70,6 +70,26 @@ describe('adapters', () => {
     expect(crash.info.error?.message).toMatch(/exited with code 3: crashing on request/);
   });
 
+  it("hands a traced call's traceparent to every kind of tool: in process, as TRACEPARENT and in the request of a subprocess, in a pooled process's request", async () => {
+    const echo = 'import json, os, sys; r = json.load(sys.stdin); print(json.dumps({"observation": [os.environ.get("TRACEPARENT"), r.get("traceparent")]}))';
+    const pooled = 'import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n    print(json.dumps({"observation": [None, r.get("traceparent")]}), flush=True)';
+    const def = await defineEnv({
+      state: { type: 'object' },
+      actions: ['once', 'pool', 'inproc'].map((name) => ({ name, parameters: { type: 'object' } })),
+      tools: { once: { command: ['python3', '-c', echo] }, pool: { command: ['python3', '-c', pooled], persistent: true } },
+    });
+    const traceparent = (traceId: string): string => `00-${'1'.repeat(32)}-${Buffer.from(traceId).toString('hex').padEnd(16, '0').slice(0, 16)}-01`;
+    const env = await AgentEnv.create(def, { traceparent, handlers: { inproc: (_p, ctx) => ({ observation: [null, ctx.traceparent ?? null] }) } });
+    open.push(env);
+    const agent = env.createInstance();
+    await agent.reset({});
+    for (const name of ['once', 'pool', 'inproc']) {
+      const r = await agent.step({ name });
+      const expected = traceparent(r.info.trace_id);
+      expect(r.observation).toEqual([name === 'once' ? expected : null, expected]);
+    }
+  });
+
   it('reports malformed output, a crash and a missing program as typed failures of that trace only', async () => {
     const script = (body: string): string[] => ['python3', '-c', body];
     const { env } = await envWith({

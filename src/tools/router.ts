@@ -33,6 +33,8 @@ export interface RouterOptions {
   readonly maxTimeoutMs?: number;
   /** An MCP server's tool list changed while the env was open. */
   readonly onMcpToolsChanged?: (server: string, before: readonly McpToolInfo[], after: readonly McpToolInfo[]) => void;
+  /** A traced run: each call's W3C `traceparent`, by our trace id (`ctx.traceparent`). */
+  readonly traceparent?: (traceId: string) => string;
 }
 
 export interface ToolCall {
@@ -80,17 +82,19 @@ export class ToolRouter implements AsyncDisposable {
   readonly #disposables: AsyncDisposable[] = [];
   readonly #seed: number;
   readonly #maxTimeoutMs: number | undefined;
+  readonly #traceparent: ((traceId: string) => string) | undefined;
   #mcp: McpServers | undefined;
 
-  private constructor(seed: number, maxTimeoutMs: number | undefined) {
+  private constructor(seed: number, maxTimeoutMs: number | undefined, traceparent: ((traceId: string) => string) | undefined) {
     this.#seed = seed;
     this.#maxTimeoutMs = maxTimeoutMs;
+    this.#traceparent = traceparent;
   }
 
   /** Bind every action. Throws TOOL_NOT_FOUND listing every action that has no tool. */
   static async create(def: EnvDefinition, options: RouterOptions = {}): Promise<ToolRouter> {
     const seed = options.seed ?? 0;
-    const router = new ToolRouter(seed, options.maxTimeoutMs);
+    const router = new ToolRouter(seed, options.maxTimeoutMs, options.traceparent);
     const config = { seed, options: options.toolOptions ?? {} };
     const threshold = options.blockThresholdMs ?? 100;
     const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
@@ -168,7 +172,7 @@ export class ToolRouter implements AsyncDisposable {
       if (route.prepare) await route.prepare(call.signal, call.instanceId);
       const raw = await route.policies.execute((signal) => {
         attempts += 1;
-        const ctx = new CallContext(tool, call, signal, attempts, this.#seed);
+        const ctx = new CallContext(tool, call, signal, attempts, this.#seed, this.#traceparent);
         const running = route.run(call.params, ctx);
         const entry: RunningCall = { tool, traceId: call.traceId };
         this.#running.add(entry);
@@ -246,14 +250,16 @@ class CallContext implements ToolContext {
   readonly attempt: number;
   readonly #signal: SignalSource;
   readonly #envSeed: number;
+  readonly #traceparentOf: ((traceId: string) => string) | undefined;
   #rng: Rng | undefined;
   #seed: number | undefined;
 
-  constructor(tool: string, call: ToolCall, signal: SignalSource, attempt: number, envSeed: number) {
+  constructor(tool: string, call: ToolCall, signal: SignalSource, attempt: number, envSeed: number, traceparentOf: ((traceId: string) => string) | undefined) {
     this.tool = tool;
     this.attempt = attempt;
     this.#signal = signal;
     this.#envSeed = envSeed;
+    this.#traceparentOf = traceparentOf;
     this.state = call.state;
     this.traceId = call.traceId;
     this.instanceId = call.instanceId;
@@ -271,5 +277,10 @@ class CallContext implements ToolContext {
   get rng(): Rng {
     this.#rng ??= new Rng(this.rngSeed);
     return this.#rng;
+  }
+
+  /** Computed when read: only tools that pass it on (HTTP, subprocess, MCP) pay for the hash. */
+  get traceparent(): string | undefined {
+    return this.#traceparentOf?.(this.traceId);
   }
 }

@@ -49,6 +49,12 @@ export function subprocessExecutor(tool: string, command: readonly string[], opt
   return (params, ctx) => runOnce(tool, command, shown, options, params, ctx);
 }
 
+/** The call's environment: the process's, the tool's own variables, and its trace context when traced. */
+function callEnv(env: Readonly<Record<string, string>> | undefined, traceparent: string | undefined): NodeJS.ProcessEnv {
+  if (traceparent !== undefined) return { ...process.env, ...env, TRACEPARENT: traceparent };
+  return env ? { ...process.env, ...env } : process.env;
+}
+
 /** A start that failed for want of file descriptors or processes: the call waits for another to end. */
 const OUT_OF_RESOURCES = new Set(['EMFILE', 'ENFILE', 'EAGAIN']);
 
@@ -60,7 +66,7 @@ async function runOnce(tool: string, command: readonly string[], shown: string, 
     const slot = await processStarts.acquire(signal);
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawn(file, args, { cwd: options.cwd, env: options.env ? { ...process.env, ...options.env } : process.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+      child = spawn(file, args, { cwd: options.cwd, env: callEnv(options.env, ctx.traceparent), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     } catch (err) {
       slot.done();
       throw err;

@@ -15,6 +15,12 @@ export interface ToolContext {
   readonly attempt: number;
   /** Seeded per trace (env seed × instance × step), so simulated randomness replays exactly. */
   readonly rng: Rng;
+  /**
+   * The call's W3C trace context (`00-<trace>-<span>-<flags>`, its `execute_tool` span) when the
+   * run is traced (OpenTelemetry). HTTP tools send it as the `traceparent` header, subprocess
+   * tools get it as `TRACEPARENT`, MCP calls in `_meta`; pass it on to whatever the tool calls.
+   */
+  readonly traceparent?: string;
 }
 
 export interface ToolResult {

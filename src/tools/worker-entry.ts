@@ -24,6 +24,7 @@ export interface CallMessage {
   readonly tool: string;
   readonly attempt: number;
   readonly rngSeed: number;
+  readonly traceparent?: string;
 }
 
 export type ReplyMessage =
@@ -56,6 +57,7 @@ parentPort?.on('message', (msg: CallMessage) => {
         // The parent terminates this worker to cancel a call, so the signal here never needs to fire.
         signal: new AbortController().signal,
         rng: new Rng(msg.rngSeed),
+        ...(msg.traceparent !== undefined ? { traceparent: msg.traceparent } : {}),
       }),
     )
     .then(

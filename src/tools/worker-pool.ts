@@ -88,7 +88,8 @@ export class WorkerPool implements AsyncDisposable {
       throw err;
     }
     const id = this.#nextId++;
-    const message: CallMessage = { id, params, state: ctx.state, traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed };
+    const traceparent = ctx.traceparent;
+    const message: CallMessage = { id, params, state: ctx.state, traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed, ...(traceparent !== undefined ? { traceparent } : {}) };
     try {
       return await new Promise<unknown>((resolve, reject) => {
         const cleanup = (): void => {

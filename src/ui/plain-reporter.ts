@@ -132,5 +132,12 @@ export function summaryLines(s: RunSummary): string[] {
   }
   if (s.abandoned_calls) lines.push(`  ${s.abandoned_calls.length} call(s) did not stop when their AbortSignal fired and were left running`);
   if (s.records_lost) lines.push(`  ${s.records_lost.records} record(s) could not be written: ${s.records_lost.reason}`);
+  const telemetry = s.telemetry;
+  if (telemetry) {
+    const t = telemetry.traces;
+    lines.push(`  traces: ${t.exported} spans sent to ${t.endpoint}${t.dropped > 0 ? `; ${t.dropped} DROPPED (${t.error ?? 'the export queue was full or the run ended first'}): is the collector up?` : ''}`);
+    const m = telemetry.metrics;
+    if (m) lines.push(`  metrics: ${m.pushes - m.failed} of ${m.pushes} pushes taken by ${m.endpoint}${m.error !== undefined ? ` (last failure: ${m.error})` : ''}`);
+  }
   return lines;
 }

@@ -45,6 +45,8 @@ export interface BenchmarkOptions {
   readonly seed?: number;
   readonly out?: string;
   readonly toolOptions?: RunOptions['toolOptions'];
+  /** Send the run's traces over OTLP (see RunOptions.otel). */
+  readonly otel?: RunOptions['otel'];
   /** `llm:<model>`: a simulated user (tau-bench's) for an llm: policy; without one the instruction is the user's only message. */
   readonly user?: string;
   /** Where `llm:` models are served, and how (default: the provider's API, by model name). */
@@ -103,6 +105,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     seed,
     ...(options.out ? { out: options.out } : {}),
     ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
+    ...(options.otel ? { otel: options.otel } : {}),
     initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
     onEpisodeEnd: (episode, state) => finalsLive.set(episode, state),
     ...(options.signal ? { signal: options.signal } : {}),

@@ -13,6 +13,8 @@ import { startFakeLlmServer, type FakeRequest } from '../../llm/fake-llm-server.
 import { runBenchmark } from './benchmark.js';
 import type { Conversation } from './llm-agent.js';
 import { exportChat } from '../../replay/chat-export.js';
+import { FakeOtlpCollector } from '../../observe/fake-otlp-collector.js';
+import { otelConfig, type OtelConfig } from '../../observe/otel-config.js';
 
 const SUITE = 'fixtures/tau-bench/retail';
 const dirs: string[] = [];
@@ -62,7 +64,9 @@ describe.each([
     });
     const out = await mkdtemp(path.join(os.tmpdir(), 'llm-bench-'));
     dirs.push(out);
-    const report = await runBenchmark({ suite: SUITE, tasks: [task.id], policy: `llm:${agentModel}`, user: `llm:${userModel}`, trials: 2, out, llm: { baseURL: base(server.url), provider } });
+    await using collector = await FakeOtlpCollector.start();
+    const otel = otelConfig({}, collector.url) as OtelConfig;
+    const report = await runBenchmark({ suite: SUITE, tasks: [task.id], policy: `llm:${agentModel}`, user: `llm:${userModel}`, trials: 2, out, llm: { baseURL: base(server.url), provider }, otel });
     expect(report.tasks[0]?.trials.map((t) => t.success)).toEqual([true, true]);
     expect(report.metrics.pass_hat_k).toEqual({ '1': 1, '2': 1 });
     expect(report.metrics.invalid_action_rate.value).toBeCloseTo(1 / (task.actions.length + 2), 5);
@@ -96,6 +100,23 @@ describe.each([
     expect(chats[0]).toMatchObject({ task_id: task.id, success: true, reward: 1 });
     expect(chats[0]?.tools.map((t) => t.function.name)).toContain('cancel_pending_order');
     expect(chats[0]?.tools.map((t) => t.function.name)).not.toContain('respond');
+    // Every model call is an llm_call event, whose tokens add up to the conversation's usage...
+    const llmCalls = (await readFile(path.join(report.run_dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; role?: string; model?: string; episode?: number; input_tokens?: number; output_tokens?: number; instance_id?: string }).filter((e) => e.type === 'llm_call');
+    expect(new Set(llmCalls.map((c) => `${c.role}:${c.model}`))).toEqual(new Set([`policy:${agentModel}`, `user:${userModel}`]));
+    for (const c of conversations) {
+      const mine = llmCalls.filter((e) => e.episode === c.episode);
+      expect([mine.reduce((s, e) => s + (e.input_tokens ?? 0), 0), mine.reduce((s, e) => s + (e.output_tokens ?? 0), 0)]).toEqual([c.usage.input_tokens, c.usage.output_tokens]);
+    }
+    expect(llmCalls).toHaveLength(server.requests.length);
+    // ...and, traced, a GenAI `chat <model>` client span under its episode.
+    const chatSpans = collector.spans.filter((s) => s.name.startsWith('chat '));
+    expect(chatSpans).toHaveLength(llmCalls.length);
+    const roots = new Map(collector.spans.filter((s) => s.parentSpanId === '').map((s) => [s.spanId, s]));
+    for (const span of chatSpans) {
+      expect(roots.get(span.parentSpanId)?.traceId).toBe(span.traceId);
+      expect(span).toMatchObject({ kind: 3, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': expect.stringMatching(/fake-(agent|user)$/) } });
+    }
+    expect(chatSpans.reduce((s, x) => s + (x.attributes['gen_ai.usage.input_tokens'] as number), 0)).toBe(llmCalls.reduce((s, e) => s + (e.input_tokens ?? 0), 0));
   });
 });
 

@@ -11,9 +11,9 @@
  */
 import type { Action } from '../../env/agent-instance.js';
 import { chatTurns, type ChatTurn } from '../../llm/chat-turns.js';
-import { createLlmClient, type ChatMessage, type LlmClient, type ToolCall } from '../../llm/client.js';
+import { createLlmClient, reportedChat, type ChatMessage, type LlmClient, type ToolCall } from '../../llm/client.js';
 import { costOf, priceOf } from '../../llm/prices.js';
-import type { Observation, Policy } from '../../run/policy.js';
+import type { Observation, Policy, PolicyContext } from '../../run/policy.js';
 import { AgentError } from '../../shared/errors.js';
 import { validate } from '../../schema/ajv.js';
 import type { JsonValue } from '../../shared/json.js';
@@ -128,9 +128,10 @@ class SimulatedUser {
   }
 
   /** The customer's reply to what the agent said (the first call: the opening message). */
-  async reply(agentSaid: string, usage: Usage, signal: AbortSignal): Promise<string> {
+  async reply(agentSaid: string, usage: Usage, ctx: PolicyContext): Promise<string> {
     this.#messages.push({ role: 'user', content: agentSaid });
-    const res = await this.#client.chat({ system: this.#system, messages: this.#messages, maxTokens: this.#spec.maxTokens ?? 1024, temperature: this.#spec.temperature ?? 0, signal });
+    const report = ctx.reportLlmCall;
+    const res = await reportedChat(this.#client, { system: this.#system, messages: this.#messages, maxTokens: this.#spec.maxTokens ?? 1024, temperature: this.#spec.temperature ?? 0, signal: ctx.signal }, report && ((call) => report('user', call)));
     charge(usage, this.#client.model, res.inputTokens, res.outputTokens);
     this.#messages.push({ role: 'assistant', content: res.text });
     return res.text.trim();
@@ -159,7 +160,7 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
       let opening = obs.task.instruction;
       if (options.user) {
         talk.user = new SimulatedUser(options.user.client, options.user.spec, obs.task.instruction);
-        opening = await talk.user.reply('Hi! How can I help you today?', talk.usage, ctx.signal);
+        opening = await talk.user.reply('Hi! How can I help you today?', talk.usage, ctx);
         if (opening.includes(STOP)) return null;
       }
       talk.messages.push({ role: 'user', content: opening });
@@ -169,7 +170,7 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     } else if (talk.lastSaid !== undefined) {
       // The agent answered the user: the conversation goes on only with a user to answer back.
       if (!talk.user) return null;
-      const reply = await talk.user.reply(talk.lastSaid, talk.usage, ctx.signal);
+      const reply = await talk.user.reply(talk.lastSaid, talk.usage, ctx);
       talk.lastSaid = undefined;
       if (reply.includes(STOP)) return null;
       talk.messages.push({ role: 'user', content: reply });
@@ -180,7 +181,9 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     for (let refused = 0; refused <= MAX_REFUSED_IN_A_ROW; ) {
       let call = talk.pending.shift();
       if (!call) {
-        const res = await options.agent.chat({ system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal });
+        const report = ctx.reportLlmCall;
+        const request = { system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal };
+        const res = await reportedChat(options.agent, request, report && ((call) => report('policy', call)));
         charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
         talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
         if (res.toolCalls.length === 0) return say(talk, obs, res.text);

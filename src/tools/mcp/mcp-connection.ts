@@ -58,10 +58,12 @@ export class McpConnection implements AsyncDisposable {
   }
 
   /** One `tools/call`. An aborted signal sends the server MCP's cancellation notification. */
-  async call(tool: string, args: JsonObject, signal: AbortSignal): Promise<CallToolResult> {
+  async call(tool: string, args: JsonObject, signal: AbortSignal, traceparent?: string): Promise<CallToolResult> {
     const client = await this.#client(signal);
     try {
-      const result = await client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema, { signal, timeout: NO_SDK_TIMEOUT });
+      // The trace context rides in `_meta`, where MCP's tracing proposal (and OpenTelemetry's MCP conventions) put it.
+      const params = { name: tool, arguments: args, ...(traceparent !== undefined ? { _meta: { traceparent } } : {}) };
+      const result = await client.request({ method: 'tools/call', params }, CallToolResultSchema, { signal, timeout: NO_SDK_TIMEOUT });
       this.#crashes = 0;
       return result;
     } catch (err) {

@@ -72,7 +72,7 @@ export function mcpExecutor(action: string, binding: McpBinding, servers: McpSer
   const max = binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   return async (params, ctx) => {
     const conn = servers.connection(binding.server, ctx.instanceId);
-    const result = await conn.call(binding.tool, params, ctx.signal);
+    const result = await conn.call(binding.tool, params, ctx.signal, ctx.traceparent);
     // The SDK has read the reply already; the cap keeps a flood out of the state, the logs and the policy's context.
     const size = Buffer.byteLength(JSON.stringify(result));
     if (size > max) throw new ToolError('TOOL_OUTPUT_TOO_LARGE', action, `MCP server '${binding.server}' answered ${size} bytes, more than ${max}`, { hint: 'Ask for less (a range, a page), or raise max_output_bytes for this tool.' });

@@ -100,6 +100,15 @@ describe('calls', () => {
     });
   });
 
+  it("a traced run's call carries its traceparent in _meta", async () => {
+    const def = await defineEnv({ state: { type: 'object' }, initial_states: [{}], mcp_servers: { t: { command: TEST_SERVER } }, actions_from: [{ server: 't', include: ['trace_context'] }] } as EnvManifest, { dir: ROOT });
+    const e = await AgentEnv.create(def, { traceparent: (traceId) => `00-${'a'.repeat(32)}-${traceId === 'agent-1:1' ? 'b'.repeat(16) : 'c'.repeat(16)}-01` });
+    envs.push(e);
+    expect((await step(e, 'trace_context')).observation).toEqual({ traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` });
+    // Untraced, nothing is sent.
+    expect((await step(await env({ mcp_servers: { t: { command: TEST_SERVER } }, actions_from: [{ server: 't', include: ['trace_context'] }] }), 'trace_context')).observation).toEqual({ traceparent: null });
+  });
+
   it('writes a result into the state with result_to (MCP tools produce state deltas)', async () => {
     const e = await env({ state: { type: 'object', properties: { total: { type: 'object' } } }, mcp_servers: { t: { command: TEST_SERVER } }, actions_from: 't', tools: { add: { result_to: '/total' } } });
     const r = await step(e, 'add', { a: 20, b: 22 });
@@ -144,9 +153,9 @@ describe('calls', () => {
     const agent = e.createInstance();
     await agent.reset({});
     await step(e, 'grow', {}, agent);
-    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_10'], removed: [], changed: [], actions: { added: ['extra_10'], removed: [], changed: [] } }), { timeout: 5_000, interval: 20 });
-    expect(agent.availableActions().map((a) => a.name)).toContain('extra_10');
-    expect((await step(e, 'extra_10', {}, agent)).info.error).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringContaining('no tool extra_10') });
+    await vi.waitFor(() => expect(events.find((x) => x.type === 'mcp_tools_changed')).toMatchObject({ server: 't', added: ['extra_11'], removed: [], changed: [], actions: { added: ['extra_11'], removed: [], changed: [] } }), { timeout: 5_000, interval: 20 });
+    expect(agent.availableActions().map((a) => a.name)).toContain('extra_11');
+    expect((await step(e, 'extra_11', {}, agent)).info.error).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringContaining('no tool extra_11') });
     await step(e, 'retype', {}, agent);
     await vi.waitFor(() => expect(events.filter((x) => x.type === 'mcp_tools_changed')).toHaveLength(2), { timeout: 5_000, interval: 20 });
     expect(events.filter((x) => x.type === 'mcp_tools_changed')[1]).toMatchObject({ removed: ['fail'], changed: [{ tool: 'add', findings: expect.arrayContaining([expect.objectContaining({ rule: 'required-added', severity: 'breaking', message: expect.stringContaining("property 'c' is now required") })]) }], actions: { removed: ['fail'], changed: ['add'] } });
