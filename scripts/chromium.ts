@@ -45,7 +45,7 @@ export function chromiumOrSkip(): { bin: string } | { skip: string } {
 /** Runs `fn` with a fresh page of a headless Chromium of `width` × `height`, then closes everything. */
 export async function withPage<T>(bin: string, viewport: { width: number; height: number }, fn: (page: Page) => Promise<T>): Promise<T> {
   const profile = await mkdtemp(path.join(tmpdir(), 'agent-chromium-'));
-  const child = spawn(bin, ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(bin, ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   try {
     const cdp = await Cdp.connect(await devtoolsUrl(child));
     try {
@@ -75,9 +75,17 @@ export async function withPage<T>(bin: string, viewport: { width: number; height
     }
   } finally {
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    // The whole group: Chromium's helpers (crashpad, zygote, renderers) outlive a killed parent and
+    // keep writing into the profile while it is being removed.
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }
     await exited;
-    await rm(profile, { recursive: true, force: true });
+    await rm(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   }
 }
 
