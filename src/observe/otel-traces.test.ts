@@ -137,12 +137,13 @@ describe('OpenTelemetry traces of a run', () => {
     await using collector = await FakeOtlpCollector.start({ status: 400 });
     const { run } = await tracedRun('fixtures/weather', otelConfig({}, collector.url) as OtelConfig, { episodes: 2, maxSteps: 3 });
     const folder = await readRunFolder(run.dir as string);
-    const summary = folder.summary as { status: string; telemetry: { traces: { exported: number; dropped: number; error?: string } } };
+    const summary = folder.summary as { status: string; telemetry: { traces: { exported: number; dropped: number; error?: string }; metrics: unknown } };
     expect(summary.status).toBe('completed');
     expect(folder.trajectories).toHaveLength(6);
     expect(collector.spans).toHaveLength(0);
     // 2 episodes + 6 steps + 6 calls + 6 delayed rewards.
     expect(summary.telemetry.traces).toMatchObject({ exported: 0, dropped: 20, error: expect.stringMatching(/400|Bad Request/i) });
+    expect(summary.telemetry.metrics).toMatchObject({ pushes: 1, failed: 1 });
   });
 
   it('a collector that never answers holds the end of a run only as long as its signal allows', async () => {

@@ -71,11 +71,12 @@ export class OtlpMetricsPush {
   /** One push; skipped while the previous one is still out (a slow collector gets fewer, not more). */
   #push(): Promise<void> {
     if (this.#inFlight) return this.#inFlight;
+    // Counted as it starts: one the collector never answers is a push that failed, not none.
+    this.#pushes++;
     const push = (async () => {
       const metrics = toOtlp(await this.#metrics.json(), this.#start, hrTime());
       await new Promise<void>((resolve) => {
         this.#exporter.export({ resource: this.#resource, scopeMetrics: [{ scope: { name: TOOLKIT_NAME, version: TOOLKIT_VERSION }, metrics }] } satisfies ResourceMetrics, (result) => {
-          this.#pushes++;
           if (result.code !== 0) {
             this.#failed++;
             this.#error = result.error?.message ?? 'the collector refused the push';

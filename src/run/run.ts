@@ -13,7 +13,7 @@
  * The driver of local, durable and coordinated runs (a worker's part is WorkerRun); the episode
  * itself is the EpisodeRunner's. Over 500 lines because those three share one `execute`: the run
  * folder, the run server, the store watch and the summary; what differs lives beside it
- * (durable.ts, coordinator.ts, run-summary.ts).
+ * (durable.ts, coordinator.ts, run-summary.ts; its options and their checks in run-options.ts).
  */
 import { setMaxListeners } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
@@ -41,91 +41,15 @@ import { RunMetrics } from '../observe/prometheus.js';
 import type { OtelConfig } from '../observe/otel-config.js';
 import type { RunTelemetry } from '../observe/telemetry.js';
 import { RunTraceIds } from '../observe/trace-context.js';
-import { isLoopback, newToken } from '../server/http-guard.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
 import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, stopRetrying, watchStore, DEFAULT_STORE_WAIT_MS, type Durable } from './durable.js';
 import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
 import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
+import { memoryOrGiven, positiveInt, serverOptions, type EpisodeSource, type RunOptions, type ServerSettings } from './run-options.js';
 
-export interface RunOptions {
-  /** The env folder. */
-  readonly env: string;
-  readonly episodes?: number;
-  readonly concurrency?: number;
-  readonly maxSteps?: number;
-  /** `random` (default), a policy module path, or a policy function. */
-  readonly policy?: string | Policy;
-  readonly seed?: number;
-  /** Parent folder of run folders (default `runs`). */
-  readonly out?: string;
-  readonly toolOptions?: Readonly<Record<string, JsonValue>>;
-  /** Replace reward source bindings of the env (see `LoadEnvOptions.rewardSources`). */
-  readonly rewardSources?: Readonly<Record<string, unknown>>;
-  /**
-   * Episode i starts from `initialStates[i % length]` (default: the env's initial states). The
-   * same object given twice is one state in the run folder (a benchmark's tasks sharing a database).
-   */
-  readonly initialStates?: readonly JsonValue[];
-  /** Called as each episode ends (not when interrupted), with its final state (a benchmark scores it then). */
-  readonly onEpisodeEnd?: (episode: number, finalState: JsonValue) => void;
-  readonly clock?: Clock;
-  readonly blockThresholdMs?: number;
-  /**
-   * Where episode states live while they run: a StateStore, `'memory'` (the default) or a Redis
-   * URL (`redis://host:port/db`, keys under `agent:<run-id>:`). With a Redis URL the run is
-   * durable: it keeps a journal there and can be resumed after its process died.
-   */
-  readonly store?: StateStore | string;
-  /**
-   * Continue the run of this id (after a crash or an interruption) from its journal in the Redis
-   * `store`: env, episodes, seed and the other settings come from the journal; `env` is ignored.
-   */
-  readonly resume?: string;
-  /** How long a durable run waits for an unreachable Redis before it stops, resumable (default 60 s). */
-  readonly storeWaitMs?: number;
-  /** Start the run's local server (0: any free port): `POST /rewards` delivers delayed rewards while the run is live. */
-  readonly port?: number;
-  /** The server's address: `127.0.0.1` (default) or, with `token`, another (`0.0.0.0` for a cluster). */
-  readonly host?: string;
-  /** The server's bearer token (default: a fresh one, in `<run>/server.json`); required off loopback. */
-  readonly token?: string;
-  /**
-   * Run the episodes on `agent worker` processes instead of here (needs a Redis `store`): this
-   * process queues them, follows their progress and writes the run folder. With `resume`, a
-   * distributed run is continued in the same way whether or not this is set.
-   */
-  readonly distributed?: boolean;
-  /** The queue of a distributed run (`agent:queue` by default): workers started with the same `--queue` take its episodes. */
-  readonly queue?: string;
-  /**
-   * A served run (`agent serve`): episodes come from here as clients open them, each driven by its
-   * client instead of a policy; the run goes on until `execute`'s signal aborts.
-   */
-  readonly sessions?: EpisodeSource;
-  /**
-   * Send the run's traces (and, when the endpoint takes them, its metrics) over OTLP (`otelConfig()`
-   * reads OpenTelemetry's variables): a trace per episode, a span per step, tool and model call,
-   * rewards on their steps; its tools get the W3C trace context. The SDK is loaded only then.
-   */
-  readonly otel?: OtelConfig;
-  /** Aborts loading (prepare); `execute` takes its own signal. */
-  readonly signal?: AbortSignal;
-}
-
-/** Where a served run's episodes come from: each opened, and driven, by a client. */
-export interface EpisodeSource {
-  /** The next episode's driver, once a client opens one; undefined when no more will come. */
-  next(signal: AbortSignal): Promise<EpisodeDriver | undefined>;
-}
-
-
-function positiveInt(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < 1) throw new UsageError(`${name} must be a whole number ≥ 1 (got ${String(value)})`, `Pass --${name} with a positive integer.`);
-  return v;
-}
+export type { EpisodeSource, RunOptions } from './run-options.js';
 
 interface RunSetup {
   readonly runId: string;
@@ -137,7 +61,7 @@ interface RunSetup {
   readonly out: string;
   readonly clock: Clock;
   readonly initialStates: readonly JsonValue[];
-  readonly server: { readonly port: number; readonly host: string; readonly token: string } | undefined;
+  readonly server: ServerSettings | undefined;
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
@@ -611,22 +535,6 @@ const SERVED_POLICY = 'client';
 
 /** A served run has no policy: its episodes are driven by their clients (this is never asked). */
 const servedPolicy: Policy = () => null;
-
-/** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
-async function memoryOrGiven(spec: RunOptions['store']): Promise<undefined> {
-  if (spec === undefined || typeof spec === 'object' || spec === 'memory') return undefined;
-  throw new UsageError(`unknown store '${spec}'`, 'Pass --store memory (the default) or a Redis URL such as redis://127.0.0.1:6379/0.');
-}
-
-/** The server settings of a run, checked before anything starts: off loopback only with a token. */
-function serverOptions(port: number, host = '127.0.0.1', token?: string): NonNullable<RunSetup['server']> {
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`port must be a whole number from 0 to 65535 (got ${port})`, 'Pass --port 0 for any free port.');
-  if (token !== undefined && token.length < 16) throw new UsageError('the server token is shorter than 16 characters', 'Pass --token (or AGENT_TOKEN) a long random secret, e.g. `openssl rand -hex 24`; or pass none for a fresh one.');
-  if (!isLoopback(host) && token === undefined) {
-    throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients that post rewards; or keep the default host 127.0.0.1.');
-  }
-  return { port, host, token: token ?? newToken() };
-}
 
 /**
  * `<run>/server.json`: the live server's URL and token for local clients (`agent debug --attach
