@@ -1,7 +1,9 @@
 /** `agent debug <run-dir>` non-interactive forms: states rebuilt at every seq equal the states the policy saw live. */
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { createInterface } from 'node:readline';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { inspectState, randomPolicy, Run, type JsonValue, type Policy } from '../src/index.js';
 import { runAgent, scratch } from './testing.js';
 
@@ -74,4 +76,57 @@ describe('agent debug', async () => {
     expect(await runAgent(['debug', dir, '--state', '0', '--time', '2000-01-01T00:00:00Z'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/episode 0 began at \S+, after 2000-01-01T00:00:00\.000Z: it had no state then\nhint: Pass --time at or after its start, or --at 0/) });
     expect(await runAgent(['debug', path.join(dir, 'nope'), '--trace', 'x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a run folder') });
   });
+
+  it('--web serves the console over the folder and prints its URL, token in the fragment; Ctrl-C stops it', async () => {
+    const child = execa('node', ['bin/agent.js', 'debug', '--web', dir, '--json'], { reject: false, stdout: 'pipe', stderr: 'pipe' });
+    const { url } = await firstLine<{ type: string; url: string }>(child);
+    const token = decodeURIComponent(new URL(url).hash.replace('#token=', ''));
+    const base = new URL(url).origin;
+    expect((await fetch(`${base}/api/overview`)).status).toBe(401);
+    const overview = (await (await fetch(`${base}/api/overview`, { headers: { authorization: `Bearer ${token}` } })).json()) as { traces: { total: number } };
+    expect(overview.traces.total).toBe(steps.length);
+    child.kill('SIGINT');
+    expect((await child).exitCode).toBe(0);
+  });
+
+  it('--web --attach shows a live run through its event stream', async () => {
+    const policy: Policy = async (obs, ctx) => {
+      if (obs.episode === 1) await release;
+      return randomPolicy(obs, ctx);
+    };
+    let open: () => void = () => undefined;
+    const release = new Promise<void>((resolve) => (open = resolve));
+    const run = await Run.prepare({ env: 'fixtures/weather', episodes: 2, concurrency: 1, maxSteps: 3, out: await tmp.dir('debug-web-live-'), policy, port: 0, toolOptions: { latency_scale: 0.01 } });
+    const started = new Promise<string>((resolve) => run.events.on('run_started', (e) => resolve(e.url as string)));
+    const done = run.execute();
+    const child = execa('node', ['bin/agent.js', 'debug', '--web', '--attach', new URL(await started).host, '--token', run.server?.token ?? '', '--json'], { reject: false, stdout: 'pipe', stderr: 'pipe' });
+    try {
+      const { url } = await firstLine<{ url: string }>(child);
+      const auth = { authorization: `Bearer ${decodeURIComponent(new URL(url).hash.replace('#token=', ''))}` };
+      // The attached feed catches up with the run's stream (episode 0's three steps) while the run waits.
+      await vi.waitFor(async () => expect(((await (await fetch(`${new URL(url).origin}/api/overview`, { headers: auth })).json()) as { traces: { settled: number } }).traces.settled).toBe(3), { timeout: 10_000, interval: 20 });
+    } finally {
+      open();
+      await done;
+      child.kill('SIGINT');
+      await child;
+    }
+  });
+
+  it('--web says what goes with it', async () => {
+    expect(await runAgent(['debug', dir, '--port', '0'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--port goes with --web') });
+    expect(await runAgent(['debug', dir, '--web', '--trace', 'x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--web opens the console') });
+    expect(await runAgent(['debug', dir, '--web', '--host', '0.0.0.0'])).toMatchObject({ code: 2, stderr: expect.stringContaining('needs a token') });
+  });
 });
+
+/** The first line a child prints on stdout, as JSON. */
+async function firstLine<T>(child: ResultPromise): Promise<T> {
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  try {
+    for await (const line of lines) return JSON.parse(line) as T;
+  } finally {
+    lines.close();
+  }
+  throw new Error(`the command printed nothing: ${String((await child).stderr)}`);
+}

@@ -7,6 +7,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
+import { spawn } from 'node:child_process';
+import { abortOnSignals } from './interrupt.js';
 import { wholeNumber } from './options.js';
 
 interface Flags {
@@ -19,6 +21,11 @@ interface Flags {
   attach?: string;
   token?: string;
   follow?: boolean;
+  web?: boolean;
+  port?: number;
+  host: string;
+  consoleToken?: string;
+  open?: boolean;
 }
 
 function isoTime(v: string): number {
@@ -42,9 +49,14 @@ export function registerDebug(program: Command, io: Io): void {
     .option('--attach <address>', 'open the console on a live run: its run folder (reads server.json), or the --port of `agent run` (host:port, or just the port) with --token')
     .option('--token <secret>', "with --attach host:port: the run server's token (default: $AGENT_TOKEN)", process.env['AGENT_TOKEN'])
     .option('--no-follow', 'open a folder as it is now, without following what the run appends')
+    .option('--web', 'the console in the browser instead of the terminal: serves it on 127.0.0.1 and prints its URL')
+    .option('--port <port>', 'with --web: the port to serve on (default: any free one)', wholeNumber)
+    .option('--host <address>', 'with --web: the address to serve on (another than 127.0.0.1 only with --console-token)', '127.0.0.1')
+    .option('--console-token <secret>', "with --web: the token the page needs (default: a fresh one, in the printed URL's #token=)")
+    .option('--open', 'with --web: open the URL in the default browser')
     .addHelpText(
       'after',
-      '\nThe console (on a terminal): panes Traces, Timeline, State, Rewards, Validation; ? for keys.\n\nExamples:\n  agent debug runs/20261130-101500-3fa2c1\n  agent debug --attach runs/20261130-101500-3fa2c1\n  agent debug --attach 127.0.0.1:7070 --token $AGENT_TOKEN\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature',
+      '\nThe console (on a terminal): panes Traces, Timeline, State, Rewards, Validation; ? for keys.\nThe web console (--web): the same views in a browser, linked (a trace → its timeline → the state at its seq).\nA run served with agent run --port has it at / too.\n\nExamples:\n  agent debug runs/20261130-101500-3fa2c1\n  agent debug --web runs/20261130-101500-3fa2c1 --open\n  agent debug --web --attach 127.0.0.1:7070 --token $AGENT_TOKEN\n  agent debug --attach runs/20261130-101500-3fa2c1\n  agent debug --attach 127.0.0.1:7070 --token $AGENT_TOKEN\n  agent debug runs/20261130-101500-3fa2c1 --trace ep-3:7\n  agent debug runs/20261130-101500-3fa2c1 --state 3 --at 5 --json\n  agent debug runs/20261130-101500-3fa2c1 --field 3 /current_weather/temperature',
     )
     .action(async (dir: string | undefined, pointer: string | undefined, flags: Flags) => {
       io.exitCode = await debugCommand(dir, pointer, flags, io);
@@ -59,6 +71,10 @@ async function debugCommand(dir: string | undefined, pointer: string | undefined
   };
   if (flags.attach !== undefined && (dir !== undefined || chosen > 0)) return usage('--attach opens the console on a live run: pass no run folder and no --trace/--state/--field with it');
   if (flags.attach === undefined && dir === undefined) return usage('pass a run folder (agent debug runs/<run-id>) or --attach <host:port>');
+  const webOnly = [flags.port !== undefined && '--port', flags.open && '--open', flags.consoleToken !== undefined && '--console-token', flags.host !== '127.0.0.1' && '--host'].filter((f): f is string => typeof f === 'string');
+  if (!flags.web && webOnly.length > 0) return usage(`${webOnly.join(', ')} go${webOnly.length === 1 ? 'es' : ''} with --web`);
+  if (flags.web && chosen > 0) return usage('--web opens the console: pass no --trace/--state/--field with it');
+  if (flags.web) return webCommand(dir, flags, io);
   if (chosen === 0) return consoleCommand(dir, flags, io);
   if (chosen !== 1) return usage('pass one of --trace <id>, --state <episode> or --field <episode> <pointer>');
   if ((flags.at !== undefined || flags.time !== undefined) && flags.state === undefined) return usage('--at and --time go with --state');
@@ -102,4 +118,42 @@ async function consoleCommand(dir: string | undefined, flags: Flags, io: Io): Pr
     await feed[Symbol.asyncDispose]();
   }
   return 0;
+}
+
+/** The console in the browser: served until Ctrl-C. */
+async function webCommand(dir: string | undefined, flags: Flags, io: Io): Promise<number> {
+  const { serveWebConsole } = await core();
+  const controller = new AbortController();
+  const stop = abortOnSignals(controller, io, 'stopping the web console');
+  try {
+    await serveWebConsole(
+      {
+        ...(dir !== undefined ? { runDir: dir } : {}),
+        ...(flags.attach !== undefined ? { attach: flags.attach } : {}),
+        ...(flags.token !== undefined ? { attachToken: flags.token } : {}),
+        follow: flags.follow !== false,
+        ...(flags.port !== undefined ? { port: flags.port } : {}),
+        host: flags.host,
+        ...(flags.consoleToken !== undefined ? { token: flags.consoleToken } : {}),
+        onListening: ({ url, feed }) => {
+          if (flags.json) io.stdout.write(`${JSON.stringify({ type: 'listening', url, title: feed.title })}\n`);
+          else io.stdout.write(`${url}\n`);
+          io.stderr.write(`agent debug --web: ${feed.title} at the URL above (its #token= part lets the page in; keep it to yourself). Ctrl-C to stop.\n`);
+          if (flags.open) openBrowser(url, io);
+        },
+      },
+      controller.signal,
+    );
+  } finally {
+    stop();
+  }
+  return 0;
+}
+
+/** The platform's "open this URL" command; where there is none, the URL printed is the way in. */
+function openBrowser(url: string, io: Io): void {
+  const [cmd, args] = process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', url]] : ['xdg-open', [url]];
+  const child = spawn(cmd, args, { stdio: 'ignore', detached: true });
+  child.once('error', () => io.stderr.write(`could not start ${cmd} to open a browser: open the URL above by hand\n`));
+  child.unref();
 }

@@ -87,6 +87,11 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
   if (token !== undefined) {
     io.stderr.write(`server token: ${flags.token ? '(as given)' : token} — clients send Authorization: Bearer <token>; URL and token are in <run>/server.json while the run is live\n`);
     if (!isLoopback(flags.host)) io.stderr.write(`warning: serving on ${flags.host}: anyone who can reach this machine and has the token can post rewards and read the run\n`);
+    // The browser console is at / of the same server; its page takes the token from the URL's fragment.
+    const off = run.events.on('run_started', (e) => {
+      off();
+      if (e.url !== undefined) io.stderr.write(`web console: ${e.url}/#token=${flags.token ? '<your token>' : token}\n`);
+    });
   }
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: cancelling calls in flight and flushing the run folder (Ctrl-C again to exit at once)');

@@ -81,6 +81,7 @@ const ROOMS: readonly (readonly string[])[] = [
   ['reward', 'diff'],
   ['env'],
   ['replay', 'server', 'observe'],
+  ['console'],
   ['run'],
   ['fuzz', 'eval'],
   ['serve'],

@@ -2,7 +2,8 @@
  * A headless Chromium for the tests that must see a page as a browser lays it out (the benchmark
  * report's charts): started on a free DevTools port, driven over the DevTools protocol with `ws`,
  * closed and its profile removed afterwards. No browser library: the few protocol calls a test
- * needs (open a page, load a file, evaluate, screenshot) are below.
+ * needs (open a page, evaluate, wait for a condition, click and hover with the mouse, the
+ * requests made, screenshot) are below.
  *
  * The browser is `$CHROMIUM`, else `chromium`, `chromium-browser` or `google-chrome` on the PATH.
  * Where none is installed, `chromiumOrSkip` says how to get one; under CI it throws instead: a
@@ -22,6 +23,14 @@ export interface Page {
   evaluate<T>(expression: string): Promise<T>;
   /** A PNG of the whole page, written to `file`. */
   screenshot(file: string): Promise<void>;
+  /** Evaluates `expression` until it is truthy (every 50 ms, at most `timeoutMs`), and returns that value; throws naming `what` otherwise. */
+  waitFor<T>(expression: string, what: string, timeoutMs?: number): Promise<T>;
+  /** Clicks the first element matching `selector` (a real mouse press and release at its centre). */
+  click(selector: string): Promise<void>;
+  /** Moves the mouse over the first element matching `selector`. */
+  hover(selector: string): Promise<void>;
+  /** Every URL the page has requested so far (documents, scripts, fetches). */
+  readonly requests: readonly string[];
 }
 
 const CANDIDATES = ['chromium', 'chromium-browser', 'google-chrome'];
@@ -53,17 +62,45 @@ export async function withPage<T>(bin: string, viewport: { width: number; height
       const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
       const page = (method: string, params: object = {}): Promise<unknown> => cdp.send(method, params, sessionId);
       await page('Page.enable');
+      await page('Network.enable');
+      const requests: string[] = [];
+      cdp.on('Network.requestWillBeSent', sessionId, (params) => requests.push((params as { request: { url: string } }).request.url));
       await page('Emulation.setDeviceMetricsOverride', { ...viewport, deviceScaleFactor: 1, mobile: false });
+      const evaluate = async <R>(expression: string): Promise<R> => {
+        const r = (await page('Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true })) as { result: { value: R }; exceptionDetails?: { text: string; exception?: { description?: string } } };
+        if (r.exceptionDetails) throw new Error(`in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
+        return r.result.value;
+      };
+      const centre = async (selector: string): Promise<{ x: number; y: number }> => {
+        const at = await evaluate<{ x: number; y: number } | null>(`(() => { const el = document.querySelector(${JSON.stringify(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; })()`);
+        if (!at) throw new Error(`no element matches ${selector}`);
+        return at;
+      };
       return await fn({
+        requests,
         goto: async (url) => {
           const loaded = cdp.once('Page.loadEventFired', sessionId);
           await page('Page.navigate', { url });
           await loaded;
         },
-        evaluate: async <R>(expression: string) => {
-          const r = (await page('Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true })) as { result: { value: R }; exceptionDetails?: { text: string; exception?: { description?: string } } };
-          if (r.exceptionDetails) throw new Error(`in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
-          return r.result.value;
+        evaluate,
+        waitFor: async <R>(expression: string, what: string, timeoutMs = 15_000) => {
+          const tries = Math.ceil(timeoutMs / 50);
+          for (let i = 0; i < tries; i++) {
+            const v = await evaluate<R>(expression);
+            if (v) return v;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          const seen = await evaluate<string>(`document.body?.innerText.slice(0, 400) ?? ''`).catch(() => '');
+          throw new Error(`waited ${timeoutMs} ms for ${what}; the page shows: ${seen.replace(/\s+/g, ' ')}`);
+        },
+        click: async (selector) => {
+          const { x, y } = await centre(selector);
+          for (const type of ['mouseMoved', 'mousePressed', 'mouseReleased']) await page('Input.dispatchMouseEvent', { type, x, y, button: 'left', clickCount: 1 });
+        },
+        hover: async (selector) => {
+          const { x, y } = await centre(selector);
+          await page('Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
         },
         screenshot: async (file) => {
           const { data } = (await page('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true })) as { data: string };
@@ -115,10 +152,11 @@ class Cdp {
   #next = 1;
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   readonly #waiters: { method: string; sessionId: string | undefined; resolve: () => void }[] = [];
+  readonly #listeners: { method: string; sessionId: string | undefined; fn: (params: unknown) => void }[] = [];
 
   private constructor(private readonly ws: WebSocket) {
     ws.on('message', (raw) => {
-      const msg = JSON.parse(String(raw)) as { id?: number; result?: unknown; error?: { message: string }; method?: string; sessionId?: string };
+      const msg = JSON.parse(String(raw)) as { id?: number; result?: unknown; error?: { message: string }; method?: string; sessionId?: string; params?: unknown };
       if (msg.id !== undefined) {
         const p = this.#pending.get(msg.id);
         this.#pending.delete(msg.id);
@@ -126,6 +164,7 @@ class Cdp {
         else p?.resolve(msg.result);
         return;
       }
+      for (const l of this.#listeners) if (l.method === msg.method && l.sessionId === msg.sessionId) l.fn(msg.params);
       const at = this.#waiters.findIndex((w) => w.method === msg.method && w.sessionId === msg.sessionId);
       if (at >= 0) this.#waiters.splice(at, 1)[0]?.resolve();
     });
@@ -153,6 +192,10 @@ class Cdp {
 
   once(method: string, sessionId?: string): Promise<void> {
     return new Promise((resolve) => this.#waiters.push({ method, sessionId, resolve }));
+  }
+
+  on(method: string, sessionId: string | undefined, fn: (params: unknown) => void): void {
+    this.#listeners.push({ method, sessionId, fn });
   }
 
   close(): void {

@@ -102,6 +102,9 @@ export { RunIndex, type IndexedEvent, type TraceRow, type EpisodeRow, type Rewar
 export { type DebugFeed, type FeedStatus, type EpisodeHistory, type Commit } from './replay/debug-feed.js';
 export { FolderFeed, type FolderFeedOptions } from './replay/folder-feed.js';
 export { AttachFeed, attachUrl } from './replay/attach-feed.js';
+export { serveWebConsole, type WebConsoleOptions } from './console/web-console.js';
+export { ConsoleServer, consoleUrl, type ConsoleServerOptions } from './console/console-server.js';
+export { ConsoleRoutes, CONSOLE_OPEN_ROUTES, type ConsoleRoutesOptions } from './console/console-routes.js';
 export { serveEnvOverStdio } from './run/mcp-serve.js';
 export { serveEnv, type ServeOptions } from './serve/serve.js';
 export { RESET_TOOL, STATE_URI, type McpServeOptions } from './run/mcp-serve-options.js';

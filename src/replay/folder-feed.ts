@@ -16,7 +16,7 @@ import { forEachLine, readManifest, RecordReading } from './run-rewards.js';
 import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
 
-const CHUNK = 4 * 1024 * 1024;
+const CHUNK = 1024 * 1024;
 /** Events the index needs no detail of: found again by offset when a pane asks. */
 const REFERENCE_ONLY = new Set(['state_committed', 'tool_started', 'lifecycle_changed', 'loop_blocked', 'loop_lag']);
 const TYPE_KEY = Buffer.from('"type":"');

@@ -40,6 +40,7 @@ import { RunServer } from '../server/run-server.js';
 import { RunMetrics } from '../observe/prometheus.js';
 import type { OtelConfig } from '../observe/otel-config.js';
 import type { RunTelemetry } from '../observe/telemetry.js';
+import type { ConsoleRoutes } from '../console/console-routes.js';
 import { RunTraceIds } from '../observe/trace-context.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
@@ -239,7 +240,9 @@ export class Run implements AsyncDisposable {
     metrics?.observe(runId, this.events);
     await using telemetry = otel ? await startTelemetry(otel, this.config, metrics) : undefined;
     telemetry?.observe(this.events);
-    await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(metrics ? { metrics: () => metrics.render() } : {}), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
+    // The web console at `/`, over the run's own folder as it is written (read every 50 ms: the page updates up to twenty times a second).
+    await using consoleRoutes = serving === undefined ? undefined : await webConsole(() => this.#dir);
+    await using server = serving === undefined ? undefined : await RunServer.start({ ...serving, runId, ...(consoleRoutes ? { mount: consoleRoutes } : {}), rewards: this.#env.rewards, events: this.events, progress: () => this.progress(), ...(metrics ? { metrics: () => metrics.render() } : {}), onClientDropped: (message) => this.events.emit({ type: 'notice', time: this.#clock.now(), code: 'CLIENT_DROPPED', message }), initialState: (id) => (/^initial-\d+$/.test(id) ? this.#initialStates[Number(id.slice('initial-'.length))] : undefined), ...(durable ? { durable: () => durable.journal.flushed() } : {}) });
     this.#server = server;
     const dir = path.join(this.#setup.out, runId);
     // Steps the folder showed that Redis no longer has: read before the folder is rewritten from the journal.
@@ -546,6 +549,18 @@ async function writeServerFile(dir: string, server: RunServer): Promise<AsyncDis
   await rm(file, { force: true });
   await writeFile(file, `${JSON.stringify({ url: server.url, token: server.token, pid: process.pid }, null, 2)}\n`, { mode: 0o600 });
   return { [Symbol.asyncDispose]: () => rm(file, { force: true }) };
+}
+
+/** The web console's routes load here, and only for a served run. */
+async function webConsole(dir: () => string | undefined): Promise<ConsoleRoutes> {
+  const [{ ConsoleRoutes }, { FolderFeed }] = await Promise.all([import('../console/console-routes.js'), import('../replay/folder-feed.js')]);
+  return new ConsoleRoutes({
+    feed: () => {
+      const at = dir();
+      return at === undefined ? Promise.reject(new AgentError('BAD_USAGE', 'the run is starting: its folder is not there yet')) : FolderFeed.open(at, { pollMs: 50 });
+    },
+    runDir: dir,
+  });
 }
 
 /** The OpenTelemetry SDK and exporters load here, and only for a traced run. */

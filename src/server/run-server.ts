@@ -17,6 +17,7 @@
  *   so a scraper needs no token; still behind the Host and Origin checks);
  * - `GET /states/<id>`: an initial state by the id `episode_started` names (with the commits in
  *   the stream, enough to rebuild any episode's state).
+ * - `GET /` (with `mount`): the web console (src/console), its page open, its `/api/` behind the token.
  * What a debug console or a web view attaches to.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -57,7 +58,15 @@ export interface RunServerOptions {
   readonly maxSubscribers?: number;
   /** Told why a client of /events was cut off (it may reconnect with Last-Event-ID). */
   readonly onClientDropped?: (reason: string) => void;
+  /** Routes served beside the run's own, tried first (the web console): its `open` pathnames need no token. */
+  readonly mount?: MountedRoutes;
   readonly signal?: AbortSignal;
+}
+
+export interface MountedRoutes {
+  readonly open: ReadonlySet<string>;
+  /** Answers the request and resolves true, or resolves false when the route is not its own. */
+  handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean>;
 }
 
 /** Events kept for clients that connect late or reconnect, by default. */
@@ -178,7 +187,7 @@ export class RunServer implements AsyncDisposable {
     }
     const token = options.token ?? newToken();
     const stream = options.events ? new EventStream(options.events, options.replay ?? REPLAY, options.maxSubscribers ?? MAX_SUBSCRIBERS, options.onClientDropped ?? (() => undefined)) : undefined;
-    const guard = { host, token, open: OPEN_ROUTES, tokenHint: 'the token agent run printed, also in <run>/server.json' };
+    const guard = { host, token, open: options.mount ? new Set([...OPEN_ROUTES, ...options.mount.open]) : OPEN_ROUTES, tokenHint: 'the token agent run printed, also in <run>/server.json' };
     const server = createServer((req, res) =>
       void handle(req, res, options, stream, guard).catch((err: unknown) => send(res, 500, { error: describeError(err) })),
     );
@@ -207,6 +216,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   const refused = guardRequest(req, url.pathname, guard);
   if (refused) return send(res, refused.status, { error: refused.error });
+  if (options.mount && (await options.mount.handle(req, res, url))) return;
   if (req.method === 'GET' && url.pathname === '/health') {
     const size = options.rewards.ledger.size;
     return send(res, 200, { run_id: options.runId, steps: size.steps, pending_rewards: size.pending });
@@ -232,7 +242,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: RunSer
     const state = options.initialState(id);
     return state === undefined ? send(res, 404, { error: `no initial state '${id}'` }) : send(res, 200, state);
   }
-  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events, GET /progress, GET /metrics, GET /states/<id> or GET /health` });
+  if (url.pathname !== '/rewards') return send(res, 404, { error: `no route ${url.pathname}: POST /rewards, GET /events,${options.mount ? ' GET / (the web console),' : ''} GET /progress, GET /metrics, GET /states/<id> or GET /health` });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST a delivery (or an array, or JSON lines) to /rewards' });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { error: `body over ${MAX_BODY_BYTES} bytes: send fewer rewards per request` });

@@ -3,7 +3,7 @@ import { Box, Text } from 'ink';
 import { useMemo, useState } from 'react';
 import type { RewardRow } from '../../replay/run-index.js';
 import { formatDuration, formatNumber } from '../format.js';
-import { matches, parseQuery } from './query.js';
+import { matches, parseQuery } from '../../shared/query.js';
 import { arrayRows } from './rows.js';
 import { fit, pad, Tone, windowOf, type ToneColor } from './tone.js';
 import type { IndexPaneProps } from './pane-props.js';

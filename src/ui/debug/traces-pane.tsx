@@ -3,7 +3,7 @@ import { Box, Text, useInput } from 'ink';
 import { useMemo, useState } from 'react';
 import type { RunIndex, TraceRow } from '../../replay/run-index.js';
 import { formatDuration } from '../format.js';
-import { matches, parseQuery } from './query.js';
+import { matches, parseQuery } from '../../shared/query.js';
 import { arrayRows, mapThenArray, type Rows } from './rows.js';
 import { fit, pad, Tone, windowOf } from './tone.js';
 import type { IndexPaneProps } from './pane-props.js';

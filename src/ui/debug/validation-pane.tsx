@@ -1,7 +1,7 @@
 /** Validation: every schema violation of the run (params, tool results, patches, rewards) with its JSON pointer and the offending value. */
 import { Box, Text } from 'ink';
 import { useMemo, useState } from 'react';
-import { matches, parseQuery } from './query.js';
+import { matches, parseQuery } from '../../shared/query.js';
 import { fit, pad, Tone, windowOf } from './tone.js';
 import type { IndexPaneProps } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
