@@ -4,8 +4,10 @@
  * outside the repo in TypeScript (ESM and CommonJS, with and without a package.json of its own)
  * that imports the package, and a strict consumer type-check.
  */
-import { execFile } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,7 +86,7 @@ describe('the tarball', () => {
     expect(packed.size).toBeLessThan(3 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/records.md', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/records.md', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
@@ -207,6 +209,25 @@ describe('npx agent run with an env written anywhere', () => {
     const r = await node([agentBin(), 'benchmark', 'tau-bench/retail', '--policy', 'gold', '--tasks', 'retail-test-0', '--json', '--out', path.join(outside, 'bench-runs')], outside);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ suite: 'tau-bench retail', metrics: { success_rate: { value: 1 } } });
+  });
+
+  it('serves the web console from the built bundle (no bundler at run time)', async () => {
+    const r = await node([agentBin(), 'benchmark', 'tau-bench/retail', '--policy', 'gold', '--tasks', 'retail-test-0', '--out', path.join(outside, 'web-runs')], outside);
+    expect(r.code, r.stderr).toBe(0);
+    const dir = path.join(outside, 'web-runs', (await readdir(path.join(outside, 'web-runs')))[0] as string);
+    const child = spawn(process.execPath, [agentBin(), 'debug', '--web', dir, '--json'], { cwd: outside, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+      const url = new URL((JSON.parse(line) as { url: string }).url);
+      const js = await fetch(new URL('/assets/console.js', url));
+      expect(js.status).toBe(200);
+      expect(await js.text()).toBe(await readFile(path.join(consumer, 'node_modules', 'agentic-rl-toolkit', 'dist', 'web', 'console.js'), 'utf8'));
+      const overview = (await (await fetch(new URL('/api/overview', url), { headers: { authorization: `Bearer ${decodeURIComponent(url.hash.slice('#token='.length))}` } })).json()) as { benchmark?: { suite: string } };
+      expect(overview.benchmark?.suite).toBe('tau-bench retail');
+    } finally {
+      child.kill('SIGINT');
+      await once(child, 'exit');
+    }
   });
 
   it('has a command named after the package (what `npx agentic-rl-toolkit` runs anywhere), beside agent', async () => {
