@@ -9,39 +9,15 @@
  *
  * `--json` prints the figures as one JSON object (for CI regression checks).
  */
-import { AgentEnv, defineEnv, sleep, type AgentInstance, type ToolHandler } from '../src/index.js';
+import { sleep, type AgentInstance, type ToolHandler } from '../src/index.js';
+import { bump, makeEnv } from './lib/bench-env.js';
 
 const json = process.argv.includes('--json');
 const log = (line: string): void => {
   if (!json) console.log(line);
 };
 
-async function makeEnv(handlers: Record<string, ToolHandler>): Promise<AgentEnv> {
-  const def = await defineEnv({
-    name: 'bench',
-    state: {
-      type: 'object',
-      properties: { counter: { type: 'integer', minimum: 0 }, last: { type: ['string', 'null'] }, user: { type: 'object', properties: { id: { type: 'string' } } } },
-      required: ['counter'],
-    },
-    actions: Object.keys(handlers).map((name) => ({
-      name,
-      parameters: { type: 'object', properties: { tag: { type: 'string', maxLength: 32 }, n: { type: 'integer', minimum: 0 } }, required: ['tag'] },
-      enabled_if: 'user.id != null',
-    })),
-    rewards: { type: 'object', properties: { ok: { type: 'number', minimum: 0, maximum: 1 } } },
-  });
-  return AgentEnv.create(def, { handlers, storeOptions: { snapshotEvery: 100, retainDeltas: 1_000 } });
-}
-
-const noop: ToolHandler = (params, ctx) => ({
-  observation: null,
-  patch: [
-    { op: 'replace', path: '/counter', value: (ctx.state as { counter: number }).counter + 1 },
-    { op: 'replace', path: '/last', value: params['tag'] as string },
-  ],
-  rewards: { ok: 1 },
-});
+const noop: ToolHandler = (params, ctx) => bump(params, ctx.state);
 
 async function steps(agent: AgentInstance, count: number, name: string): Promise<void> {
   for (let i = 0; i < count; i++) {
@@ -51,7 +27,7 @@ async function steps(agent: AgentInstance, count: number, name: string): Promise
 }
 
 async function overhead(): Promise<{ usPerStep: number; stepsPerSecond: number; concurrentStepsPerSecond: number; observedUsPerStep: number }> {
-  await using env = await makeEnv({ noop });
+  await using env = await makeEnv({ noop }, { snapshotEvery: 100, retainDeltas: 1_000 });
   const agent = env.createInstance();
   await agent.reset({ counter: 0, last: null, user: { id: 'u1' } });
   await steps(agent, 20_000, 'noop'); // warm-up: JIT, ajv compile
@@ -89,7 +65,7 @@ const SLOW_TOOLS: Record<'signal' | 'plain', ToolHandler> = {
 };
 
 async function throughput(concurrency: number, rounds: number, tool: keyof typeof SLOW_TOOLS): Promise<{ concurrency: number; tool: string; stepsPerSecond: number; ideal: number; ratio: number; cpuUsPerStep: number }> {
-  await using env = await makeEnv({ slow: SLOW_TOOLS[tool] });
+  await using env = await makeEnv({ slow: SLOW_TOOLS[tool] }, { snapshotEvery: 100, retainDeltas: 1_000 });
   const agents = Array.from({ length: concurrency }, (_, i) => env.createInstance({ id: `a${i}` }));
   await Promise.all(agents.map((a) => a.reset({ counter: 0, last: null, user: { id: 'u' } })));
   await Promise.all(agents.map((a) => steps(a, 2, 'slow'))); // warm-up

@@ -49,7 +49,7 @@ describe.skipIf('skip' in browser)('the web console in a browser', () => {
     const target = steps.find((s) => s.episode === 1 && s.trace_id.endsWith(':3')) as (typeof steps)[number];
     await onFolder(bin, dir, async (page, origin) => {
       await page.waitFor(`${text('[data-stat=steps]')} === '${steps.length}'`, 'the overview to count every step');
-      expect(await page.evaluate<number>(`document.querySelectorAll('tr[data-episode]').length`)).toBe(4);
+      await page.waitFor(`document.querySelectorAll('tr[data-episode]').length === 4`, 'the episodes table (fetched after the overview)');
 
       await page.click('[data-tab=traces]');
       await page.waitFor(`document.querySelector('[data-total]')?.dataset.total === '${steps.length}'`, 'the traces table');

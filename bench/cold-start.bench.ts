@@ -1,0 +1,33 @@
+/**
+ * Cold and short: N agents each doing M steps of a 20 ms tool, in a fresh process, timed from the
+ * first step with no warm-up — what a short `agent run` or a trainer's first batch sees — against
+ * the ideal N / 20 ms. Each (N, M) runs in its own process (median of three), so no run inherits
+ * another's JIT, compiled validators or grown heaps. CPU µs per step beside every rate.
+ *
+ * `--json` prints the figures as one JSON object (what `npm run bench -- --check` compares).
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+const CASES: readonly { readonly n: number; readonly m: number; readonly goal: number }[] = [
+  { n: 256, m: 10, goal: 0.9 },
+  { n: 1024, m: 10, goal: 0.8 },
+  { n: 1024, m: 40, goal: 0.85 },
+  { n: 4096, m: 5, goal: 0.5 },
+];
+const json = process.argv.includes('--json');
+const probe = path.join(import.meta.dirname, 'lib', 'cold-probe.ts');
+
+interface Probe {
+  readonly ratio: number;
+  readonly stepsPerSecond: number;
+  readonly cpuUsPerStep: number;
+}
+
+const rows = CASES.map(({ n, m, goal }) => {
+  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', probe, String(n), String(m)], { encoding: 'utf8' })) as Probe).sort((a, b) => a.ratio - b.ratio);
+  const mid = runs[1] as Probe;
+  if (!json) console.log(`  N=${String(n).padEnd(5)} M=${String(m).padEnd(3)} ${mid.ratio.toFixed(2)} of ideal (${runs.map((r) => r.ratio.toFixed(2)).join(', ')}), ${Math.round(mid.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s, ${mid.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step   goal ≥ ${goal} ${mid.ratio >= goal ? '✓' : '✗'}`);
+  return { n, m, goal, ...mid };
+});
+if (json) console.log(JSON.stringify({ cold: rows }));
