@@ -1,5 +1,10 @@
 /** The env the core benchmarks step (bench/core.bench.ts, bench/lib/cold-probe.ts): a small state with validation, `enabled_if` on every action, a reward. */
-import { AgentEnv, defineEnv, type ToolHandler } from '../../src/index.js';
+import type * as Lib from '../../src/index.js';
+import type { AgentEnv, ToolHandler } from '../../src/index.js';
+
+/** The library's public API as the benchmark loads it: the sources, or (BENCH_BUILT=1) the built package as users get it. */
+type Api = Pick<typeof Lib, 'AgentEnv' | 'defineEnv'>;
+const { AgentEnv: Env, defineEnv } = (process.env['BENCH_BUILT'] === '1' ? await import('../../dist/src/index.js' as string) : await import('../../src/index.js')) as Api;
 
 export async function makeEnv(handlers: Record<string, ToolHandler>, options: { readonly snapshotEvery?: number; readonly retainDeltas?: number } = {}): Promise<AgentEnv> {
   const def = await defineEnv({
@@ -16,7 +21,7 @@ export async function makeEnv(handlers: Record<string, ToolHandler>, options: { 
     })),
     rewards: { type: 'object', properties: { ok: { type: 'number', minimum: 0, maximum: 1 } } },
   });
-  return AgentEnv.create(def, { handlers, ...(options.snapshotEvery !== undefined ? { storeOptions: { snapshotEvery: options.snapshotEvery, retainDeltas: options.retainDeltas ?? 1_000 } } : {}) });
+  return Env.create(def, { handlers, ...(options.snapshotEvery !== undefined ? { storeOptions: { snapshotEvery: options.snapshotEvery, retainDeltas: options.retainDeltas ?? 1_000 } } : {}) });
 }
 
 /** A step's work besides its tool: two fields replaced, a reward. */
