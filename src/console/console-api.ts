@@ -2,7 +2,7 @@
  * The web console's answers, computed from a {@link DebugFeed}: the same index and episode reads
  * the terminal console uses, so the two consoles cannot disagree. Every answer is a bounded page
  * or an aggregate: a million-event run costs the page what it shows, never the whole index.
- * Functions of the feed, and two queries (overview, traces) that keep what they computed between
+ * Functions of the feed, and queries (overview, traces, episodes) that keep what they computed between
  * calls, since a live page asks again up to twenty times a second.
  */
 import type { DebugFeed } from '../replay/debug-feed.js';
@@ -12,6 +12,7 @@ import type { JsonValue } from '../shared/json.js';
 import { matches, parseQuery } from '../shared/query.js';
 import type {
   BenchmarkDigest,
+  EpisodeItem,
   EpisodePage,
   EpisodeTimeline,
   FeedState,
@@ -165,26 +166,24 @@ function traceItem(t: TraceRow): TraceItem {
  * is kept between calls while the index has not moved, so scrolling a filter costs a slice.
  */
 export class TraceQuery {
-  #all: TraceRow[] = [];
+  #all: readonly TraceRow[] = [];
+  #version = -1;
   #cached: { key: string; version: number; rows: readonly TraceRow[] } | undefined;
-  #tools = new Set<string>();
+  #tools: readonly string[] = [];
 
   page(feed: DebugFeed, filter: TraceFilter, offset: number, limit: number): TracePage {
     const { index } = feed;
-    // Traces are only ever added (a resumed run re-dispatches into the same row): extend the list.
-    if (this.#all.length !== index.traces.size) {
-      let i = 0;
-      for (const t of index.traces.values()) {
-        if (i++ < this.#all.length) continue;
-        this.#all.push(t);
-        this.#tools.add(t.action);
-      }
+    // Re-read once per version, not per request: a resumed run's re-dispatch replaces a row in place.
+    if (this.#version !== index.version) {
+      this.#all = [...index.traces.values()];
+      this.#tools = [...new Set(this.#all.map((t) => t.action))].sort();
+      this.#version = index.version;
     }
     const rows = this.#filtered(feed, filter);
     const n = Math.max(0, Math.min(MAX_PAGE, limit));
     const from = Math.max(0, Math.min(offset, rows.length));
     const slice = filter.order === 'desc' ? rows.slice(Math.max(0, rows.length - from - n), rows.length - from).reverse() : rows.slice(from, from + n);
-    return { total: rows.length, offset: from, rows: slice.map(traceItem), tools: [...this.#tools].sort() };
+    return { total: rows.length, offset: from, rows: slice.map(traceItem), tools: this.#tools };
   }
 
   #filtered(feed: DebugFeed, f: TraceFilter): readonly TraceRow[] {
@@ -205,23 +204,31 @@ export class TraceQuery {
 }
 
 /** Episodes in order, a page at a time: `offset` counts from the first episode seen. */
-export function episodes(feed: DebugFeed, offset: number, limit: number): EpisodePage {
-  const all = [...feed.index.episodes.values()].sort((a, b) => a.episode - b.episode);
-  const from = Math.max(0, Math.min(offset, all.length));
-  return {
-    total: all.length,
-    offset: from,
-    rows: all.slice(from, from + Math.max(0, Math.min(MAX_PAGE, limit))).map((e) => ({
-      episode: e.episode,
-      instance_id: e.instanceId,
-      started_at: e.startedAt,
-      ...(e.finishedAt !== undefined ? { finished_at: e.finishedAt } : {}),
-      ...(e.steps !== undefined ? { steps: e.steps } : {}),
-      ...(e.reward !== undefined ? { reward: e.reward } : {}),
-      ...(e.reason !== undefined ? { reason: e.reason } : {}),
-      events: e.refs.length,
-    })),
-  };
+export class EpisodeQuery {
+  /** Episode numbers, sorted once per new episode (rows are looked up at answer time: a resume replaces them). */
+  #order: number[] = [];
+
+  page(feed: DebugFeed, offset: number, limit: number): EpisodePage {
+    const { episodes } = feed.index;
+    if (this.#order.length !== episodes.size) this.#order = [...episodes.keys()].sort((a, b) => a - b);
+    const from = Math.max(0, Math.min(offset, this.#order.length));
+    const rows: EpisodeItem[] = [];
+    for (const n of this.#order.slice(from, from + Math.max(0, Math.min(MAX_PAGE, limit)))) {
+      const e = episodes.get(n);
+      if (!e) continue;
+      rows.push({
+        episode: e.episode,
+        instance_id: e.instanceId,
+        started_at: e.startedAt,
+        ...(e.finishedAt !== undefined ? { finished_at: e.finishedAt } : {}),
+        ...(e.steps !== undefined ? { steps: e.steps } : {}),
+        ...(e.reward !== undefined ? { reward: e.reward } : {}),
+        ...(e.reason !== undefined ? { reason: e.reason } : {}),
+        events: e.refs.length,
+      });
+    }
+    return { total: this.#order.length, offset: from, rows };
+  }
 }
 
 function known(feed: DebugFeed, episode: number): void {

@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { DebugFeed } from '../replay/debug-feed.js';
 import { describeError, isAgentError } from '../shared/errors.js';
 import type { BenchmarkDigest } from './api-types.js';
-import { benchmarkDigest, episodes, feedState, history, OverviewQuery, rewardFlow, TraceQuery, timeline, violations, type TraceFilter } from './console-api.js';
+import { benchmarkDigest, EpisodeQuery, feedState, history, OverviewQuery, rewardFlow, TraceQuery, timeline, violations, type TraceFilter } from './console-api.js';
 import { consoleAssets } from './console-assets.js';
 
 /** The page and its assets: no token (a browser cannot send one for them), no data in them. */
@@ -61,6 +61,7 @@ export class ConsoleRoutes implements AsyncDisposable {
   readonly #options: ConsoleRoutesOptions;
   readonly #traces = new TraceQuery();
   readonly #overview = new OverviewQuery();
+  readonly #episodes = new EpisodeQuery();
   readonly #streams = new Set<ServerResponse>();
   readonly #clock: () => number;
   #feed: Promise<DebugFeed> | undefined;
@@ -124,7 +125,7 @@ export class ConsoleRoutes implements AsyncDisposable {
       };
       return sendJson(res, 200, this.#traces.page(feed, filter, intParam(url, 'offset', 0), intParam(url, 'limit', 100)));
     }
-    if (route === 'episodes') return sendJson(res, 200, episodes(feed, intParam(url, 'offset', 0), intParam(url, 'limit', 100)));
+    if (route === 'episodes') return sendJson(res, 200, this.#episodes.page(feed, intParam(url, 'offset', 0), intParam(url, 'limit', 100)));
     if (route === 'rewards') return sendJson(res, 200, rewardFlow(feed, this.#clock));
     if (route === 'violations') return sendJson(res, 200, violations(feed, intParam(url, 'offset', 0), intParam(url, 'limit', 100), url.searchParams.get('q') ?? ''));
     const m = /^episodes\/(\d+)\/(timeline|history)$/.exec(route);

@@ -6,10 +6,10 @@
  * sends to any server nor puts in a Referer, and keeps it for the tab only.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { DebugFeed } from '../replay/debug-feed.js';
 import { AgentError, describeError } from '../shared/errors.js';
-import { guardRequest, isLoopback, isWildcard, newToken } from '../server/http-guard.js';
+import { guardRequest, isLoopback, newToken } from '../server/http-guard.js';
+import { baseUrl, listen } from '../server/listen.js';
 import { CONSOLE_OPEN_ROUTES, ConsoleRoutes } from './console-routes.js';
 
 export interface ConsoleServerOptions {
@@ -64,11 +64,7 @@ export class ConsoleServer implements AsyncDisposable {
       );
     });
     server.keepAliveTimeout = 1_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) => reject(new AgentError('BAD_USAGE', `cannot listen on ${host}:${options.port ?? 0}: ${err.code ?? err.message}`, { hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : 'Pick a port between 1024 and 65535, or 0 for any free one.' })));
-      server.listen(options.port ?? 0, host, () => resolve());
-    });
-    return new ConsoleServer(server, routes, host, (server.address() as AddressInfo).port, token);
+    return new ConsoleServer(server, routes, host, await listen(server, host, options.port ?? 0), token);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -80,8 +76,7 @@ export class ConsoleServer implements AsyncDisposable {
   }
 }
 
-/** A console's address with its token in the fragment (a wildcard bind is reached on loopback from here). */
+/** A console's address with its token in the fragment. */
 export function consoleUrl(host: string, port: number, token: string): string {
-  const h = isWildcard(host) ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  return `http://${h}:${port}/#token=${encodeURIComponent(token)}`;
+  return `${baseUrl(host, port)}/#token=${encodeURIComponent(token)}`;
 }

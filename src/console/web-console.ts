@@ -6,6 +6,7 @@
 import { AttachFeed } from '../replay/attach-feed.js';
 import type { DebugFeed } from '../replay/debug-feed.js';
 import { FolderFeed } from '../replay/folder-feed.js';
+import { AgentError } from '../shared/errors.js';
 import { ConsoleServer } from './console-server.js';
 
 export interface WebConsoleOptions {
@@ -27,7 +28,8 @@ export interface WebConsoleOptions {
 
 /** Serves the console until `signal` aborts. */
 export async function serveWebConsole(options: WebConsoleOptions, signal: AbortSignal): Promise<void> {
-  const feed: DebugFeed = options.attach !== undefined ? await AttachFeed.connect(options.attach, { ...(options.attachToken !== undefined ? { token: options.attachToken } : {}), signal }) : await FolderFeed.open(options.runDir ?? '.', { follow: options.follow !== false });
+  if ((options.attach === undefined) === (options.runDir === undefined)) throw new AgentError('BAD_USAGE', 'the web console shows one run: pass a run folder or attach, not both or neither', { hint: 'agent debug --web runs/<run-id>, or agent debug --web --attach 127.0.0.1:7070' });
+  const feed: DebugFeed = options.attach !== undefined ? await AttachFeed.connect(options.attach, { ...(options.attachToken !== undefined ? { token: options.attachToken } : {}), signal }) : await FolderFeed.open(options.runDir as string, { follow: options.follow !== false });
   try {
     await using server = await ConsoleServer.start({ feed, ...(options.runDir !== undefined ? { runDir: options.runDir } : {}), ...(options.port !== undefined ? { port: options.port } : {}), ...(options.host !== undefined ? { host: options.host } : {}), ...(options.token !== undefined ? { token: options.token } : {}) });
     options.onListening?.({ url: server.url, token: server.token, feed });

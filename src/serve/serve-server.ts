@@ -19,12 +19,13 @@
  * bearer token off loopback or when given.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { RunEvent } from '../events/run-events.js';
 import type { MetricsPage } from '../observe/prometheus.js';
 import { isLoggedReward, rewardRecord, type RewardLogRecord } from '../replay/reward-log.js';
-import { guardRequest, isWildcard, type GuardOptions } from '../server/http-guard.js';
+import { guardRequest, type GuardOptions } from '../server/http-guard.js';
+import { baseUrl, listen } from '../server/listen.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
 import { errorData, parseAction } from './protocol.js';
@@ -93,19 +94,12 @@ export class ServeServer implements AsyncDisposable {
 
   static async start(options: ServeServerOptions): Promise<ServeServer> {
     const server = new ServeServer(options);
-    await new Promise<void>((resolve, reject) => {
-      server.#http.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new AgentError('BAD_USAGE', `cannot listen on ${options.host}:${options.port}: ${err.code ?? err.message}`, { hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : 'Pick a port between 1024 and 65535, or 0 for any free one.' })),
-      );
-      server.#http.listen(options.port, options.host, () => resolve());
-    });
-    server.port = (server.#http.address() as AddressInfo).port;
+    server.port = await listen(server.#http, options.host, options.port);
     return server;
   }
 
   get url(): string {
-    const host = isWildcard(this.#o.host) ? '127.0.0.1' : this.#o.host.includes(':') ? `[${this.#o.host}]` : this.#o.host;
-    return `http://${host}:${this.port}`;
+    return baseUrl(this.#o.host, this.port);
   }
 
   get sessions(): number {

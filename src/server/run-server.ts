@@ -21,12 +21,12 @@
  * What a debug console or a web view attaches to.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { EnvRewards } from '../reward/env-rewards.js';
 import type { DeliveryResult } from '../reward/ledger.js';
 import { AgentError, describeError, isAgentError, ValidationError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
-import { guardRequest, isLoopback, isWildcard, newToken, type GuardOptions } from './http-guard.js';
+import { guardRequest, isLoopback, newToken, type GuardOptions } from './http-guard.js';
+import { baseUrl, listen } from './listen.js';
 
 /** A body larger than this is refused (413): rewards are small, and a runaway client must not eat the run's memory. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -176,8 +176,7 @@ export class RunServer implements AsyncDisposable {
 
   /** The base URL clients use (`http://127.0.0.1:<port>`; a wildcard bind is reached on loopback from here). */
   get url(): string {
-    const host = isWildcard(this.host) ? '127.0.0.1' : this.host.includes(':') ? `[${this.host}]` : this.host;
-    return `http://${host}:${this.port}`;
+    return baseUrl(this.host, this.port);
   }
 
   static async start(options: RunServerOptions): Promise<RunServer> {
@@ -192,17 +191,7 @@ export class RunServer implements AsyncDisposable {
       void handle(req, res, options, stream, guard).catch((err: unknown) => send(res, 500, { error: describeError(err) })),
     );
     server.keepAliveTimeout = 1_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(
-          new AgentError('BAD_USAGE', `cannot listen on ${host}:${options.port}: ${err.code ?? err.message}`, {
-            hint: err.code === 'EADDRINUSE' ? 'Another process uses that port: pick another, or 0 for any free one.' : err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine.` : 'Pick a port between 1024 and 65535, or 0 for any free one.',
-          }),
-        ),
-      );
-      server.listen(options.port, host, () => resolve());
-    });
-    return new RunServer(server, host, (server.address() as AddressInfo).port, token, stream);
+    return new RunServer(server, host, await listen(server, host, options.port), token, stream);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
