@@ -18,6 +18,7 @@ import { isPlainObject, jsonCopy, valueAtPointer, type JsonObject, type JsonValu
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
 import type { ToolCallOutcome } from '../tools/router.js';
+import type { ToolResult } from '../tools/types.js';
 import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
@@ -87,12 +88,29 @@ interface Trace {
   readonly seqBefore: number;
   readonly stateBefore: JsonValue;
   readonly startedAt: number;
-  /** Resolves with the final result; settled once, by the tool's outcome or by a cancellation, whichever comes first. */
-  readonly settled: Promise<StepResult>;
-  resolveSettled: (result: Promise<StepResult>) => void;
+  /**
+   * Resolves with the final result. Made only when someone waits before the trace settled: a
+   * promise per call that nobody awaits is garbage the collector copies while the call runs.
+   */
+  settled?: Promise<StepResult>;
+  resolveSettled?: (result: StepResult) => void;
   /** Set as soon as an outcome is taken, so a late tool result after a cancellation is ignored. */
   taken: boolean;
+  /** `resolve` was called without a deadline: the trace is forgotten as soon as it settles. */
+  claimed: boolean;
   final?: StepResult;
+}
+
+/** A commit's product, before the step is numbered. */
+interface Committed {
+  readonly state: JsonValue;
+  readonly seq: number;
+  readonly rewards: StepRewards;
+  readonly result: ToolResult;
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return value instanceof Promise;
 }
 
 export interface PendingTrace {
@@ -104,7 +122,8 @@ export interface PendingTrace {
 /** A frozen JSON copy of a caller's value, or a typed error naming where it is not JSON. */
 function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INVALID', what: string): JsonValue {
   try {
-    return jsonCopy(value);
+    // Params are copied once per call and never handed back: not worth remembering (json.ts).
+    return jsonCopy(value, code === 'PARAMS_INVALID' ? { remember: false } : {});
   } catch (err) {
     const e = err as NotJsonError;
     throw new ValidationError(code, `${what} is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass plain JSON: objects, arrays, strings, finite numbers, booleans and null.');
@@ -117,6 +136,10 @@ function withValues(issues: readonly Issue[], doc: JsonValue): Issue[] {
     const value = valueAtPointer(doc, i.pointer);
     return value === undefined ? i : { ...i, value };
   });
+}
+
+function asAgentError(err: unknown): AgentErrorType {
+  return isAgentError(err) ? err : new AgentError('INTERNAL', describeError(err), { cause: err });
 }
 
 /** Violations named in events: enough to find them, not a flood. */
@@ -149,8 +172,13 @@ export class AgentInstance {
   #done = false;
   #nextTrace = 0;
   readonly #traces = new Map<string, Trace>();
-  /** Commits are serialized so that the store sees them in completion order. */
+  /**
+   * Commits are serialized so that the store sees them in completion order: `#commits` is the
+   * tail of the chain, `#queued` the commits on it. With none queued and a store that appends at
+   * once (memory), a commit runs synchronously (see #serialized).
+   */
   #commits: Promise<unknown> = Promise.resolve();
+  #queued = 0;
   /** One controller per episode (not per call): reset and terminate abort the calls of the episode. */
   #episodeAbort: LinkedController | undefined;
   /** Controllers of the episode's attempts in flight, aborted with the episode (see tools/policy.ts). */
@@ -221,7 +249,7 @@ export class AgentInstance {
     this.#traces.clear();
     if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
     const now = this.#rt.clock.now();
-    await this.#commitSerially(async () => {
+    await this.#serialized(async () => {
       if (this.#generation === 0) await this.#rt.store.init(this.id, state, now, options.signal);
       else this.#seq = await this.#rt.store.append(this.id, { patch: [{ op: 'replace', path: '', value: state }], time: now, trace_id: 'reset' }, state, options.signal);
     });
@@ -319,12 +347,9 @@ export class AgentInstance {
       this.#emit({ type: 'dispatched', time, instance_id: this.id, trace_id: traceId, action: def.name, episode, params: frozen });
       this.#emit({ type: 'tool_started', time, instance_id: this.id, trace_id: traceId, tool: def.name });
     }
-    const outcome = this.#rt.router.call(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live });
-    let resolveSettled!: Trace['resolveSettled'];
-    const settled = new Promise<StepResult>((r) => (resolveSettled = r));
-    const trace: Trace = { id: traceId, action: def, params: frozen, episode, generation: this.#generation, seqBefore: this.#seq, stateBefore: this.#state, startedAt, settled, resolveSettled, taken: false };
-    void outcome.then((o) => this.#take(trace, o));
+    const trace: Trace = { id: traceId, action: def, params: frozen, episode, generation: this.#generation, seqBefore: this.#seq, stateBefore: this.#state, startedAt, taken: false, claimed: false };
     this.#traces.set(traceId, trace);
+    this.#rt.router.start(def.name, { params: frozen, state: this.#state, traceId, instanceId: this.id, signal: abort.signal, live: this.#live }, (o) => this.#take(trace, o));
     return traceId;
   }
 
@@ -333,27 +358,36 @@ export class AgentInstance {
    * "timeout"`, the current state, rewards pending) if the call has not finished by then; the
    * call goes on and a later `resolve` returns the final result. A final result is handed out once.
    */
-  async resolve(traceId: string, options: ResolveOptions = {}): Promise<StepResult> {
+  resolve(traceId: string, options: ResolveOptions = {}): Promise<StepResult> {
     const trace = this.#traces.get(traceId);
     if (!trace) {
-      throw new AgentError('TRACE_UNKNOWN', `instance '${this.id}' has no pending trace '${traceId}'`, {
-        hint: 'A trace id is resolved to its final result once; dispatch returns a new one per call.',
-      });
+      return Promise.reject(
+        new AgentError('TRACE_UNKNOWN', `instance '${this.id}' has no pending trace '${traceId}'`, {
+          hint: 'A trace id is resolved to its final result once; dispatch returns a new one per call.',
+        }),
+      );
     }
     const { timeoutMs, signal } = options;
     if (signal === undefined && (timeoutMs === undefined || !Number.isFinite(timeoutMs))) {
-      // The common Gym-style path: no race, no timer.
-      const result = await trace.settled;
-      this.#traces.delete(traceId);
-      return result;
+      // The common Gym-style path: no race, no timer, no async frame.
+      if (trace.final) {
+        this.#forget(trace);
+        return Promise.resolve(trace.final);
+      }
+      trace.claimed = true;
+      return this.#settledOf(trace);
     }
+    return this.#resolveWithin(trace, timeoutMs, signal);
+  }
+
+  async #resolveWithin(trace: Trace, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<StepResult> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      const waits: Promise<StepResult | undefined>[] = [trace.settled];
+      const waits: Promise<StepResult | undefined>[] = [this.#settledOf(trace)];
       if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) waits.push(new Promise((r) => (timer = setTimeout(r, Math.max(0, timeoutMs), undefined))));
       const result = await raceAbort(Promise.race(waits), signal);
       if (result) {
-        this.#traces.delete(traceId);
+        this.#forget(trace);
         return result;
       }
       return this.#partial(trace);
@@ -362,9 +396,27 @@ export class AgentInstance {
     }
   }
 
+  /** The trace's final result, as a promise made on first demand. */
+  #settledOf(trace: Trace): Promise<StepResult> {
+    if (trace.final) return Promise.resolve(trace.final);
+    trace.settled ??= new Promise<StepResult>((r) => (trace.resolveSettled = r));
+    return trace.settled;
+  }
+
+  /** A final result is handed out once: the trace leaves the map (unless a reset replaced the map's contents). */
+  #forget(trace: Trace): void {
+    if (this.#traces.get(trace.id) === trace) this.#traces.delete(trace.id);
+  }
+
   /** Gym-style: dispatch then resolve. */
-  async step(action: Action, options: ResolveOptions = {}): Promise<StepResult> {
-    return this.resolve(this.dispatch(action), options);
+  step(action: Action, options: ResolveOptions = {}): Promise<StepResult> {
+    let traceId: string;
+    try {
+      traceId = this.dispatch(action);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return this.resolve(traceId, options);
   }
 
   pause(): void {
@@ -381,7 +433,7 @@ export class AgentInstance {
     this.#transition('terminated');
     const open = [...this.#traces.values()].filter((t) => !t.final);
     this.#cancelAll(new AgentError('TOOL_CANCELLED', reason));
-    await Promise.all(open.map((t) => t.settled));
+    await Promise.all(open.map((t) => this.#settledOf(t)));
     await this.#commits;
     if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
   }
@@ -403,7 +455,15 @@ export class AgentInstance {
   #take(trace: Trace, outcome: ToolCallOutcome): void {
     if (trace.taken) return;
     trace.taken = true;
-    trace.resolveSettled(this.#settle(trace, outcome));
+    const final = this.#settle(trace, outcome);
+    if (isPromise(final)) void final.then((f) => this.#settled(trace, f));
+    else this.#settled(trace, final);
+  }
+
+  #settled(trace: Trace, final: StepResult): void {
+    trace.final = final;
+    if (trace.claimed) this.#forget(trace);
+    trace.resolveSettled?.(final);
   }
 
   archive(): void {
@@ -422,42 +482,65 @@ export class AgentInstance {
     if (from !== to) this.#emit({ type: 'lifecycle_changed', time: this.#rt.clock.now(), instance_id: this.id, from, to, episode: this.#episode });
   }
 
-  #commitSerially<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.#commits.then(work);
-    this.#commits = next.catch(() => undefined);
-    return next;
+  /**
+   * Runs `work` after every commit queued before it. With nothing queued, `work` runs now, and a
+   * synchronous result (the memory store) is returned as it is: no promise, no microtask hop.
+   * A synchronous throw is thrown to the caller.
+   */
+  #serialized<T>(work: () => T | Promise<T>): T | Promise<T> {
+    if (this.#queued === 0) {
+      const now = work();
+      return isPromise(now) ? this.#enqueue(now) : now;
+    }
+    return this.#enqueue(this.#commits.then(work));
   }
 
-  /** Runs when the tool call settles: validate, commit, emit, build the final result. */
-  async #settle(trace: Trace, outcome: ToolCallOutcome): Promise<StepResult> {
+  #enqueue<T>(pending: Promise<T>): Promise<T> {
+    this.#queued += 1;
+    const done = (): void => void (this.#queued -= 1);
+    this.#commits = pending.then(done, done);
+    return pending;
+  }
+
+  /**
+   * Runs when the tool call settles: validate, commit, emit, build the final result. Synchronous
+   * when the commit is (nothing queued before it, a store that appends at once).
+   */
+  #settle(trace: Trace, outcome: ToolCallOutcome): StepResult | Promise<StepResult> {
     const durationMs = this.#rt.clock.monotonic() - trace.startedAt;
-    const tool = trace.action.name;
-    let error: AgentErrorType | undefined = outcome.ok ? undefined : outcome.error;
     if (this.#observed) this.#emit({
       type: 'tool_finished',
       time: this.#rt.clock.now(),
       instance_id: this.id,
       trace_id: trace.id,
-      tool,
-      ok: error === undefined,
+      tool: trace.action.name,
+      ok: outcome.ok,
       duration_ms: durationMs,
       attempts: outcome.attempts,
-      ...(error ? { error: errorInfo(error) } : {}),
+      ...(outcome.ok ? {} : { error: errorInfo(outcome.error) }),
       ...(outcome.ok && outcome.fallback ? { fallback: outcome.fallback.by } : {}),
     });
-
-    let committed: { result: StepResult; rewards: StepRewards } | undefined;
-    if (outcome.ok) {
-      try {
-        committed = await this.#commitSerially(() => this.#commit(trace, outcome, durationMs));
-      } catch (err) {
-        error = isAgentError(err) ? err : new AgentError('INTERNAL', describeError(err), { cause: err });
-      }
+    if (!outcome.ok) return this.#conclude(trace, outcome, durationMs, undefined, outcome.error);
+    let committed: Committed | Promise<Committed>;
+    try {
+      committed = this.#serialized(() => this.#commit(trace, outcome.result));
+    } catch (err) {
+      return this.#conclude(trace, outcome, durationMs, undefined, asAgentError(err));
     }
+    if (!isPromise(committed)) return this.#conclude(trace, outcome, durationMs, committed, undefined);
+    return committed.then(
+      (c) => this.#conclude(trace, outcome, durationMs, c, undefined),
+      (err: unknown) => this.#conclude(trace, outcome, durationMs, undefined, asAgentError(err)),
+    );
+  }
+
+  /** The step numbered and its final result built, once its commit is done (or failed). */
+  #conclude(trace: Trace, outcome: ToolCallOutcome, durationMs: number, committed: Committed | undefined, error: AgentErrorType | undefined): StepResult {
+    const tool = trace.action.name;
     // Steps are numbered here, in the order their trace_settled events go out.
     const step = trace.generation === this.#generation ? ++this.#steps : 0;
     let final: StepResult;
-    if (committed) final = this.#rewarded(trace, committed.result, committed.rewards, step);
+    if (committed) final = this.#rewarded(trace, outcome as Extract<ToolCallOutcome, { ok: true }>, durationMs, committed, step);
     else {
       error ??= new AgentError('INTERNAL', 'tool call settled without a result');
       // A failed step has no result to judge: no source is expected for it, and its reward is no number (see export).
@@ -470,7 +553,6 @@ export class AgentInstance {
       };
       if (this.#observed) this.#emit({ type: 'error', time: this.#rt.clock.now(), instance_id: this.id, trace_id: trace.id, error: errorInfo(error) });
     }
-    trace.final = final;
     // Scalars first: a reader indexing millions of these lines takes them from the line's head.
     if (this.#observed) this.#emit({
       type: 'trace_settled',
@@ -494,71 +576,80 @@ export class AgentInstance {
     return final;
   }
 
-  async #commit(trace: Trace, outcome: Extract<ToolCallOutcome, { ok: true }>, durationMs: number): Promise<{ result: StepResult; rewards: StepRewards }> {
-    if (trace.generation !== this.#generation || this.#status === 'terminated' || this.#status === 'archived') {
-      throw new AgentError('TOOL_CANCELLED', `result of '${trace.action.name}' arrived after its episode ended; it was not committed`);
-    }
-    const { result } = outcome;
+  /** Validate and write the tool's result; synchronous when the store's append is. Throws (or rejects) and writes nothing when it is invalid. */
+  #commit(trace: Trace, result: ToolResult): Committed | Promise<Committed> {
     const tool = trace.action.name;
+    if (trace.generation !== this.#generation || this.#status === 'terminated' || this.#status === 'archived') {
+      throw new AgentError('TOOL_CANCELLED', `result of '${tool}' arrived after its episode ended; it was not committed`);
+    }
     // Rewards are checked before anything is written, so a bad reward leaves the state untouched too.
     const rewards = stepRewards(this.#rt.definition.rewards, result.rewards, tool, this.#rt.clock.now());
-    let seq = this.#seq;
-    if (result.patch && result.patch.length > 0) {
-      const next = applyFrozenPatch(this.#state, result.patch);
-      const issues = this.#rt.stateValidator.validateChange(next, result.patch);
-      if (issues.length > 0) {
-        throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, withValues(issues, next), `Fix the patch that '${tool}' returns.`);
-      }
-      seq = await this.#rt.store.append(this.id, { patch: result.patch, time: this.#rt.clock.now(), trace_id: trace.id }, next, this.#rt.signal);
-      this.#state = next;
-      this.#seq = seq;
-      if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instance_id: this.id, trace_id: trace.id, seq, patch: result.patch });
+    if (!result.patch || result.patch.length === 0) {
+      if (result.done) this.#done = true;
+      return { state: this.#state, seq: this.#seq, rewards, result };
     }
+    const patch = result.patch;
+    const next = applyFrozenPatch(this.#state, patch);
+    const issues = this.#rt.stateValidator.validateChange(next, patch);
+    if (issues.length > 0) {
+      throw new ValidationError('STATE_INVALID', `tool '${tool}' returned a patch that makes the state invalid (nothing was written)`, withValues(issues, next), `Fix the patch that '${tool}' returns.`);
+    }
+    const store = this.#rt.store;
+    const delta = { patch, time: this.#rt.clock.now(), trace_id: trace.id };
+    const written = store.appendNow ? store.appendNow(this.id, delta, next) : store.append(this.id, delta, next, this.#rt.signal);
+    if (typeof written === 'number') return this.#written(trace, result, rewards, next, written);
+    return written.then((seq) => this.#written(trace, result, rewards, next, seq));
+  }
+
+  #written(trace: Trace, result: ToolResult, rewards: StepRewards, next: JsonValue, seq: number): Committed {
+    this.#state = next;
+    this.#seq = seq;
     if (result.done) this.#done = true;
-    const stepResult: StepResult = {
-      state: this.#state,
-      ...(result.observation !== undefined ? { observation: result.observation } : {}),
-      reward: rewards.total,
-      rewards: rewards.entries,
-      done: result.done === true,
-      info: {
-        trace_id: trace.id,
-        status: 'resolved',
-        action: tool,
-        step: 0,
-        seq,
-        duration_ms: durationMs,
-        attempts: outcome.attempts,
-        ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
-      },
-    };
-    return { result: stepResult, rewards };
+    if (this.#observed) this.#emit({ type: 'state_committed', time: this.#rt.clock.now(), instance_id: this.id, trace_id: trace.id, seq, patch: result.patch ?? [] });
+    return { state: next, seq, rewards, result };
   }
 
   /** The committed result with its step number, the tool's rewards announced, and the delayed sources started. */
-  #rewarded(trace: Trace, result: StepResult, rewards: StepRewards, step: number): StepResult {
+  #rewarded(trace: Trace, outcome: Extract<ToolCallOutcome, { ok: true }>, durationMs: number, committed: Committed, step: number): StepResult {
+    const { rewards, result } = committed;
     const time = this.#rt.clock.now();
     if (this.#observed) {
       for (const r of rewards.arrived) {
         this.#emit({ type: 'reward_arrived', time, instance_id: this.id, trace_id: trace.id, episode: trace.episode, step, source: r.source, value: r.value, key: 'tool', delay_ms: 0, reward: rewards.total });
       }
     }
-    const info = { ...result.info, step };
-    if (!this.#rt.rewards.active) return { ...result, info };
-    const delayed = this.#rt.rewards.stepSettled({
-      traceId: trace.id,
-      instanceId: this.id,
-      episode: trace.episode,
-      step,
-      action: trace.action.name,
-      time,
-      params: trace.params,
+    const delayed = this.#rt.rewards.active
+      ? this.#rt.rewards.stepSettled({
+          traceId: trace.id,
+          instanceId: this.id,
+          episode: trace.episode,
+          step,
+          action: trace.action.name,
+          time,
+          params: trace.params,
+          ...(result.observation !== undefined ? { observation: result.observation } : {}),
+          stateBefore: trace.stateBefore,
+          stateAfter: committed.state,
+          immediate: rewards.total,
+        })
+      : undefined;
+    return {
+      state: committed.state,
       ...(result.observation !== undefined ? { observation: result.observation } : {}),
-      stateBefore: trace.stateBefore,
-      stateAfter: result.state,
-      immediate: rewards.total,
-    });
-    return { ...result, rewards: { ...rewards.entries, ...delayed }, info };
+      reward: rewards.total,
+      rewards: delayed ? { ...rewards.entries, ...delayed } : rewards.entries,
+      done: result.done === true,
+      info: {
+        trace_id: trace.id,
+        status: 'resolved',
+        action: trace.action.name,
+        step,
+        seq: committed.seq,
+        duration_ms: durationMs,
+        attempts: outcome.attempts,
+        ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
+      },
+    };
   }
 
   #partial(trace: Trace): StepResult {

@@ -74,7 +74,8 @@ export class StateValidator {
   readonly #valid = new WeakSet<object>();
   /** False when the schema cannot be addressed by pointer (nested `$id`s): always validate in full. */
   readonly #incremental: boolean;
-  readonly #plans = new Map<string, readonly Check[] | 'full'>();
+  /** Plans by the operation's path, then its kind (and `from`, for move and copy). */
+  readonly #plans = new Map<string, Map<string, readonly Check[] | 'full'>>();
 
   constructor(root: JsonSchema) {
     this.#root = root;
@@ -93,32 +94,46 @@ export class StateValidator {
   /** Validate `next`, the state after `patch` was applied to a state that was valid. */
   validateChange(next: JsonValue, patch: Patch): Issue[] {
     if (!this.#incremental) return this.validate(next);
+    // One operation (most steps): its plan as it is, no list to gather or deduplicate.
+    if (patch.length === 1) {
+      const op = patch[0] as Patch[number];
+      if (op.op === 'test') return [];
+      const plan = this.#planFor(op, 1, next);
+      return plan === 'full' ? this.validate(next) : this.#check(plan, next);
+    }
     const checks: Check[] = [];
     for (const op of patch) {
       if (op.op === 'test') continue;
       const plan = this.#planFor(op, patch.length, next);
       if (plan === 'full') return this.validate(next);
-      for (const c of plan) checks.push(c);
+      for (const c of plan) {
+        // The same subtree twice (two operations in one record) is checked once.
+        if (!checks.some((d) => d.prefix === c.prefix && d.validator === c.validator)) checks.push(c);
+      }
     }
-    const issues: Issue[] = [];
-    for (let i = 0; i < checks.length; i++) {
-      const c = checks[i] as Check;
-      // The same subtree twice (two operations in one record) is checked once.
-      if (checks.findIndex((d) => d.prefix === c.prefix && d.validator === c.validator) < i) continue;
+    return this.#check(checks, next);
+  }
+
+  #check(checks: readonly Check[], next: JsonValue): Issue[] {
+    let issues: Issue[] | undefined;
+    for (const c of checks) {
       const value = valueAt(next, c.at);
-      if (value === undefined) continue;
+      if (value === undefined || c.validator(value)) continue;
+      issues ??= [];
       for (const issue of validateWith(c.validator, value, undefined, this.#root)) issues.push(c.prefix === '' ? issue : { ...issue, pointer: c.prefix + issue.pointer });
     }
-    return issues;
+    return issues ?? [];
   }
 
   /**
-   * The checks one operation needs, cached by its kind and paths: a tool touches the same few
-   * paths over and over. Appends (`/-`) depend on the array's length and are planned each time.
+   * The checks one operation needs, cached by its path and kind: a tool touches the same few
+   * paths over and over (keyed without building a string per call). Appends (`/-`) depend on the
+   * array's length and are planned each time.
    */
   #planFor(op: Exclude<Patch[number], { op: 'test' }>, ops: number, next: JsonValue): readonly Check[] | 'full' {
-    const key = `${op.op}\u0000${op.path}\u0000${'from' in op ? op.from : ''}`;
-    const cached = this.#plans.get(key);
+    const byKind = this.#plans.get(op.path);
+    const kind = op.op === 'move' || op.op === 'copy' ? `${op.op}\u0000${op.from}` : op.op;
+    const cached = byKind?.get(kind);
     if (cached) return cached;
     const path = parsePointer(op.path);
     let planned: Plan[];
@@ -133,7 +148,9 @@ export class StateValidator {
     planned = [...(op.op === 'move' ? this.#plan(parsePointer(op.from), 'remove') : []), ...this.#plan(path, op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add')];
     const compiled = this.#compile(planned);
     if (this.#plans.size >= MAX_CACHED_PLANS) this.#plans.clear();
-    this.#plans.set(key, compiled);
+    const kinds = byKind ?? new Map<string, readonly Check[] | 'full'>();
+    kinds.set(kind, compiled);
+    this.#plans.set(op.path, kinds);
     return compiled;
   }
 

@@ -75,12 +75,17 @@ function kindOf(value: object): string {
  * symbol, NaN, Infinity, Date, Map, class instances, cycles, nesting past {@link MAX_JSON_DEPTH})
  * throws a {@link NotJsonError} with its JSON pointer, as does a getter or Proxy trap that throws.
  * Keys are data: `"__proto__"` becomes an own property, never the copy's prototype.
+ *
+ * `remember: false` for the small values copied once per step (params, a tool's result): they
+ * are never handed back to be copied again, and an entry in the weak set per step is work for
+ * every garbage collection (bench/cold-start.bench.ts).
  */
-export function jsonCopy(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonValue {
+export function jsonCopy(value: unknown, options: { readonly remember?: boolean; readonly maxDepth?: number } = {}): JsonValue {
   if (typeof value === 'object' && value !== null && copies.has(value)) return value as JsonValue;
+  const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
   try {
     const copy = copyJson(value, maxDepth, maxDepth);
-    if (typeof copy === 'object' && copy !== null) copies.add(copy);
+    if (options.remember !== false && typeof copy === 'object' && copy !== null) copies.add(copy);
     return copy;
   } catch (err) {
     if (err instanceof Unwinding) {

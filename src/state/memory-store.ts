@@ -33,6 +33,10 @@ export class MemoryStateStore implements StateStore {
   }
 
   async append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue): Promise<number> {
+    return this.appendNow(instanceId, delta, stateAfter);
+  }
+
+  appendNow(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue): number | Promise<number> {
     const log = this.#log(instanceId);
     const seq = log.headSeq + 1;
     const time = Math.max(delta.time, log.headTime);
@@ -41,7 +45,7 @@ export class MemoryStateStore implements StateStore {
     log.headTime = time;
     if (seq % this.#snapshotEvery === 0) log.snapshots.push({ seq, time, state: stateAfter });
     if (this.#retainDeltas !== undefined && log.deltas.length > this.#retainDeltas + this.#snapshotEvery) {
-      await this.trim(instanceId, this.#retainDeltas);
+      return this.trim(instanceId, this.#retainDeltas).then(() => seq);
     }
     return seq;
   }

@@ -63,12 +63,30 @@ export function applyFrozenPatch<T extends JsonValue>(doc: T, patch: Patch): T {
   return applyOperations(doc, patch, (v) => v);
 }
 
+/**
+ * Containers this application created and may still edit in place; frozen when it ends. Two
+ * operations under one record copy that record (and the spine above it) once, not twice. Past
+ * this many, new copies are frozen at once and the rest of the patch copies as it goes.
+ */
+const MAX_FRESH = 64;
+
 function applyOperations<T extends JsonValue>(doc: T, patch: Patch, copy: (value: JsonValue) => JsonValue): T {
+  const fresh: object[] = [];
   let current: JsonValue = doc;
-  patch.forEach((op, i) => {
-    current = applyOperation(current, op, i, copy);
-  });
+  for (let i = 0; i < patch.length; i++) {
+    const op = patch[i] as PatchOperation;
+    // A copied or moved value may be one of ours: from here on it has two parents, so nothing
+    // made so far may change in place any more.
+    if (op.op === 'copy' || op.op === 'move') seal(fresh);
+    current = applyOperation(current, op, i, copy, fresh);
+  }
+  seal(fresh);
   return current as T;
+}
+
+function seal(fresh: object[]): void {
+  for (const node of fresh) Object.freeze(node);
+  fresh.length = 0;
 }
 
 function tokensOf(pointer: string, index: number): string[] {
@@ -79,17 +97,18 @@ function tokensOf(pointer: string, index: number): string[] {
   }
 }
 
-function applyOperation(doc: JsonValue, op: PatchOperation, i: number, copy: (value: JsonValue) => JsonValue): JsonValue {
+type Edit = 'add' | 'replace' | 'remove';
+
+function applyOperation(doc: JsonValue, op: PatchOperation, i: number, copy: (value: JsonValue) => JsonValue, fresh: object[]): JsonValue {
   const path = tokensOf(op.path, i);
   // Replacing the whole document is legal JSON Patch and the only root-level edit that is.
   if (path.length === 0 && (op.op === 'add' || op.op === 'replace')) return copy(op.value);
   switch (op.op) {
     case 'add':
-      return update(doc, path, i, (parent, key) => insert(parent, key, copy(op.value), i, false));
     case 'replace':
-      return update(doc, path, i, (parent, key) => insert(parent, key, copy(op.value), i, true));
+      return update(doc, path, i, op.op, copy(op.value), fresh);
     case 'remove':
-      return update(doc, path, i, (parent, key) => remove(parent, key, i));
+      return update(doc, path, i, 'remove', null, fresh);
     case 'test': {
       const actual = get(doc, path, i);
       if (!deepEqual(actual, op.value)) throw new PatchError(i, `test failed at '${op.path}'`);
@@ -101,58 +120,90 @@ function applyOperation(doc: JsonValue, op: PatchOperation, i: number, copy: (va
       const value = get(doc, from, i);
       if (op.op === 'move') {
         if (op.path.startsWith(op.from + '/')) throw new PatchError(i, `cannot move '${op.from}' into its own child`);
-        doc = update(doc, from, i, (parent, key) => remove(parent, key, i));
+        doc = update(doc, from, i, 'remove', null, fresh);
       }
-      return update(doc, path, i, (parent, key) => insert(parent, key, value, i, false));
+      return update(doc, path, i, 'add', value, fresh);
     }
   }
 }
 
-/** Replace the container at `path`'s parent by `edit(parent, lastToken)`, copying the spine. */
-function update(doc: JsonValue, path: string[], i: number, edit: (parent: JsonValue, key: string) => JsonValue): JsonValue {
-  if (path.length === 0) throw new PatchError(i, 'this operation cannot target the whole document (path "")');
-  const walk = (node: JsonValue, depth: number): JsonValue => {
+/** Applies `edit` at `path`, copying the containers on the way down unless this patch made them. */
+function update(doc: JsonValue, path: readonly string[], i: number, edit: Edit, value: JsonValue, fresh: object[]): JsonValue {
+  const n = path.length;
+  if (n === 0) throw new PatchError(i, 'this operation cannot target the whole document (path "")');
+  const spine: JsonValue[] = [];
+  let node = doc;
+  for (let depth = 0; depth < n - 1; depth++) {
+    spine.push(node);
     const key = path[depth] as string;
-    if (depth === path.length - 1) return edit(node, key);
-    if (Array.isArray(node)) {
-      const idx = arrayIndex(node, key, i, false);
-      const copy = node.slice();
-      copy[idx] = walk(node[idx] as JsonValue, depth + 1);
-      return Object.freeze(copy) as JsonValue;
-    }
-    if (isPlainObject(node) && Object.hasOwn(node, key)) {
-      return Object.freeze({ ...node, [key]: walk(node[key] as JsonValue, depth + 1) });
-    }
-    throw new PatchError(i, `path '/${path.slice(0, depth + 1).join('/')}' does not exist`);
-  };
-  return walk(doc, 0);
+    if (Array.isArray(node)) node = node[arrayIndex(node, key, i, false)] as JsonValue;
+    else if (isPlainObject(node) && Object.hasOwn(node, key)) node = node[key] as JsonValue;
+    else throw new PatchError(i, `path '/${path.slice(0, depth + 1).join('/')}' does not exist`);
+  }
+  let child = editContainer(node, path[n - 1] as string, edit, value, i, fresh);
+  for (let depth = n - 2; depth >= 0; depth--) {
+    child = withChild(spine[depth] as JsonValue, path[depth] as string, child, fresh);
+  }
+  return child;
 }
 
-function insert(parent: JsonValue, key: string, value: JsonValue, i: number, mustExist: boolean): JsonValue {
+/** `parent` with `key` set to `child`: in place when this patch made `parent`, else a copy. */
+function withChild(parent: JsonValue, key: string, child: JsonValue, fresh: object[]): JsonValue {
+  const own = fresh.includes(parent as object);
   if (Array.isArray(parent)) {
-    const copy = parent.slice();
-    if (mustExist) copy[arrayIndex(parent, key, i, false)] = value;
-    else copy.splice(key === '-' ? parent.length : arrayIndex(parent, key, i, true), 0, value);
-    return Object.freeze(copy) as JsonValue;
+    const out = own ? parent : parent.slice();
+    out[Number(key)] = child;
+    return own ? out : made(out, fresh);
   }
-  if (isPlainObject(parent)) {
-    if (mustExist && !Object.hasOwn(parent, key)) throw new PatchError(i, `cannot replace missing key '${key}'`);
-    return Object.freeze({ ...parent, [key]: value });
+  const obj = parent as Record<string, JsonValue>;
+  if (own) {
+    setOwn(obj, key, child);
+    return obj;
   }
-  throw new PatchError(i, `cannot add '${key}' to a ${parent === null ? 'null' : typeof parent}`);
+  return made(key === '__proto__' ? withOwn({ ...obj }, key, child) : { ...obj, [key]: child }, fresh);
 }
 
-function remove(parent: JsonValue, key: string, i: number): JsonValue {
+function editContainer(parent: JsonValue, key: string, edit: Edit, value: JsonValue, i: number, fresh: object[]): JsonValue {
+  const own = fresh.includes(parent as object);
   if (Array.isArray(parent)) {
-    const copy = parent.slice();
-    copy.splice(arrayIndex(parent, key, i, false), 1);
-    return Object.freeze(copy) as JsonValue;
+    const out = own ? parent : parent.slice();
+    if (edit === 'replace') out[arrayIndex(parent, key, i, false)] = value;
+    else if (edit === 'remove') out.splice(arrayIndex(parent, key, i, false), 1);
+    else out.splice(key === '-' ? parent.length : arrayIndex(parent, key, i, true), 0, value);
+    return own ? out : made(out, fresh);
   }
-  if (isPlainObject(parent) && Object.hasOwn(parent, key)) {
-    const { [key]: _removed, ...rest } = parent;
-    return Object.freeze(rest) as JsonValue;
+  if (!isPlainObject(parent)) throw new PatchError(i, `cannot ${edit === 'remove' ? 'remove' : 'add'} '${key}' ${edit === 'remove' ? 'from' : 'to'} a ${parent === null ? 'null' : typeof parent}`);
+  const obj = parent as Record<string, JsonValue>;
+  if (edit === 'remove') {
+    if (!Object.hasOwn(obj, key)) throw new PatchError(i, `cannot remove missing key '${key}'`);
+    // A copy, even of our own: `delete` would turn the object into a slow dictionary.
+    const { [key]: _removed, ...rest } = obj;
+    return made(rest, fresh);
   }
-  throw new PatchError(i, `cannot remove missing key '${key}'`);
+  if (edit === 'replace' && !Object.hasOwn(obj, key)) throw new PatchError(i, `cannot replace missing key '${key}'`);
+  if (own) {
+    setOwn(obj, key, value);
+    return obj;
+  }
+  return made(key === '__proto__' ? withOwn({ ...obj }, key, value) : { ...obj, [key]: value }, fresh);
+}
+
+/** A container this patch made: editable in place until the patch ends (or frozen now, past MAX_FRESH). */
+function made<T extends object>(node: T, fresh: object[]): T {
+  if (fresh.length < MAX_FRESH) fresh.push(node);
+  else Object.freeze(node);
+  return node;
+}
+
+/** Keys are data: "__proto__" is set as an own property, never as the prototype. */
+function setOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+function withOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue): Record<string, JsonValue> {
+  setOwn(obj, key, value);
+  return obj;
 }
 
 function get(doc: JsonValue, path: string[], i: number): JsonValue {

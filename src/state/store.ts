@@ -45,6 +45,12 @@ export interface StateStore extends AsyncDisposable {
    * keeps it as a snapshot every `snapshotEvery` deltas, which bounds replay cost.
    */
   append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number>;
+  /**
+   * Optional: `append` done at once, for an adapter that can (memory). Returns the seq, or a
+   * promise of it when the append had to wait (archiving trimmed deltas). The env core uses it
+   * to commit a step without a promise when nothing is queued before it.
+   */
+  appendNow?(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue): number | Promise<number>;
   /** Deltas with `fromSeq <= seq <= toSeq`, ascending. */
   read(instanceId: string, fromSeq: number, toSeq: number, signal?: AbortSignal): Promise<Delta[]>;
   /** The newest snapshot at or before `seq`, if one is kept. */

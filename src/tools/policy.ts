@@ -4,7 +4,7 @@
  * Bulkhead, retry and breaker are cockatiel's. The per-attempt timeout is ours: cockatiel's
  * derives and aborts an AbortController on every call, which cost more than the rest of a
  * no-op step together (see bench/). Here the attempt's signal is created only if the handler
- * reads it, so a call that never looks at its signal costs one timer.
+ * reads it, and every attempt of a tool shares one timer (timed-attempt.ts, shared/deadlines.ts).
  * The timeout is aggressive: a handler that ignores its signal still times out (its late result
  * is dropped). Failures come out as ToolErrors with a stable code.
  */
@@ -21,17 +21,30 @@ import {
   type IPolicy,
 } from 'cockatiel';
 import { isAgentError, ToolError, describeError } from '../shared/errors.js';
+import { DeadlineQueue } from '../shared/deadlines.js';
 import type { ToolPolicy } from '../schema/definition.js';
+import { TimedAttempt, type LiveControllers } from './timed-attempt.js';
+
+export type { LiveControllers } from './timed-attempt.js';
 
 /** Gives the attempt its AbortSignal on demand. */
 export type SignalSource = () => AbortSignal;
 
 export interface PolicyStack {
   /**
-   * Runs `attempt` under the policies. `signal` is the call's; whoever aborts it must also abort
-   * the controllers in `live` (the attempts in flight).
+   * Runs `attempt` under the policies, each attempt under the timeout. `signal` is the call's;
+   * whoever aborts it must also abort the controllers in `live` (the attempts in flight).
    */
   execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal, live?: LiveControllers): Promise<T>;
+  /** Runs `attempt` under bulkhead, retry and breaker only: the attempt applies the timeout itself ({@link TimedAttempt}). */
+  layered<T>(attempt: () => Promise<T>, signal: AbortSignal): Promise<T>;
+  /** No bulkhead, retry or breaker: an attempt needs no policy but its timeout (the router's fast path). */
+  readonly plain: boolean;
+  /** The timeout's queue; undefined when the tool has no timeout. */
+  readonly deadlines: DeadlineQueue | undefined;
+  readonly timeoutError: () => Error;
+  /** A failure as the ToolError callers match on. */
+  classify(err: unknown, signal: AbortSignal): unknown;
 }
 
 function isRetryable(err: unknown): boolean {
@@ -45,54 +58,37 @@ function timeoutError(tool: string, policy: ToolPolicy): ToolError {
   });
 }
 
-/**
- * Where the controllers of attempts in flight are kept, so that cancelling the call aborts them.
- * A plain Set, not a listener on the call's signal: hanging a listener per attempt off a
- * long-lived signal costs more in garbage collection than the rest of the attempt (bench/).
- */
-export type LiveControllers = Set<AbortController>;
+/** An attempt whose outcome is a promise: what cockatiel's layers wrap. */
+class PromisedAttempt<T> extends TimedAttempt {
+  readonly #attempt: (signal: SignalSource) => Promise<T>;
+  readonly #resolve: (value: T) => void;
+  readonly #reject: (err: unknown) => void;
 
-/**
- * One attempt under a deadline. The attempt's signal aborts on timeout or when the call is
- * cancelled (its controller sits in `live` meanwhile); it is created only when the attempt asks.
- */
-function attemptWithTimeout<T>(attempt: (signal: SignalSource) => Promise<T>, parent: AbortSignal, live: LiveControllers | undefined, ms: number | undefined, onTimeout: () => Error): Promise<T> {
-  let controller: AbortController | undefined;
-  let expired: Error | undefined;
-  const unlink = (): void => {
-    if (controller) live?.delete(controller);
-  };
-  const source: SignalSource = () => {
-    if (!controller) {
-      controller = new AbortController();
-      if (expired) controller.abort(expired);
-      else if (parent.aborted) controller.abort(parent.reason);
-      else live?.add(controller);
-    }
-    return controller.signal;
-  };
-  if (ms === undefined) return attempt(source).finally(unlink);
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      expired = onTimeout();
-      controller?.abort(expired);
-      unlink();
-      reject(expired);
-    }, ms);
-    attempt(source).then(
-      (v) => {
-        clearTimeout(timer);
-        unlink();
-        resolve(v);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        unlink();
-        // A worker or a child process rejects with the abort reason, which is the timeout error itself.
-        reject(err);
-      },
-    );
-  });
+  constructor(
+    parent: AbortSignal,
+    live: LiveControllers | undefined,
+    deadlines: DeadlineQueue | undefined,
+    onTimeout: () => Error,
+    attempt: (signal: SignalSource) => Promise<T>,
+    resolve: (value: T) => void,
+    reject: (err: unknown) => void,
+  ) {
+    super(parent, live, deadlines, onTimeout);
+    this.#attempt = attempt;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.start();
+  }
+
+  protected invoke(): unknown {
+    return this.#attempt(() => this.attemptSignal());
+  }
+
+  protected settle(ok: boolean, value: unknown): void {
+    // A worker or a child process rejects with the abort reason, which is the timeout error itself.
+    if (ok) this.#resolve(value as T);
+    else this.#reject(value);
+  }
 }
 
 export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack {
@@ -116,16 +112,25 @@ export function buildPolicyStack(tool: string, policy: ToolPolicy): PolicyStack 
   }
   const stack = layers.length === 0 ? undefined : layers.length === 1 ? layers[0] : wrap(...(layers as [IPolicy, ...IPolicy[]]));
   const onTimeout = (): Error => timeoutError(tool, policy);
+  const deadlines = policy.timeoutMs === undefined ? undefined : new DeadlineQueue(policy.timeoutMs);
+  const classifyHere = (err: unknown, signal: AbortSignal): unknown => classify(tool, policy, err, signal);
 
+  const layered = async <T>(attempt: () => Promise<T>, signal: AbortSignal): Promise<T> => {
+    try {
+      if (!stack) return await attempt();
+      return (await stack.execute(attempt, signal)) as T;
+    } catch (err) {
+      throw classifyHere(err, signal);
+    }
+  };
   return {
-    async execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal, live?: LiveControllers): Promise<T> {
-      const once = (): Promise<T> => attemptWithTimeout(attempt, signal, live, policy.timeoutMs, onTimeout);
-      try {
-        if (!stack) return await once();
-        return (await stack.execute(once, signal)) as T;
-      } catch (err) {
-        throw classify(tool, policy, err, signal);
-      }
+    plain: stack === undefined,
+    deadlines,
+    timeoutError: onTimeout,
+    classify: classifyHere,
+    layered,
+    execute<T>(attempt: (signal: SignalSource) => Promise<T>, signal: AbortSignal, live?: LiveControllers): Promise<T> {
+      return layered(() => new Promise<T>((resolve, reject) => void new PromisedAttempt<T>(signal, live, deadlines, onTimeout, attempt, resolve, reject)), signal);
     },
   };
 }

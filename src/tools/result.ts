@@ -6,6 +6,7 @@ import { assertPatch } from '../state/patch.js';
 import type { ToolResult } from './types.js';
 
 const KEYS = new Set(['observation', 'patch', 'rewards', 'done']);
+const ONCE = { remember: false } as const;
 
 /**
  * The result is copied first (frozen plain JSON): the log keeps nothing the tool still holds, and
@@ -16,7 +17,7 @@ export function checkToolResult(value: unknown, tool: string): ToolResult {
   if (value === undefined) return {};
   let raw: JsonValue;
   try {
-    raw = jsonCopy(value);
+    raw = jsonCopy(value, ONCE);
   } catch (err) {
     const e = err as NotJsonError;
     throw new ToolError('TOOL_CONTRACT', tool, `returned a value that is not JSON at ${e.pointer === '' ? '(root)' : e.pointer}: ${e.reason}`, {

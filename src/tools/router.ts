@@ -12,7 +12,8 @@ import type { ActionDefinition, EnvDefinition, McpToolInfo } from '../schema/def
 import { httpExecutor, inProcessExecutor } from './executors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, subprocessExecutor } from './subprocess.js';
 import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
-import { buildPolicyStack, type LiveControllers, type PolicyStack, type SignalSource } from './policy.js';
+import { buildPolicyStack, type LiveControllers, type PolicyStack } from './policy.js';
+import { TimedAttempt } from './timed-attempt.js';
 import { checkToolResult } from './result.js';
 import type { ToolContext, ToolHandler, ToolResult } from './types.js';
 import { ProcessPool } from './process-pool.js';
@@ -62,7 +63,8 @@ export type ToolCallOutcome =
 interface Route {
   readonly action: ActionDefinition;
   /** `ctx.rngSeed` is computed on first read; only the worker route reads it (to seed ctx.rng over there). */
-  readonly run: (params: JsonObject, ctx: ToolContext & { readonly rngSeed: number }) => Promise<unknown>;
+  /** The handler's value: a result, or a promise of one (a synchronous throw is the call's failure). */
+  readonly run: (params: JsonObject, ctx: ToolContext & { readonly rngSeed: number }) => unknown;
   readonly policies: PolicyStack;
   /** Waits for the route's resources (a ready worker, a started MCP server) before the call's clock starts. */
   readonly prepare?: (signal: AbortSignal, instanceId: string) => Promise<void>;
@@ -76,19 +78,15 @@ export interface RunningCall {
 
 export class ToolRouter implements AsyncDisposable {
   readonly #routes = new Map<string, Route>();
-  /** Handler promises not settled yet, so that closing can name the calls that ignore their signal. */
-  readonly #running = new Set<RunningCall>();
   /** Worker and process pools, closed with the router. */
   readonly #disposables: AsyncDisposable[] = [];
-  readonly #seed: number;
+  readonly #attempts: AttemptShared;
   readonly #maxTimeoutMs: number | undefined;
-  readonly #traceparent: ((traceId: string) => string) | undefined;
   #mcp: McpServers | undefined;
 
   private constructor(seed: number, maxTimeoutMs: number | undefined, traceparent: ((traceId: string) => string) | undefined) {
-    this.#seed = seed;
+    this.#attempts = { seed, traceparent, running: new RunningAttempts() };
     this.#maxTimeoutMs = maxTimeoutMs;
-    this.#traceparent = traceparent;
   }
 
   /** Bind every action. Throws TOOL_NOT_FOUND listing every action that has no tool. */
@@ -163,6 +161,21 @@ export class ToolRouter implements AsyncDisposable {
     return router;
   }
 
+  /**
+   * Start one call; `onOutcome` receives its outcome exactly once, never before `start` returns.
+   * A tool with no bulkhead, retry, breaker, fallback or resource to wait for runs as one
+   * {@link ToolAttempt} and nothing else: no promise of ours, no async frame (the step path of
+   * thousands of agents at once; bench/cold-start.bench.ts). Every other tool goes through `call`.
+   */
+  start(tool: string, call: ToolCall, onOutcome: (outcome: ToolCallOutcome) => void): void {
+    const route = this.#routes.get(tool);
+    if (route && route.policies.plain && !route.prepare && !route.action.policy.fallback) {
+      new ToolAttempt(this.#attempts, route, call, 1, (ok, value) => onOutcome(ok ? this.#result(tool, value, 1) : { ok: false, error: route.policies.classify(value, call.signal) as AgentErrorType, attempts: 1 })).begin();
+      return;
+    }
+    void this.call(tool, call).then(onOutcome);
+  }
+
   /** Run one call through the tool's policies, then its fallback if it still fails. Never rejects. */
   async call(tool: string, call: ToolCall): Promise<ToolCallOutcome> {
     const route = this.#routes.get(tool);
@@ -170,17 +183,12 @@ export class ToolRouter implements AsyncDisposable {
     let attempts = 0;
     try {
       if (route.prepare) await route.prepare(call.signal, call.instanceId);
-      const raw = await route.policies.execute((signal) => {
+      const raw = await route.policies.layered(() => {
         attempts += 1;
-        const ctx = new CallContext(tool, call, signal, attempts, this.#seed, this.#traceparent);
-        const running = route.run(call.params, ctx);
-        const entry: RunningCall = { tool, traceId: call.traceId };
-        this.#running.add(entry);
-        const done = (): void => void this.#running.delete(entry);
-        running.then(done, done);
-        return running;
-      }, call.signal, call.live);
-      return { ok: true, result: checkToolResult(raw, tool), attempts };
+        const attempt = attempts;
+        return new Promise((resolve, reject) => new ToolAttempt(this.#attempts, route, call, attempt, (ok, value) => (ok ? resolve(value) : reject(value))).begin());
+      }, call.signal);
+      return this.#result(tool, raw, attempts);
     } catch (err) {
       const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, describeError(err), { cause: err });
       const fallback = route.action.policy.fallback;
@@ -191,6 +199,15 @@ export class ToolRouter implements AsyncDisposable {
       if (!target || validate(target.action.parameters, call.params).length > 0) return { ok: false, error, attempts };
       const outcome = await this.call(fallback.action, call);
       return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
+    }
+  }
+
+  /** A handler's return value checked against the contract: a breach fails only this call. */
+  #result(tool: string, raw: unknown, attempts: number): ToolCallOutcome {
+    try {
+      return { ok: true, result: checkToolResult(raw, tool), attempts };
+    } catch (err) {
+      return { ok: false, error: err as AgentErrorType, attempts };
     }
   }
 
@@ -229,11 +246,90 @@ export class ToolRouter implements AsyncDisposable {
 
   /** Calls whose handler is still running: after a cancellation, the ones that ignore their AbortSignal. */
   running(): RunningCall[] {
-    return [...this.#running];
+    return [...this.#attempts.running].map((a) => ({ tool: a.ctx.tool, traceId: a.ctx.traceId }));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
+    // A handler that ignores its signal must not hold a closed env's process open until its timeout.
+    for (const route of this.#routes.values()) route.policies.deadlines?.clear();
     await Promise.all(this.#disposables.splice(0).map((p) => p[Symbol.asyncDispose]()));
+  }
+}
+
+/** What every attempt of one router shares. */
+interface AttemptShared {
+  readonly seed: number;
+  readonly traceparent: ((traceId: string) => string) | undefined;
+  /** Handlers not settled yet, so that closing can name the calls that ignore their signal. */
+  readonly running: RunningAttempts;
+}
+
+/**
+ * The attempts whose handler has not settled, as a list threaded through the attempts
+ * themselves: a Set's add and delete per call churn its hash table (bench/cold-start.bench.ts).
+ */
+class RunningAttempts {
+  head: ToolAttempt | undefined;
+
+  add(a: ToolAttempt): void {
+    a.next = this.head;
+    if (this.head) this.head.prev = a;
+    this.head = a;
+  }
+
+  delete(a: ToolAttempt): void {
+    if (a.prev) a.prev.next = a.next;
+    else if (this.head === a) this.head = a.next;
+    else return;
+    if (a.next) a.next.prev = a.prev;
+    a.prev = a.next = undefined;
+  }
+
+  *[Symbol.iterator](): Generator<ToolAttempt> {
+    for (let a = this.head; a; a = a.next) yield a;
+  }
+}
+
+/** One attempt of a tool call: its handler's context, its deadline, its place among the running handlers. */
+class ToolAttempt extends TimedAttempt {
+  readonly ctx: CallContext;
+  /** Neighbours in {@link RunningAttempts}. */
+  prev: ToolAttempt | undefined;
+  next: ToolAttempt | undefined;
+  readonly #shared: AttemptShared;
+  readonly #route: Route;
+  readonly #params: JsonObject;
+  readonly #onSettle: (ok: boolean, value: unknown) => void;
+
+  constructor(shared: AttemptShared, route: Route, call: ToolCall, attempt: number, onSettle: (ok: boolean, value: unknown) => void) {
+    super(call.signal, call.live, route.policies.deadlines, route.policies.timeoutError);
+    this.#shared = shared;
+    this.#route = route;
+    this.#params = call.params;
+    this.#onSettle = onSettle;
+    this.ctx = new CallContext(route.action.name, call, this, attempt, shared.seed, shared.traceparent);
+  }
+
+  begin(): void {
+    this.#shared.running.add(this);
+    this.start();
+  }
+
+  protected invoke(): unknown {
+    return this.#route.run(this.#params, this.ctx);
+  }
+
+  /** @internal The context's signal. */
+  signal(): AbortSignal {
+    return this.attemptSignal();
+  }
+
+  protected override handlerSettled(): void {
+    this.#shared.running.delete(this);
+  }
+
+  protected settle(ok: boolean, value: unknown): void {
+    this.#onSettle(ok, value);
   }
 }
 
@@ -248,16 +344,16 @@ class CallContext implements ToolContext {
   readonly instanceId: string;
   readonly tool: string;
   readonly attempt: number;
-  readonly #signal: SignalSource;
+  readonly #owner: ToolAttempt;
   readonly #envSeed: number;
   readonly #traceparentOf: ((traceId: string) => string) | undefined;
   #rng: Rng | undefined;
   #seed: number | undefined;
 
-  constructor(tool: string, call: ToolCall, signal: SignalSource, attempt: number, envSeed: number, traceparentOf: ((traceId: string) => string) | undefined) {
+  constructor(tool: string, call: ToolCall, owner: ToolAttempt, attempt: number, envSeed: number, traceparentOf: ((traceId: string) => string) | undefined) {
     this.tool = tool;
     this.attempt = attempt;
-    this.#signal = signal;
+    this.#owner = owner;
     this.#envSeed = envSeed;
     this.#traceparentOf = traceparentOf;
     this.state = call.state;
@@ -266,7 +362,7 @@ class CallContext implements ToolContext {
   }
 
   get signal(): AbortSignal {
-    return this.#signal();
+    return this.#owner.signal();
   }
 
   get rngSeed(): number {
