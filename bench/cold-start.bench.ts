@@ -5,6 +5,8 @@
  * another's JIT, compiled validators or grown heaps. CPU µs per step beside every rate. It runs
  * the built package (dist/, as users install it: `npm run build` first); the sources through tsx
  * cost about half as much CPU again per step (tsx's transform wraps every closure it creates).
+ * Beside each line, the floor: the same awaits of the same timer in plain Node, no toolkit
+ * (bench/lib/cold-floor.ts), which is what this machine allows at all.
  *
  * `--json` prints the figures as one JSON object (what `npm run bench -- --check` compares).
  */
@@ -22,6 +24,7 @@ const CASES: readonly { readonly n: number; readonly m: number; readonly goal: n
 ];
 const json = process.argv.includes('--json');
 const probe = path.join(import.meta.dirname, 'lib', 'cold-probe.ts');
+const floorProbe = path.join(import.meta.dirname, 'lib', 'cold-floor.ts');
 
 interface Probe {
   readonly ratio: number;
@@ -29,10 +32,16 @@ interface Probe {
   readonly cpuUsPerStep: number;
 }
 
+/** The median of three fresh processes, by ratio. */
+function median(script: string, n: number, m: number): Probe {
+  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', script, String(n), String(m)], { encoding: 'utf8', env: { ...process.env, BENCH_BUILT: '1' } })) as Probe).sort((a, b) => a.ratio - b.ratio);
+  return runs[1] as Probe;
+}
+
 const rows = CASES.map(({ n, m, goal }) => {
-  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', probe, String(n), String(m)], { encoding: 'utf8', env: { ...process.env, BENCH_BUILT: '1' } })) as Probe).sort((a, b) => a.ratio - b.ratio);
-  const mid = runs[1] as Probe;
-  if (!json) console.log(`  N=${String(n).padEnd(5)} M=${String(m).padEnd(3)} ${mid.ratio.toFixed(2)} of ideal (${runs.map((r) => r.ratio.toFixed(2)).join(', ')}), ${Math.round(mid.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s, ${mid.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step   goal ≥ ${goal} ${mid.ratio >= goal ? '✓' : '✗'}`);
-  return { n, m, goal, ...mid };
+  const mid = median(probe, n, m);
+  const floor = median(floorProbe, n, m);
+  if (!json) console.log(`  N=${String(n).padEnd(5)} M=${String(m).padEnd(3)} ${mid.ratio.toFixed(2)} of ideal, ${Math.round(mid.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s, ${mid.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step   goal ≥ ${goal} ${mid.ratio >= goal ? '✓' : '✗'}   (plain Node: ${floor.ratio.toFixed(2)}, ${floor.cpuUsPerStep.toFixed(1)} µs)`);
+  return { n, m, goal, ...mid, floor: floor.ratio };
 });
 if (json) console.log(JSON.stringify({ cold: rows }));

@@ -22,6 +22,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/cold-start.bench.ts'],
   ['--import', 'tsx', 'bench/core.bench.ts'],
   ['--import', 'tsx', 'bench/commit.bench.ts'],
+  ['--import', 'tsx', 'bench/graph-loop.bench.ts'],
   ['--expose-gc', '--import', 'tsx', 'bench/rewards.bench.ts'],
   ['--import', 'tsx', 'bench/redis-store.bench.ts'],
   ['--import', 'tsx', 'bench/durable-run.bench.ts'],

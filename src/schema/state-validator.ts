@@ -76,6 +76,8 @@ export class StateValidator {
   readonly #incremental: boolean;
   /** Plans by the operation's path, then its kind (and `from`, for move and copy). */
   readonly #plans = new Map<string, Map<string, readonly Check[] | 'full'>>();
+  /** Plans of appends (`/-`) by path, `-` standing for the new element's index. */
+  readonly #appends = new Map<string, readonly Check[] | 'full'>();
 
   constructor(root: JsonSchema) {
     this.#root = root;
@@ -98,13 +100,13 @@ export class StateValidator {
     if (patch.length === 1) {
       const op = patch[0] as Patch[number];
       if (op.op === 'test') return [];
-      const plan = this.#planFor(op, 1, next);
+      const plan = this.#planFor(op, patch, next);
       return plan === 'full' ? this.validate(next) : this.#check(plan, next);
     }
     const checks: Check[] = [];
     for (const op of patch) {
       if (op.op === 'test') continue;
-      const plan = this.#planFor(op, patch.length, next);
+      const plan = this.#planFor(op, patch, next);
       if (plan === 'full') return this.validate(next);
       for (const c of plan) {
         // The same subtree twice (two operations in one record) is checked once.
@@ -127,31 +129,49 @@ export class StateValidator {
 
   /**
    * The checks one operation needs, cached by its path and kind: a tool touches the same few
-   * paths over and over (keyed without building a string per call). Appends (`/-`) depend on the
-   * array's length and are planned each time.
+   * paths over and over (keyed without building a string per call).
    */
-  #planFor(op: Exclude<Patch[number], { op: 'test' }>, ops: number, next: JsonValue): readonly Check[] | 'full' {
+  #planFor(op: Exclude<Patch[number], { op: 'test' }>, patch: Patch, next: JsonValue): readonly Check[] | 'full' {
+    if (op.path.endsWith('/-')) return this.#appendPlan(op, patch, next);
     const byKind = this.#plans.get(op.path);
     const kind = op.op === 'move' || op.op === 'copy' ? `${op.op}\u0000${op.from}` : op.op;
     const cached = byKind?.get(kind);
     if (cached) return cached;
-    const path = parsePointer(op.path);
-    let planned: Plan[];
-    if (path.at(-1) === '-') {
-      // The new element is the last one now, unless a later operation appended after it: with
-      // several operations, the whole array is checked.
-      const parent = valueAt(next, path.slice(0, -1));
-      if (ops > 1 || !Array.isArray(parent)) planned = this.#plan(path.slice(0, -1), 'replace');
-      else planned = this.#plan([...path.slice(0, -1), String(parent.length - 1)], 'add');
-      return this.#compile(planned);
-    }
-    planned = [...(op.op === 'move' ? this.#plan(parsePointer(op.from), 'remove') : []), ...this.#plan(path, op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add')];
+    const planned = [...(op.op === 'move' ? this.#plan(parsePointer(op.from), 'remove') : []), ...this.#plan(parsePointer(op.path), op.op === 'replace' ? 'replace' : op.op === 'remove' ? 'remove' : 'add')];
     const compiled = this.#compile(planned);
     if (this.#plans.size >= MAX_CACHED_PLANS) this.#plans.clear();
     const kinds = byKind ?? new Map<string, readonly Check[] | 'full'>();
     kinds.set(kind, compiled);
     this.#plans.set(op.path, kinds);
     return compiled;
+  }
+
+  /**
+   * An append (`/-`) adds the array's last element, unless another operation of the patch also
+   * touches that array (a second append, an edit of an element): then the whole array is checked.
+   * The plan is cached with `-` standing for the index, which is filled in per call.
+   */
+  #appendPlan(op: Exclude<Patch[number], { op: 'test' }>, patch: Patch, next: JsonValue): readonly Check[] | 'full' {
+    const arrayPointer = op.path.slice(0, -2);
+    const array = parsePointer(arrayPointer);
+    const parent = valueAt(next, array);
+    const below = `${arrayPointer}/`;
+    const shared = patch.length > 1 && patch.some((o) => o !== op && (o.path.startsWith(below) || o.path === arrayPointer || ('from' in o && o.from.startsWith(below))));
+    if (shared || !Array.isArray(parent)) return this.#compile(this.#plan(array, 'replace'));
+    let plan = this.#appends.get(op.path);
+    if (!plan) {
+      plan = this.#compile(this.#plan([...array, '-'], 'add'));
+      if (this.#appends.size >= MAX_CACHED_PLANS) this.#appends.clear();
+      this.#appends.set(op.path, plan);
+    }
+    if (plan === 'full') return plan;
+    const index = String(parent.length - 1);
+    const depth = array.length;
+    return plan.map((c) => {
+      if (c.at[depth] !== '-') return c;
+      const at = c.at.map((t, i) => (i === depth ? index : t));
+      return { ...c, at, prefix: at.map((t) => `/${escapePointerToken(t)}`).join('') };
+    });
   }
 
   #compile(planned: readonly Plan[]): readonly Check[] | 'full' {

@@ -14,17 +14,29 @@ export function escapePointerToken(token: string | number): string {
   return String(token).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-export function parsePointer(pointer: string): string[] {
-  if (pointer === '') return [];
+/**
+ * The tokens of a JSON pointer. Frozen and cached: tools patch the same few paths step after step,
+ * and a split per operation was a measurable share of a commit (bench/graph-loop.bench.ts).
+ */
+export function parsePointer(pointer: string): readonly string[] {
+  const known = pointers.get(pointer);
+  if (known) return known;
+  if (pointer === '') return NO_TOKENS;
   if (!pointer.startsWith('/')) throw new SyntaxError(`JSON pointer '${pointer}' must start with '/'`);
-  const tokens = pointer.slice(1).split('/');
-  if (!pointer.includes('~')) return tokens;
-  return tokens.map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const split = pointer.slice(1).split('/');
+  const tokens = Object.freeze(pointer.includes('~') ? split.map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~')) : split);
+  if (pointers.size >= MAX_CACHED_POINTERS) pointers.clear();
+  pointers.set(pointer, tokens);
+  return tokens;
 }
+
+const NO_TOKENS: readonly string[] = Object.freeze([]);
+const MAX_CACHED_POINTERS = 10_000;
+const pointers = new Map<string, readonly string[]>();
 
 /** The value at a JSON pointer, or undefined when there is none (or the pointer is malformed). */
 export function valueAtPointer(doc: JsonValue, pointer: string): JsonValue | undefined {
-  let tokens: string[];
+  let tokens: readonly string[];
   try {
     tokens = parsePointer(pointer);
   } catch {
@@ -151,7 +163,9 @@ function copyJson(v: unknown, depthLeft: number, maxDepth: number): JsonValue {
     const proto: unknown = Object.getPrototypeOf(v);
     if (proto !== Object.prototype && proto !== null) throw new Unwinding(`${kindOf(v)} is not JSON (pass a plain object)`);
     const out: Record<string, JsonValue> = {};
-    for (const k of Object.keys(v)) {
+    // for…in with an own-key test, not Object.keys: no array of keys per object copied.
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue;
       key = k;
       const child = (v as Record<string, unknown>)[k];
       if (child === undefined) continue;
