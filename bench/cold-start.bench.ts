@@ -13,6 +13,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { target } from './lib/targets.js';
 
 if (!existsSync(path.join(import.meta.dirname, '..', 'dist', 'src', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
 
@@ -41,7 +42,11 @@ function median(script: string, n: number, m: number): Probe {
 const rows = CASES.map(({ n, m, goal }) => {
   const mid = median(probe, n, m);
   const floor = median(floorProbe, n, m);
-  if (!json) console.log(`  N=${String(n).padEnd(5)} M=${String(m).padEnd(3)} ${mid.ratio.toFixed(2)} of ideal, ${Math.round(mid.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s, ${mid.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step   goal ≥ ${goal} ${mid.ratio >= goal ? '✓' : '✗'}   (plain Node: ${floor.ratio.toFixed(2)}, ${floor.cpuUsPerStep.toFixed(1)} µs)`);
+  if (!json) {
+    const ratioGoal = target(`cold ${n} agents × ${m} steps, of ideal`, mid.ratio, '', { atLeast: goal });
+    console.log(`  N=${String(n).padEnd(5)} M=${String(m).padEnd(3)} ${mid.ratio.toFixed(2)} of ideal, ${Math.round(mid.stepsPerSecond).toLocaleString('en-US').padStart(7)} steps/s, ${mid.cpuUsPerStep.toFixed(1).padStart(5)} µs CPU/step   ${ratioGoal}   (plain Node: ${floor.ratio.toFixed(2)}, ${floor.cpuUsPerStep.toFixed(1)} µs)`);
+    if (n === 4096) console.log(`  CPU per step at 4,096 agents: ${mid.cpuUsPerStep.toFixed(1)} µs   ${target('CPU per step at 4,096 agents (20 ms tool)', mid.cpuUsPerStep, 'µs', { atMost: 10 })}`);
+  }
   return { n, m, goal, ...mid, floor: floor.ratio };
 });
 if (json) console.log(JSON.stringify({ cold: rows }));

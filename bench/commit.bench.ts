@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentEnv, loadEnvDefinition, validate, type JsonObject, type ToolHandler } from '../src/index.js';
+import { target } from './lib/targets.js';
 
 const json = process.argv.includes('--json');
 const DATA = path.resolve(import.meta.dirname, '../../shared/realworld/tau-bench/airline/data');
@@ -58,6 +59,6 @@ if (json) console.log(JSON.stringify({ stateBytes: bytes, sessionStepUs: session
 else {
   console.log(`Commit on the full τ-bench airline db (${(bytes / 1e6).toFixed(1)} MB state), one-record patch, whole step (dispatch, tool, patch, validation, append):`);
   console.log(`  a field of a small object on the path (/session/user_id):      ${session.toFixed(1)} µs (target ≤ 100 µs)`);
-  console.log(`  a field of one of the 2,000 reservations (/db/reservations/…): ${record.toFixed(1)} µs (copying the 2,000-key map on the path dominates)`);
+  console.log(`  a field of one of the 2,000 reservations (/db/reservations/…): ${record.toFixed(1)} µs   ${target('commit inside a 2,000-key map (τ-bench reservations)', record, 'µs', { atMost: 100 })} (copying the 2,000-key map on the path dominates)`);
   console.log(`  a full validation of that state, for comparison:               ${(fullUs / 1000).toFixed(1)} ms`);
 }

@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { coordinate, dropQueue, startWorker, stopWorkers } from '../scripts/distributed-harness.js';
+import { target } from './lib/targets.js';
 
 const store = process.env['AGENT_STORE'] ?? 'redis://127.0.0.1:6379/0';
 const out = await mkdtemp(path.join(os.tmpdir(), 'agent-bench-distributed-'));
@@ -47,8 +48,11 @@ try {
     const ideal = (n * CONCURRENCY * 1000) / STEP_MS;
     console.log(
       `${n} worker(s) × ${CONCURRENCY}: ${summary.steps.total} steps in ${seconds.toFixed(2)} s = ${(summary.steps.total / seconds).toFixed(0)} steps/s; steady ${steady.toFixed(0)} steps/s = ${((steady / ideal) * 100).toFixed(0)}% of ideal (${ideal}); ` +
-        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step (with each loading the env once); coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode`,
+        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step (with each loading the env once); coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode, ${((used.user + used.system) / 1000 / summary.steps.total).toFixed(3)} ms per step`,
     );
+    if (n === 1) {
+      console.log(`  one worker: ${target("one worker's steady rate, of its slots' ideal", steady / ideal, '', { atLeast: 0.9 })}; ${target('coordinator CPU per step', (used.user + used.system) / 1000 / summary.steps.total, 'ms', { atMost: 0.2 })}`);
+    }
   }
 
   // Takeover: a worker killed mid-call; an idle worker takes its episode once the lease lapses.

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { AgentEnv, defineEnv, RedisStateStore, Run, type ToolHandler } from '../src/index.js';
 import { APPEND_SCRIPT } from '../src/state/redis-store.js';
+import { target } from './lib/targets.js';
 
 const url = process.env['AGENT_BENCH_REDIS'] ?? 'redis://127.0.0.1:6379/0';
 const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-bench-'));
@@ -65,13 +66,14 @@ console.log('No-op tool, one-op patches, on the local Redis:');
   for (const c of [64, 256]) {
     const memory = await coreRate(undefined, c);
     const redis = await coreRate(coreStore, c);
-    console.log(`  env core, ${String(c).padStart(3)} instances: memory store ${fmt(memory)} steps/s · Redis store ${fmt(redis)} steps/s`);
+    console.log(`  env core, ${String(c).padStart(3)} instances: memory store ${fmt(memory)} steps/s · Redis store ${fmt(redis)} steps/s${c === 256 ? `   ${target('env core on Redis, 256 instances, no-op', redis, 'steps/s', { atLeast: 20_000 })}` : ''}`);
   }
 }
 for (const c of [64, 256]) {
   const memory = await runRate('memory', 400, 100, c);
   const redis = await runRate(url, 400, 100, c);
-  console.log(`  agent run, concurrency ${String(c).padStart(3)}: memory ${fmt(memory)} steps/s · durable (Redis states + journal) ${fmt(redis)} steps/s`);
+  const goals = c === 256 ? `   ${target('agent run in memory (run folder written), no-op', memory, 'steps/s', { atLeast: 30_000 })}; ${target('durable agent run (--store redis), no-op', redis, 'steps/s', { atLeast: 10_000 })}` : '';
+  console.log(`  agent run, concurrency ${String(c).padStart(3)}: memory ${fmt(memory)} steps/s · durable (Redis states + journal) ${fmt(redis)} steps/s${goals}`);
 }
 try {
   const u = new URL(url);

@@ -5,8 +5,10 @@
  * file from this machine's figures. Timings belong here, never in `npm test`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { describeGoal, formatValue, type TargetRecord } from './lib/targets.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BASELINE = path.join(ROOT, 'bench', 'baseline.json');
@@ -76,9 +78,20 @@ if (process.argv.includes('--check') || process.argv.includes('--update')) {
     }
   }
 } else {
-  for (const args of BENCHES) {
-    console.log(`\n── ${args[args.length - 1]}`);
-    const r = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' });
-    if (r.status !== 0) process.exit(r.status ?? 1);
+  // Every benchmark records its targets here (bench/lib/targets.ts); the run closes with all of them.
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
+  const file = path.join(tmp, 'targets.jsonl');
+  try {
+    for (const args of BENCHES) {
+      console.log(`\n── ${args[args.length - 1]}`);
+      const r = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, BENCH_TARGETS: file } });
+      if (r.status !== 0) process.exit(r.status ?? 1);
+    }
+    const targets = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as TargetRecord) : [];
+    const width = Math.max(...targets.map((t) => t.name.length));
+    console.log(`\n── targets: ${targets.filter((t) => t.met).length} of ${targets.length} met`);
+    for (const t of targets) console.log(`  ${t.met ? '✓' : '✗'} ${t.name.padEnd(width)}  ${formatValue(t.value, t.unit).padStart(16)}   goal ${describeGoal(t.goal, t.unit)}`);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
 }

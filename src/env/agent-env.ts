@@ -55,6 +55,9 @@ export interface EnvOptions {
   readonly traceparent?: (traceId: string) => string;
 }
 
+/** Finished calls a `loop_lag` report can name (the most recent ones). */
+const RECENT_CALLS = 1_024;
+
 export class AgentEnv implements AsyncDisposable {
   readonly definition: EnvDefinition;
   /** Every event of every instance, in order. */
@@ -88,23 +91,18 @@ export class AgentEnv implements AsyncDisposable {
 
   #watch(thresholdMs: number): Disposable {
     const clock = this.#runtime.clock;
+    const router = this.#runtime.router;
     let lastBlocked = -Infinity;
-    // Calls in flight, and calls that finished lately: the lag is noticed only after the block,
-    // when the call that blocked may already have settled.
-    const running = new Map<string, string>();
-    let finished: { traceId: string; tool: string; at: number }[] = [];
-    // Entries before `first` are older than a second; dropped in bulk (shift() per call is O(n) at 10k calls/s).
-    let first = 0;
-    this.events.on('tool_started', (e) => running.set(e.trace_id, e.tool));
+    // Calls that finished lately, in a ring with no object per call (a run finishes tens of
+    // thousands a second): the lag is noticed only after the block, when the call that blocked
+    // may already have settled. Calls still running are the router's.
+    const ring = { traces: new Array<string>(RECENT_CALLS), tools: new Array<string>(RECENT_CALLS), at: new Float64Array(RECENT_CALLS).fill(-Infinity), next: 0 };
     this.events.on('tool_finished', (e) => {
-      running.delete(e.trace_id);
-      const now = performance.now();
-      finished.push({ traceId: e.trace_id, tool: e.tool, at: now });
-      while (first < finished.length && now - (finished[first] as { at: number }).at > 1_000) first++;
-      if (first > 1_024 && first * 2 > finished.length) {
-        finished = finished.slice(first);
-        first = 0;
-      }
+      const i = ring.next;
+      ring.traces[i] = e.trace_id;
+      ring.tools[i] = e.tool;
+      ring.at[i] = performance.now();
+      ring.next = (i + 1) % RECENT_CALLS;
     });
     this.events.on('loop_blocked', () => (lastBlocked = performance.now()));
     return watchEventLoop({
@@ -114,7 +112,11 @@ export class AgentEnv implements AsyncDisposable {
         // A block the router already named (it ended just now) needs no second, vaguer report.
         if (now - lastBlocked <= lagMs + 50) return;
         const since = now - lagMs - 50;
-        const inFlight = [...[...running].map(([trace_id, tool]) => ({ trace_id, tool })), ...finished.slice(first).filter((f) => f.at >= since).map(({ traceId, tool }) => ({ trace_id: traceId, tool }))];
+        const inFlight = router.running().map(({ traceId, tool }) => ({ trace_id: traceId, tool }));
+        for (let k = 0; k < RECENT_CALLS; k++) {
+          const i = (ring.next + k) % RECENT_CALLS;
+          if ((ring.at[i] as number) >= since) inFlight.push({ trace_id: ring.traces[i] as string, tool: ring.tools[i] as string });
+        }
         this.events.emit({ type: 'loop_lag', time: clock.now(), instance_id: '', lag_ms: lagMs, in_flight: inFlight });
       },
     });

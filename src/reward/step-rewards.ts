@@ -12,16 +12,14 @@ export interface StepRewards {
   readonly entries: Readonly<Record<string, RewardEntry>>;
   /** Σ weight × value over arrived rewards (booleans count 1/0). */
   readonly total: number;
-  readonly arrived: readonly { readonly source: string; readonly value: number }[];
 }
 
 /** A step whose tool reported no reward: shared, it is never written to. */
-const NONE: StepRewards = Object.freeze({ entries: Object.freeze({}), total: 0, arrived: Object.freeze([]) });
+const NONE: StepRewards = Object.freeze({ entries: Object.freeze({}), total: 0 });
 
 export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>, reported: Readonly<Record<string, number | boolean>> | undefined, tool: string, time: number): StepRewards {
   if (!reported) return NONE;
   const entries: Record<string, RewardEntry> = {};
-  const arrived: { source: string; value: number }[] = [];
   let total = 0;
   // `reported` is a tool result's frozen plain copy (tools/result.ts): its keys are all its own.
   for (const name in reported) {
@@ -43,8 +41,7 @@ export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>
     }
     const value = typeof raw === 'boolean' ? Number(raw) : raw;
     entries[name] = { status: 'arrived', value, arrived_at: time, delay_ms: 0 };
-    arrived.push({ source: name, value });
     total += source.weight * value;
   }
-  return { entries, total, arrived };
+  return { entries, total };
 }

@@ -104,11 +104,14 @@ export class StateValidator {
       return plan === 'full' ? this.validate(next) : this.#check(plan, next);
     }
     const checks: Check[] = [];
-    for (const op of patch) {
+    // Indexed loops: a for…of allocates an iterator until the optimiser removes it, and this runs per commit from the first.
+    for (let k = 0; k < patch.length; k++) {
+      const op = patch[k] as Patch[number];
       if (op.op === 'test') continue;
       const plan = this.#planFor(op, patch, next);
       if (plan === 'full') return this.validate(next);
-      for (const c of plan) {
+      for (let j = 0; j < plan.length; j++) {
+        const c = plan[j] as Check;
         // The same subtree twice (two operations in one record) is checked once.
         if (!checks.some((d) => d.prefix === c.prefix && d.validator === c.validator)) checks.push(c);
       }
@@ -118,7 +121,8 @@ export class StateValidator {
 
   #check(checks: readonly Check[], next: JsonValue): Issue[] {
     let issues: Issue[] | undefined;
-    for (const c of checks) {
+    for (let k = 0; k < checks.length; k++) {
+      const c = checks[k] as Check;
       const value = valueAt(next, c.at);
       if (value === undefined || c.validator(value)) continue;
       issues ??= [];

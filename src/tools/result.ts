@@ -29,7 +29,7 @@ export function checkToolResult(value: unknown, tool: string): ToolResult {
       hint: 'Return an object; put the data the agent should see under "observation".',
     });
   }
-  for (const key of Object.keys(raw)) {
+  for (const key in raw) {
     if (!KEYS.has(key)) throw new ToolError('TOOL_CONTRACT', tool, `returned unknown key '${key}'`, { hint: 'A tool result has only observation, patch, rewards and done.' });
   }
   if (raw['patch'] !== undefined) {
@@ -42,7 +42,9 @@ export function checkToolResult(value: unknown, tool: string): ToolResult {
   const rewards = raw['rewards'];
   if (rewards !== undefined) {
     if (!isPlainObject(rewards)) throw new ToolError('TOOL_CONTRACT', tool, "'rewards' must be an object of source → number", {});
-    for (const [k, v] of Object.entries(rewards)) {
+    // `rewards` is part of the frozen plain copy above: its keys are all its own.
+    for (const k in rewards) {
+      const v = rewards[k];
       if (typeof v !== 'boolean' && (typeof v !== 'number' || !Number.isFinite(v))) {
         throw new ToolError('TOOL_CONTRACT', tool, `reward '${k}' is ${JSON.stringify(v)}, expected a finite number or a boolean`);
       }

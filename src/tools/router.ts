@@ -49,6 +49,11 @@ export interface ToolCall {
   readonly live?: LiveControllers;
 }
 
+/** Takes a call's outcome (an env instance's trace: one object per call, no closure). */
+export interface OutcomeSink {
+  toolSettled(outcome: ToolCallOutcome): void;
+}
+
 /** A call's outcome. Tool failures are values, not exceptions: they belong to one trace. */
 export type ToolCallOutcome =
   | {
@@ -167,13 +172,13 @@ export class ToolRouter implements AsyncDisposable {
    * {@link ToolAttempt} and nothing else: no promise of ours, no async frame (the step path of
    * thousands of agents at once; bench/cold-start.bench.ts). Every other tool goes through `call`.
    */
-  start(tool: string, call: ToolCall, onOutcome: (outcome: ToolCallOutcome) => void): void {
+  start(tool: string, call: ToolCall, sink: OutcomeSink): void {
     const route = this.#routes.get(tool);
     if (route && route.policies.plain && !route.prepare && !route.action.policy.fallback) {
-      new ToolAttempt(this.#attempts, route, call, 1, (ok, value) => onOutcome(ok ? this.#result(tool, value, 1) : { ok: false, error: route.policies.classify(value, call.signal) as AgentErrorType, attempts: 1 })).begin();
+      new ToolAttempt(this.#attempts, route, call, 1, sink).begin();
       return;
     }
-    void this.call(tool, call).then(onOutcome);
+    void this.call(tool, call).then((outcome) => sink.toolSettled(outcome));
   }
 
   /** Run one call through the tool's policies, then its fallback if it still fails. Never rejects. */
@@ -188,7 +193,7 @@ export class ToolRouter implements AsyncDisposable {
         const attempt = attempts;
         return new Promise((resolve, reject) => new ToolAttempt(this.#attempts, route, call, attempt, (ok, value) => (ok ? resolve(value) : reject(value))).begin());
       }, call.signal);
-      return this.#result(tool, raw, attempts);
+      return checkedResult(tool, raw, attempts);
     } catch (err) {
       const error = isAgentError(err) ? err : new ToolError('TOOL_FAILED', tool, describeError(err), { cause: err });
       const fallback = route.action.policy.fallback;
@@ -199,15 +204,6 @@ export class ToolRouter implements AsyncDisposable {
       if (!target || validate(target.action.parameters, call.params).length > 0) return { ok: false, error, attempts };
       const outcome = await this.call(fallback.action, call);
       return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
-    }
-  }
-
-  /** A handler's return value checked against the contract: a breach fails only this call. */
-  #result(tool: string, raw: unknown, attempts: number): ToolCallOutcome {
-    try {
-      return { ok: true, result: checkToolResult(raw, tool), attempts };
-    } catch (err) {
-      return { ok: false, error: err as AgentErrorType, attempts };
     }
   }
 
@@ -256,6 +252,15 @@ export class ToolRouter implements AsyncDisposable {
   }
 }
 
+/** A handler's return value checked against the contract: a breach fails only this call. */
+function checkedResult(tool: string, raw: unknown, attempts: number): ToolCallOutcome {
+  try {
+    return { ok: true, result: checkToolResult(raw, tool), attempts };
+  } catch (err) {
+    return { ok: false, error: err as AgentErrorType, attempts };
+  }
+}
+
 /** What every attempt of one router shares. */
 interface AttemptShared {
   readonly seed: number;
@@ -298,15 +303,16 @@ class ToolAttempt extends TimedAttempt {
   next: ToolAttempt | undefined;
   readonly #shared: AttemptShared;
   readonly #route: Route;
-  readonly #params: JsonObject;
-  readonly #onSettle: (ok: boolean, value: unknown) => void;
+  readonly #call: ToolCall;
+  /** The call's sink (a lone attempt: the outcome is built here), or the raw result's taker (an attempt under cockatiel's layers). */
+  readonly #to: OutcomeSink | ((ok: boolean, value: unknown) => void);
 
-  constructor(shared: AttemptShared, route: Route, call: ToolCall, attempt: number, onSettle: (ok: boolean, value: unknown) => void) {
+  constructor(shared: AttemptShared, route: Route, call: ToolCall, attempt: number, to: OutcomeSink | ((ok: boolean, value: unknown) => void)) {
     super(call.signal, call.live, route.policies.deadlines, route.policies.timeoutError);
     this.#shared = shared;
     this.#route = route;
-    this.#params = call.params;
-    this.#onSettle = onSettle;
+    this.#call = call;
+    this.#to = to;
     this.ctx = new CallContext(route.action.name, call, this, attempt, shared.seed, shared.traceparent);
   }
 
@@ -316,7 +322,7 @@ class ToolAttempt extends TimedAttempt {
   }
 
   protected invoke(): unknown {
-    return this.#route.run(this.#params, this.ctx);
+    return this.#route.run(this.#call.params, this.ctx);
   }
 
   /** @internal The context's signal. */
@@ -329,7 +335,9 @@ class ToolAttempt extends TimedAttempt {
   }
 
   protected settle(ok: boolean, value: unknown): void {
-    this.#onSettle(ok, value);
+    const to = this.#to;
+    if (typeof to === 'function') to(ok, value);
+    else to.toolSettled(ok ? checkedResult(this.ctx.tool, value, 1) : { ok: false, error: this.#route.policies.classify(value, this.#call.signal) as AgentErrorType, attempts: 1 });
   }
 }
 
