@@ -61,7 +61,7 @@ const feed: DebugFeed = {
 };
 let n = 0;
 const dispatch = (count: number): void => {
-  for (let i = 0; i < count; i++, n++) index.ingest({ type: 'dispatched', time: Date.now(), instanceId: `ep-${n % 500}`, episode: n % 500, traceId: `ep-${n % 500}:${n}`, action: 'slow_tool', params: {} }, { type: 'dispatched', time: 0 });
+  for (let i = 0; i < count; i++, n++) index.ingest({ type: 'dispatched', time: Date.now(), instance_id: `ep-${n % 500}`, episode: n % 500, trace_id: `ep-${n % 500}:${n}`, action: 'slow_tool', params: {} }, { type: 'dispatched', time: 0 });
 };
 dispatch(10_000);
 // A 120×40 screen redrawn by the console's own 10 fps timer while 100 traces arrive every 100 ms:

@@ -109,6 +109,9 @@ class Trace implements ToolCall, OutcomeSink {
    */
   settled?: Promise<StepResult>;
   resolveSettled?: (result: StepResult) => void;
+  rejectSettled?: (err: unknown) => void;
+  /** Settling itself threw (a bug, not a tool's failure): what waiters are rejected with. */
+  broken?: { readonly error: unknown };
   /** Set as soon as an outcome is taken, so a late tool result after a cancellation is ignored. */
   taken = false;
   /** `resolve` was called without a deadline: the trace is forgotten as soon as it settles. */
@@ -265,7 +268,7 @@ export class AgentInstance {
   /** Calls dispatched and not yet finished, oldest first. */
   pending(): PendingTrace[] {
     const out: PendingTrace[] = [];
-    for (const t of this.#traces.values()) if (!t.final) out.push({ traceId: t.traceId, action: t.action.name, startedAt: t.startedAt });
+    for (const t of this.#traces.values()) if (!t.final && !t.broken) out.push({ traceId: t.traceId, action: t.action.name, startedAt: t.startedAt });
     return out;
   }
 
@@ -435,7 +438,11 @@ export class AgentInstance {
   /** The trace's final result, as a promise made on first demand. */
   #settledOf(trace: Trace): Promise<StepResult> {
     if (trace.final) return Promise.resolve(trace.final);
-    trace.settled ??= new Promise<StepResult>((r) => (trace.resolveSettled = r));
+    if (trace.broken) return Promise.reject(trace.broken.error as Error);
+    trace.settled ??= new Promise<StepResult>((resolve, reject) => {
+      trace.resolveSettled = resolve;
+      trace.rejectSettled = reject;
+    });
     return trace.settled;
   }
 
@@ -467,7 +474,7 @@ export class AgentInstance {
   /** Cancel every call in flight and end the instance. Its history stays readable. */
   async terminate(reason = 'terminated'): Promise<void> {
     this.#transition('terminated');
-    const open = [...this.#traces.values()].filter((t) => !t.final);
+    const open = [...this.#traces.values()].filter((t) => !t.final && !t.broken);
     this.#cancelAll(new AgentError('TOOL_CANCELLED', reason));
     await Promise.all(open.map((t) => this.#settledOf(t)));
     await this.#commits;
@@ -491,9 +498,26 @@ export class AgentInstance {
   #take(trace: Trace, outcome: ToolCallOutcome): void {
     if (trace.taken) return;
     trace.taken = true;
-    const final = this.#settle(trace, outcome);
-    if (isPromise(final)) void final.then((f) => this.#settled(trace, f));
-    else this.#settled(trace, final);
+    let final: StepResult | Promise<StepResult>;
+    try {
+      final = this.#settle(trace, outcome);
+    } catch (err) {
+      this.#broken(trace, err);
+      return;
+    }
+    if (isPromise(final)) {
+      final.then(
+        (f) => this.#settled(trace, f),
+        (err: unknown) => this.#broken(trace, err),
+      );
+    } else this.#settled(trace, final);
+  }
+
+  /** Settling threw: whoever waits for the trace gets the error, as they would from an async settle. */
+  #broken(trace: Trace, error: unknown): void {
+    trace.broken = { error };
+    if (trace.claimed) this.#forget(trace);
+    trace.rejectSettled?.(error);
   }
 
   #settled(trace: Trace, final: StepResult): void {

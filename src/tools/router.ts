@@ -167,7 +167,7 @@ export class ToolRouter implements AsyncDisposable {
   }
 
   /**
-   * Start one call; `onOutcome` receives its outcome exactly once, never before `start` returns.
+   * Start one call; `sink` receives its outcome exactly once, never before `start` returns.
    * A tool with no bulkhead, retry, breaker, fallback or resource to wait for runs as one
    * {@link ToolAttempt} and nothing else: no promise of ours, no async frame (the step path of
    * thousands of agents at once; bench/cold-start.bench.ts). Every other tool goes through `call`.
