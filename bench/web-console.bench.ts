@@ -50,9 +50,10 @@ try {
     const phaseThen = await page.evaluate<string>(`document.querySelector('.feed')?.dataset.phase ?? ''`);
     await page.waitFor(`document.querySelector('.feed')?.dataset.phase === 'finished'`, 'the folder indexed', 60_000);
     const indexed = performance.now() - t0;
-    await page.evaluate(`(() => { const el = document.querySelector('.scroller'); el.scrollTop = el.scrollHeight / 2; })()`);
     const middle = Math.floor(feed.index.traces.size / 2);
-    await page.waitFor(`[...document.querySelectorAll('.row')].some((r) => Math.abs(parseFloat(r.style.top) / 26 - ${middle}) < 40)`, 'the middle rows', 30_000);
+    // Scrolled again at every poll: a scroll made while the table was still re-rendering the last
+    // rows of the index could be lost (seen once on a loaded machine).
+    await page.waitFor(`(() => { const el = document.querySelector('.scroller'); el.scrollTop = el.scrollHeight / 2; return [...document.querySelectorAll('.row')].some((r) => Math.abs(parseFloat(r.style.top) / 26 - ${middle}) < 40); })()`, 'the middle rows', 30_000);
     const scrolled = performance.now() - t0;
     await page.click(`.row`);
     await page.waitFor(`document.querySelector('[data-open-state]')`, 'a trace in the timeline', 30_000);
