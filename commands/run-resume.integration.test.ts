@@ -4,6 +4,8 @@
  * (scripts/crash-test.ts runs the same with 25 kills), and a resume says what is wrong when it
  * cannot continue.
  */
+import { readdir } from 'node:fs/promises';
+import { execa } from 'execa';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { crashRun, idempotentWeather } from '../scripts/crash-harness.js';
@@ -63,23 +65,34 @@ describe.runIf(available)('agent run --resume', () => {
 
   it('refuses to continue a history with a hole: STATE_CORRUPT naming the key and the missing seq, not a bug report', async () => {
     const out = await tmp.dir('hole-');
-    const first = await interruptAfterFirstEpisode(['fixtures/weather', '--episodes', '6', '--concurrency', '3', '--max-steps', '10', '--tool-option', 'latency_scale=0.2', '--store', TEST_REDIS_URL, '--out', out]);
-    expect(first.exitCode).toBe(130);
-    const runId = ((await readRunSummary(out)) as unknown as { run_id: string }).run_id;
     const redis = new Redis(TEST_REDIS_URL);
+    let runId = '';
+    // Interrupted once an episode has two to five deltas of its ten steps: it is still running
+    // then, whatever the machine's load (waiting for another episode's end instead raced them).
+    const child = execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '6', '--concurrency', '3', '--max-steps', '10', '--tool-option', 'latency_scale=0.2', '--store', TEST_REDIS_URL, '--out', out], { reject: false });
     try {
-      // An episode still running at the interrupt, with two deltas or more: remove its first.
-      const keys = await redis.keys(`agent:${runId}:{ep-*}:deltas`);
-      const lengths = await Promise.all(keys.map((k) => redis.xlen(k)));
-      const key = keys.find((_, i) => (lengths[i] ?? 0) >= 2) as string;
-      expect(key).toBeDefined();
+      let key: string | undefined;
+      while (key === undefined) {
+        if (child.exitCode !== null) throw new Error(`the run ended before an episode was half-way: ${String((await child).stderr)}`);
+        await new Promise((r) => setTimeout(r, 20));
+        runId ||= (await readdir(out).catch(() => []))[0] ?? '';
+        if (!runId) continue;
+        const keys = await redis.keys(`agent:${runId}:{ep-*}:deltas`);
+        const lengths = await Promise.all(keys.map((k) => redis.xlen(k)));
+        key = keys.find((_, i) => (lengths[i] ?? 0) >= 2 && (lengths[i] ?? 0) <= 5);
+      }
+      child.kill('SIGINT');
+      expect((await child).exitCode).toBe(130);
+      // That episode's first delta goes missing.
       await redis.xdel(key, '1-1');
       const resumed = await runAgent(['run', '--resume', runId, '--store', TEST_REDIS_URL]);
       expect(resumed.code).toBe(1);
       expect(resumed.stderr).toContain(`error: Redis key '${key}' has no delta for seq 1`);
       expect(resumed.stderr).not.toMatch(/internal error|This is a bug/);
     } finally {
-      const left = await redis.keys(`agent:${runId}:*`);
+      child.kill('SIGKILL');
+      await child;
+      const left = runId ? await redis.keys(`agent:${runId}:*`) : [];
       if (left.length > 0) await redis.del(...left);
       redis.disconnect();
     }
