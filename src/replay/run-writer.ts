@@ -268,7 +268,11 @@ export class RunWriter implements AsyncDisposable {
     if (this.#closed) return;
     const seq = ++this.#seq;
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
-    this.#text('events', () => `{"event_seq":${seq},${JSON.stringify(event).slice(1)}`, event, seq);
+    try {
+      this.#append('events', `{"event_seq":${seq},${JSON.stringify(event).slice(1)}`);
+    } catch (err) {
+      this.#lose(1, `event ${seq} (${event.type}) is not JSON: ${describeError(err)}`);
+    }
     if (event.type === 'trace_settled') this.writeStep(event);
     else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
   }
@@ -299,18 +303,6 @@ export class RunWriter implements AsyncDisposable {
       text = JSON.stringify(record());
     } catch (err) {
       this.#lose(1, `${what} is not JSON: ${describeError(err)}`);
-      return;
-    }
-    this.#append(log, text);
-  }
-
-  /** An event's line, built as text (see `write`); `what` is only built when it fails. */
-  #text(log: LogName, line: () => string, event: RunEvent, seq: number): void {
-    let text: string;
-    try {
-      text = line();
-    } catch (err) {
-      this.#lose(1, `event ${seq} (${event.type}) is not JSON: ${describeError(err)}`);
       return;
     }
     this.#append(log, text);

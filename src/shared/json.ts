@@ -165,8 +165,8 @@ function copyJson(v: unknown, depthLeft: number, maxDepth: number): JsonValue {
     const out: Record<string, JsonValue> = {};
     // for…in with an own-key test, not Object.keys: no array of keys per object copied.
     for (const k in v) {
-      if (!Object.hasOwn(v, k)) continue;
       key = k;
+      if (!Object.hasOwn(v, k)) continue;
       const child = (v as Record<string, unknown>)[k];
       if (child === undefined) continue;
       const c = copyJson(child, depthLeft - 1, maxDepth);
