@@ -11,190 +11,21 @@
 import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.js';
 import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
-import type { ActionDefinition } from '../schema/definition.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
-import { AgentError, isAgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError, type Issue } from '../shared/errors.js';
-import { isPlainObject, jsonCopy, valueAtPointer, type JsonObject, type JsonValue, type NotJsonError } from '../shared/json.js';
+import { AgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
+import { isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
-import type { OutcomeSink, ToolCall, ToolCallOutcome } from '../tools/router.js';
-import type { LiveControllers } from '../tools/timed-attempt.js';
+import type { ToolCallOutcome } from '../tools/router.js';
 import type { ToolResult } from '../tools/types.js';
 import type { RestoredStep } from '../reward/evaluators.js';
-import type { EnvEvent, EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
+import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
+import type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepResult } from './instance-types.js';
+import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, withValues, type Committed, type Lane } from './trace.js';
 
-export interface Action {
-  readonly name: string;
-  readonly params?: JsonObject;
-}
-
-/** What a policy may choose from: the actions enabled in the current state. */
-export interface AvailableAction {
-  readonly name: string;
-  readonly description?: string;
-  readonly parameters: ActionDefinition['parameters'];
-}
-
-export interface StepInfo {
-  readonly trace_id: string;
-  readonly status: TraceStatus;
-  readonly action: string;
-  /** 1-based index of the step in its episode, in settle order (0 while it has not settled). */
-  readonly step: number;
-  /** Seq of the state this result reflects. */
-  readonly seq: number;
-  readonly duration_ms: number;
-  readonly attempts: number;
-  readonly error?: ErrorInfo;
-  /** Set when a fallback answered instead of the tool. */
-  readonly fallback?: string;
-}
-
-export interface StepResult {
-  readonly state: JsonValue;
-  readonly observation?: JsonValue;
-  /**
-   * Σ weight × value of the rewards that have arrived for this step so far. Delayed sources land
-   * later (`reward_arrived` events, `env.rewards.reward(traceId)`).
-   */
-  readonly reward: number;
-  readonly rewards: Readonly<Record<string, RewardEntry>>;
-  readonly done: boolean;
-  readonly info: StepInfo;
-}
-
-export interface ResolveOptions {
-  /** Give up waiting after this long and return a partial result with status `timeout`; the call goes on. */
-  readonly timeoutMs?: number;
-  readonly signal?: AbortSignal;
-}
-
-/** Hooks: sugar over the events of one instance. A throwing hook is reported as an `error` event. */
-export interface InstanceHooks {
-  readonly onToolCallStart?: (event: EnvEventOf<'tool_started'>) => void;
-  readonly onToolCallEnd?: (event: EnvEventOf<'tool_finished'>) => void;
-  readonly onStateChange?: (event: EnvEventOf<'state_committed'>) => void;
-  readonly onRewardReceived?: (event: EnvEventOf<'reward_arrived'>) => void;
-  readonly onLifecycle?: (event: EnvEventOf<'lifecycle_changed'>) => void;
-}
-
-/** What every call of one instance shares: where its outcome goes. */
-interface Lane {
-  readonly take: (trace: Trace, outcome: ToolCallOutcome) => void;
-}
-
-/**
- * One call of this instance: what the router runs (a ToolCall) and what takes its outcome (an
- * OutcomeSink), as one object per step instead of a call record and a closure besides.
- */
-class Trace implements ToolCall, OutcomeSink {
-  readonly traceId: string;
-  readonly action: ActionDefinition;
-  readonly params: JsonObject;
-  readonly episode: number;
-  /** Which reset the trace belongs to: episode labels may repeat, generations do not. */
-  readonly generation: number;
-  readonly seqBefore: number;
-  /** The state the call was dispatched on (its tool's `ctx.state`). */
-  readonly state: JsonValue;
-  readonly startedAt: number;
-  readonly instanceId: string;
-  readonly signal: AbortSignal;
-  readonly live: LiveControllers;
-  readonly #lane: Lane;
-  /**
-   * Resolves with the final result. Made only when someone waits before the trace settled: a
-   * promise per call that nobody awaits is garbage the collector copies while the call runs.
-   */
-  settled?: Promise<StepResult>;
-  resolveSettled?: (result: StepResult) => void;
-  rejectSettled?: (err: unknown) => void;
-  /** Settling itself threw (a bug, not a tool's failure): what waiters are rejected with. */
-  broken?: { readonly error: unknown };
-  /** Set as soon as an outcome is taken, so a late tool result after a cancellation is ignored. */
-  taken = false;
-  /** `resolve` was called without a deadline: the trace is forgotten as soon as it settles. */
-  claimed = false;
-  final?: StepResult;
-
-  // Positional, not an options object: one allocation per step fewer, before the optimiser runs.
-  constructor(lane: Lane, instanceId: string, traceId: string, action: ActionDefinition, params: JsonObject, episode: number, generation: number, seqBefore: number, state: JsonValue, startedAt: number, signal: AbortSignal, live: LiveControllers) {
-    this.#lane = lane;
-    this.instanceId = instanceId;
-    this.traceId = traceId;
-    this.action = action;
-    this.params = params;
-    this.episode = episode;
-    this.generation = generation;
-    this.seqBefore = seqBefore;
-    this.state = state;
-    this.startedAt = startedAt;
-    this.signal = signal;
-    this.live = live;
-  }
-
-  toolSettled(outcome: ToolCallOutcome): void {
-    this.#lane.take(this, outcome);
-  }
-}
-
-/** A commit's product, before the step is numbered. */
-interface Committed {
-  readonly state: JsonValue;
-  readonly seq: number;
-  readonly rewards: StepRewards;
-  readonly result: ToolResult;
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return value instanceof Promise;
-}
-
-export interface PendingTrace {
-  readonly traceId: string;
-  readonly action: string;
-  readonly startedAt: number;
-}
-
-/** A frozen JSON copy of a caller's value, or a typed error naming where it is not JSON. */
-function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INVALID', what: string): JsonValue {
-  try {
-    // Params are copied once per call and never handed back: not worth remembering (json.ts).
-    return jsonCopy(value, code === 'PARAMS_INVALID' ? { remember: false } : {});
-  } catch (err) {
-    const e = err as NotJsonError;
-    throw new ValidationError(code, `${what} is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass plain JSON: objects, arrays, strings, finite numbers, booleans and null.');
-  }
-}
-
-/** Issues located in `doc`, each with the value it points at (what the debug console shows). */
-function withValues(issues: readonly Issue[], doc: JsonValue): Issue[] {
-  return issues.map((i) => {
-    const value = valueAtPointer(doc, i.pointer);
-    return value === undefined ? i : { ...i, value };
-  });
-}
-
-function asAgentError(err: unknown): AgentErrorType {
-  return isAgentError(err) ? err : new AgentError('INTERNAL', describeError(err), { cause: err });
-}
-
-/** Violations named in events: enough to find them, not a flood. */
-const MAX_EVENT_ISSUES = 20;
-
-export function errorInfo(err: AgentErrorType): ErrorInfo {
-  const tool = (err as { tool?: unknown }).tool;
-  const issues = Array.isArray((err as { issues?: unknown }).issues) ? (err as ValidationError).issues.slice(0, MAX_EVENT_ISSUES).map((i) => ({ pointer: i.pointer, message: i.message, ...(i.value !== undefined ? { value: i.value as JsonValue } : {}) })) : [];
-  return {
-    code: err.code,
-    message: err.message,
-    ...(err.hint ? { hint: err.hint } : {}),
-    ...(typeof tool === 'string' ? { tool } : {}),
-    ...(err.retryable ? { retryable: true } : {}),
-    ...(issues.length > 0 ? { issues } : {}),
-  };
-}
+export type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
+export { errorInfo } from './trace.js';
 
 export class AgentInstance {
   readonly id: string;

@@ -1,0 +1,65 @@
+/** The public shapes of an agent instance's API: what `dispatch`, `resolve` and `step` take and give. */
+import type { ActionDefinition } from '../schema/definition.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
+
+export interface Action {
+  readonly name: string;
+  readonly params?: JsonObject;
+}
+
+/** What a policy may choose from: the actions enabled in the current state. */
+export interface AvailableAction {
+  readonly name: string;
+  readonly description?: string;
+  readonly parameters: ActionDefinition['parameters'];
+}
+
+export interface StepInfo {
+  readonly trace_id: string;
+  readonly status: TraceStatus;
+  readonly action: string;
+  /** 1-based index of the step in its episode, in settle order (0 while it has not settled). */
+  readonly step: number;
+  /** Seq of the state this result reflects. */
+  readonly seq: number;
+  readonly duration_ms: number;
+  readonly attempts: number;
+  readonly error?: ErrorInfo;
+  /** Set when a fallback answered instead of the tool. */
+  readonly fallback?: string;
+}
+
+export interface StepResult {
+  readonly state: JsonValue;
+  readonly observation?: JsonValue;
+  /**
+   * Σ weight × value of the rewards that have arrived for this step so far. Delayed sources land
+   * later (`reward_arrived` events, `env.rewards.reward(traceId)`).
+   */
+  readonly reward: number;
+  readonly rewards: Readonly<Record<string, RewardEntry>>;
+  readonly done: boolean;
+  readonly info: StepInfo;
+}
+
+export interface ResolveOptions {
+  /** Give up waiting after this long and return a partial result with status `timeout`; the call goes on. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Hooks: sugar over the events of one instance. A throwing hook is reported as an `error` event. */
+export interface InstanceHooks {
+  readonly onToolCallStart?: (event: EnvEventOf<'tool_started'>) => void;
+  readonly onToolCallEnd?: (event: EnvEventOf<'tool_finished'>) => void;
+  readonly onStateChange?: (event: EnvEventOf<'state_committed'>) => void;
+  readonly onRewardReceived?: (event: EnvEventOf<'reward_arrived'>) => void;
+  readonly onLifecycle?: (event: EnvEventOf<'lifecycle_changed'>) => void;
+}
+
+export interface PendingTrace {
+  readonly traceId: string;
+  readonly action: string;
+  readonly startedAt: number;
+}
