@@ -12,6 +12,7 @@ import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { episodeCommits, historyOf, type DebugFeed, type EpisodeHistory, type FeedStatus } from './debug-feed.js';
 import { RunIndex, type IndexedEvent } from './run-index.js';
+import { readIndexFile } from './run-index-file.js';
 import { forEachLine, readManifest, RecordReading } from './run-rewards.js';
 import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
@@ -179,18 +180,8 @@ export class FolderFeed implements DebugFeed {
 
   async #readMore(): Promise<void> {
     const size = (await this.#file.stat()).size;
-    const buffer = Buffer.allocUnsafe(CHUNK);
-    while (this.#pos < size && !this.#closed) {
-      const { bytesRead } = await this.#file.read(buffer, 0, Math.min(CHUNK, size - this.#pos), this.#pos);
-      if (bytesRead === 0) break;
-      const start = this.#pos - this.#carry.length;
-      const chunk = this.#carry.length > 0 ? Buffer.concat([this.#carry, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);
-      this.#pos += bytesRead;
-      const used = this.#indexLines(chunk, start);
-      this.#carry = Buffer.from(chunk.subarray(used));
-      if (this.#status.phase === 'indexing') this.#status = { phase: 'indexing', progress: size === 0 ? 1 : this.#pos / size };
-      this.#changed();
-    }
+    if (this.#pos === 0 && this.index.events === 0) await this.#readIndexFile(size);
+    await this.#scan(size);
     if (this.#closed) return;
     const finished = this.index.run?.status !== undefined && this.index.run.status !== 'running';
     this.#status = { phase: finished || !this.#follow || existsSync(path.join(this.#dir, RUN_FILES.summary)) ? 'finished' : 'following' };
@@ -203,6 +194,54 @@ export class FolderFeed implements DebugFeed {
           this.#changed();
         });
       }, this.#pollMs);
+    }
+  }
+
+  /** Indexes events.jsonl from `#pos` up to byte `end`, a large read at a time. */
+  async #scan(end: number): Promise<void> {
+    const buffer = Buffer.allocUnsafe(CHUNK);
+    while (this.#pos < end && !this.#closed) {
+      const { bytesRead } = await this.#file.read(buffer, 0, Math.min(CHUNK, end - this.#pos), this.#pos);
+      if (bytesRead === 0) break;
+      const start = this.#pos - this.#carry.length;
+      const chunk = this.#carry.length > 0 ? Buffer.concat([this.#carry, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);
+      this.#pos += bytesRead;
+      const used = this.#indexLines(chunk, start);
+      this.#carry = Buffer.from(chunk.subarray(used));
+      this.#progress(this.#pos, end);
+    }
+  }
+
+  #progress(at: number, size: number): void {
+    if (this.#status.phase === 'indexing') this.#status = { phase: 'indexing', progress: size === 0 ? 1 : at / size };
+    this.#changed();
+  }
+
+  /**
+   * The run writer's index of events.jsonl (events.index), when there is one: replayed instead of
+   * reading the events it covers; a stretch it has no records for is read from the events file.
+   */
+  async #readIndexFile(size: number): Promise<void> {
+    let file: FileHandle;
+    try {
+      file = await open(path.join(this.#dir, RUN_FILES.index), 'r');
+    } catch {
+      return;
+    }
+    try {
+      const read = await readIndexFile(file, this.index, size, {
+        onGap: async (from, to) => {
+          this.#pos = from;
+          this.#carry = Buffer.alloc(0);
+          await this.#scan(to);
+        },
+        onProgress: (covered) => this.#progress(covered, size),
+      });
+      if (read) this.#pos = read.covered;
+      // A gap ends on a line's end: nothing of it is carried into the lines after the index's.
+      this.#carry = Buffer.alloc(0);
+    } finally {
+      await file.close();
     }
   }
 

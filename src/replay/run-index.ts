@@ -96,6 +96,15 @@ const VIOLATION_KINDS: Readonly<Record<string, ViolationKind>> = {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+/** The fields of a reward event the index reads beyond its step and source. */
+export interface RewardFields {
+  readonly [field: string]: unknown;
+  readonly value?: unknown;
+  readonly delay_ms?: unknown;
+  readonly deadline_at?: unknown;
+  readonly reason?: unknown;
+}
+
 export class RunIndex<Ref> {
   run: RunHeader | undefined;
   /** Every trace, in dispatch order. */
@@ -135,9 +144,13 @@ export class RunIndex<Ref> {
 
   /** An event whose details the index does not need: it only counts, and joins its episode's events. */
   reference(e: IndexedEvent, ref: Ref): void {
-    this.#tick(e.time);
-    const ep = this.episodeOf(e);
-    if (ep !== undefined) (this.episodes.get(ep)?.refs as Ref[] | undefined)?.push(ref);
+    this.referenceTo(this.episodeOf(e), e.time, ref);
+  }
+
+  /** An event counted and joined to an episode already known (the index file attributes its events when written). */
+  referenceTo(episode: number | undefined, time: number, ref: Ref): void {
+    this.#tick(time);
+    if (episode !== undefined) (this.episodes.get(episode)?.refs as Ref[] | undefined)?.push(ref);
   }
 
   ingest(e: IndexedEvent, ref: Ref): void {
@@ -158,35 +171,20 @@ export class RunIndex<Ref> {
       case 'run_finished':
         if (this.run) this.run = { ...this.run, status: e['status'] === 'completed' ? 'completed' : 'interrupted', finishedAt: e.time };
         break;
-      case 'episode_started': {
-        const episode = e['episode'] as number;
-        const instanceId = e['instance_id'] as string;
-        this.#current.set(instanceId, episode);
-        const known = this.episodes.get(episode);
-        // A resumed run starts an unfinished episode again: its earlier events stay with it.
-        this.episodes.set(episode, { episode, instanceId, initialStateId: e['initial_state_id'] as string, startedAt: known?.startedAt ?? e.time, refs: known ? (known.refs as Ref[]) : [] });
+      case 'episode_started':
+        this.episodeStarted(e['episode'] as number, e['instance_id'] as string, e['initial_state_id'] as string, e.time);
         break;
-      }
       case 'episode_finished': {
-        const row = this.episodes.get(e['episode'] as number);
-        if (row) {
-          Object.assign(row as Mutable<EpisodeRow<Ref>>, { finishedAt: e.time, steps: e['steps'] as number, reward: e['reward'] as number, reason: e['reason'] as string });
-          const error = e['error'] as ErrorInfo | undefined;
-          if (error) this.#violation(e, error);
-        }
+        const error = e['error'] as ErrorInfo | undefined;
+        if (this.episodeFinished(e['episode'] as number, e.time, e['steps'] as number, e['reward'] as number, e['reason'] as string) && error) this.#violation(e, error);
         break;
       }
-      case 'dispatched': {
-        const row: TraceRow = { traceId: e['trace_id'] as string, episode: e['episode'] as number, action: e['action'] as string, status: 'pending', dispatchedAt: e.time };
-        this.traces.set(row.traceId, row);
-        this.pending.set(row.traceId, row);
+      case 'dispatched':
+        this.dispatched(e['trace_id'] as string, e['episode'] as number, e['action'] as string, e.time);
         break;
-      }
-      case 'tool_finished': {
-        const row = this.traces.get(e['trace_id'] as string);
-        if (row) (row as Mutable<TraceRow>).attempts = e['attempts'] as number;
+      case 'tool_finished':
+        this.toolFinished(this.traces.get(e['trace_id'] as string), e['attempts'] as number);
         break;
-      }
       case 'error': {
         const error = e['error'] as ErrorInfo;
         const row = typeof e['trace_id'] === 'string' ? this.traces.get(e['trace_id']) : undefined;
@@ -194,17 +192,22 @@ export class RunIndex<Ref> {
         this.#violation(e, error, row);
         break;
       }
-      case 'trace_settled':
-        this.#settled(e);
+      case 'trace_settled': {
+        const trace = this.traces.get(e['trace_id'] as string);
+        if (!this.settle(trace, e.time, e['status'] as string, e['step'] as number, e['duration_ms'] as number | undefined, e['error'] as ErrorInfo | undefined)) break;
+        const rewards = (e['rewards'] ?? {}) as Record<string, { status: RewardStatus; value: number | null; delay_ms: number | null; deadline_at?: number }>;
+        for (const source in rewards) {
+          const r = rewards[source] as (typeof rewards)[string];
+          this.settledReward(trace as TraceRow, source, r.status, r.value, r.delay_ms, r.deadline_at);
+        }
         break;
+      }
       case 'reward_expected':
       case 'reward_arrived':
       case 'reward_late':
       case 'reward_imputed':
       case 'reward_failed':
-        // What the run writer also logged to rewards.jsonl (a tool's own reward is not logged there).
-        if (!(e.type === 'reward_arrived' && e['key'] === 'tool')) this.loggedRewards++;
-        this.#reward(e);
+        this.reward(e.type, e['trace_id'] as string, e['episode'] as number, e['step'] as number, e['source'] as string, e, e['key'] as string | undefined);
         break;
       default:
         break;
@@ -218,45 +221,79 @@ export class RunIndex<Ref> {
     if (time > this.lastTime) this.lastTime = time;
   }
 
-  #settled(e: IndexedEvent): void {
-    const traceId = e['trace_id'] as string;
-    const trace = this.traces.get(traceId) as Mutable<TraceRow> | undefined;
-    if (!trace) return;
-    if (!this.pending.delete(traceId)) return;
+  /**
+   * The typed steps below are what `ingest` does per event type; the run's index file (see
+   * run-index-file.ts) calls them directly, without building an event object per record.
+   */
+
+  episodeStarted(episode: number, instanceId: string, initialStateId: string, time: number): void {
+    this.#current.set(instanceId, episode);
+    const known = this.episodes.get(episode);
+    // A resumed run starts an unfinished episode again: its earlier events stay with it.
+    this.episodes.set(episode, { episode, instanceId, initialStateId, startedAt: known?.startedAt ?? time, refs: known ? (known.refs as Ref[]) : [] });
+  }
+
+  /** False when the episode never started here (its start is in no event read). */
+  episodeFinished(episode: number, time: number, steps: number, reward: number, reason: string): boolean {
+    const row = this.episodes.get(episode) as Mutable<EpisodeRow<Ref>> | undefined;
+    if (!row) return false;
+    row.finishedAt = time;
+    row.steps = steps;
+    row.reward = reward;
+    row.reason = reason;
+    return true;
+  }
+
+  /** A trace dispatched: a new pending row, last in dispatch order. */
+  dispatched(traceId: string, episode: number, action: string, time: number): TraceRow {
+    // Every field from the start (undefined until known): a row keeps one shape and all in one object.
+    const row: TraceRow = { traceId, episode, action, status: 'pending', dispatchedAt: time, settledAt: undefined, durationMs: undefined, attempts: undefined, step: undefined, error: undefined, rewards: undefined };
+    this.traces.set(traceId, row);
+    this.pending.set(traceId, row);
+    return row;
+  }
+
+  toolFinished(trace: TraceRow | undefined, attempts: number): void {
+    if (trace) (trace as Mutable<TraceRow>).attempts = attempts;
+  }
+
+  /** A pending trace settles; false (and nothing changes) when it is unknown or settled already. */
+  settle(row: TraceRow | undefined, time: number, status: string, step: number, durationMs: number | undefined, error: ErrorInfo | undefined): boolean {
+    const trace = row as Mutable<TraceRow> | undefined;
+    if (!trace || !this.pending.delete(trace.traceId)) return false;
     this.settled.push(trace);
-    trace.status = e['status'] === 'resolved' ? 'resolved' : 'failed';
+    trace.status = status === 'resolved' ? 'resolved' : 'failed';
     if (trace.status === 'failed') this.failedTraces++;
-    trace.settledAt = e.time;
-    trace.durationMs = typeof e['duration_ms'] === 'number' ? e['duration_ms'] : e.time - trace.dispatchedAt;
-    trace.step = e['step'] as number;
-    if (e['error'] && !trace.error) trace.error = e['error'] as ErrorInfo;
-    const rewards = (e['rewards'] ?? {}) as Record<string, { status: RewardStatus; value: number | null; delay_ms: number | null; deadline_at?: number }>;
-    for (const source in rewards) {
-      const r = rewards[source] as (typeof rewards)[string];
-      const row = this.#rewardRow(traceId, trace.episode, trace.step, source, trace);
-      // An immediate source arrived before its step settled (its own event came first): that stands.
-      if (row.status === 'pending') {
-        this.#setStatus(row, r.status);
-        if (r.value !== null) row.value = r.value;
-        if (r.delay_ms !== null) row.delayMs = r.delay_ms;
-      }
-      if (r.deadline_at !== undefined) row.deadlineAt = r.deadline_at;
+    trace.settledAt = time;
+    trace.durationMs = typeof durationMs === 'number' ? durationMs : time - trace.dispatchedAt;
+    trace.step = step;
+    if (error && !trace.error) trace.error = error;
+    return true;
+  }
+
+  /** One source's entry in a settled step's `rewards`. */
+  settledReward(trace: TraceRow, source: string, status: RewardStatus, value: number | null, delayMs: number | null, deadlineAt: number | undefined): void {
+    const row = this.#rewardRow(trace.traceId, trace.episode, trace.step as number, source, trace);
+    // An immediate source arrived before its step settled (its own event came first): that stands.
+    if (row.status === 'pending') {
+      this.#setStatus(row, status);
+      if (value !== null) row.value = value;
+      if (delayMs !== null) row.delayMs = delayMs;
     }
+    if (deadlineAt !== undefined) row.deadlineAt = deadlineAt;
   }
 
   #rewardRow(traceId: string, episode: number, step: number, source: string, trace = this.traces.get(traceId) as Mutable<TraceRow> | undefined): Mutable<RewardRow> {
-    const rows = (trace?.rewards ?? []) as Mutable<RewardRow>[];
-    let row = rows.find((r) => r.source === source);
-    if (!row) {
-      row = { traceId, episode, step, source, status: 'pending' };
-      this.rewards.push(row);
-      let counts = this.rewardCounts.get(source);
-      if (!counts) this.rewardCounts.set(source, (counts = { pending: 0, arrived: 0, fallback: 0, late: 0, failed: 0 }));
-      counts.pending++;
-      if (trace) {
-        rows.push(row);
-        trace.rewards = rows;
-      }
+    const rows = trace?.rewards as Mutable<RewardRow>[] | undefined;
+    if (rows) for (let i = 0; i < rows.length; i++) if ((rows[i] as RewardRow).source === source) return rows[i] as Mutable<RewardRow>;
+    const row: Mutable<RewardRow> = { traceId, episode, step, source, status: 'pending', value: undefined, delayMs: undefined, deadlineAt: undefined, lateValue: undefined, reason: undefined };
+    this.rewards.push(row);
+    let counts = this.rewardCounts.get(source);
+    if (!counts) this.rewardCounts.set(source, (counts = { pending: 0, arrived: 0, fallback: 0, late: 0, failed: 0 }));
+    counts.pending++;
+    if (trace) {
+      if (rows) rows.push(row);
+      else trace.rewards = [row];
     }
     return row;
   }
@@ -278,34 +315,44 @@ export class RunIndex<Ref> {
   laterReward(e: IndexedEvent): boolean {
     const end = this.run?.finishedAt;
     if (end === undefined || e.time <= end) return false;
-    this.#reward(e);
+    this.#reward(e.type, e['trace_id'] as string, e['episode'] as number, e['step'] as number, e['source'] as string, e);
     return true;
   }
 
-  #reward(e: IndexedEvent): void {
-    const row = this.#rewardRow(e['trace_id'] as string, e['episode'] as number, e['step'] as number, e['source'] as string);
-    switch (e.type) {
+  /**
+   * A reward event (`reward_expected`, `reward_arrived`, `reward_late`, `reward_imputed`,
+   * `reward_failed`): its fields `value`, `delay_ms`, `deadline_at` and `reason` read from `fields`.
+   * `key` tells a tool's own reward, which the run's reward log does not repeat.
+   */
+  reward(type: string, traceId: string, episode: number, step: number, source: string, fields: RewardFields, key: string | undefined, trace?: TraceRow): void {
+    if (!(type === 'reward_arrived' && key === 'tool')) this.loggedRewards++;
+    this.#reward(type, traceId, episode, step, source, fields, trace);
+  }
+
+  #reward(type: string, traceId: string, episode: number, step: number, source: string, fields: RewardFields, trace?: TraceRow): void {
+    const row = this.#rewardRow(traceId, episode, step, source, trace as Mutable<TraceRow> | undefined);
+    switch (type) {
       case 'reward_expected':
-        if (typeof e['deadline_at'] === 'number') row.deadlineAt = e['deadline_at'];
+        if (typeof fields.deadline_at === 'number') row.deadlineAt = fields.deadline_at;
         break;
       case 'reward_arrived':
         this.#setStatus(row, 'arrived');
-        row.value = e['value'] as number;
-        row.delayMs = e['delay_ms'] as number;
+        row.value = fields.value as number;
+        row.delayMs = fields.delay_ms as number;
         break;
       case 'reward_late':
         this.#setStatus(row, 'late');
-        row.lateValue = e['value'] as number;
-        row.delayMs = e['delay_ms'] as number;
+        row.lateValue = fields.value as number;
+        row.delayMs = fields.delay_ms as number;
         break;
       case 'reward_imputed':
         this.#setStatus(row, 'fallback');
-        row.value = e['value'] as number;
-        row.reason = e['reason'] as string;
+        row.value = fields.value as number;
+        row.reason = fields.reason as string;
         break;
       default:
         this.#setStatus(row, 'failed');
-        row.reason = e['reason'] as string;
+        row.reason = fields.reason as string;
     }
   }
 

@@ -7,6 +7,8 @@
  * - `rewards.jsonl`: the append-only reward log (every later change to a delayed reward);
  * - `states.jsonl`: each distinct initial state, once; `episodes.jsonl`: each finished episode,
  *   with its final state as a JSON Patch from its initial one;
+ * - `events.index`: the debug index's digest of events.jsonl (binary, see run-index-file.ts), so
+ *   that `agent debug` opens a run of a million events without parsing them;
  * - `summary.json`, at the end.
  * Record shapes: the schemas in schemas/ (run-manifest, run-event, trajectory-record,
  * reward-log-record, state-record, episode-record, run-summary).
@@ -22,6 +24,7 @@ import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 import { isLoggedReward, rewardRecord, type RewardLogRecord } from './reward-log.js';
+import { IndexEncoder, readIndexFile } from './run-index-file.js';
 
 export const RUN_FILES = {
   manifest: 'run.json',
@@ -31,6 +34,8 @@ export const RUN_FILES = {
   states: 'states.jsonl',
   episodes: 'episodes.jsonl',
   summary: 'summary.json',
+  /** Binary: where each event of events.jsonl starts and what the debug index needs of it (run-index-file.ts). */
+  index: 'events.index',
 } as const;
 
 /** Lines are batched up to this many characters per write. */
@@ -137,6 +142,17 @@ async function continueEvents(handle: FileHandle): Promise<number> {
   return Number(/^\{"event_seq":(\d+),/.exec(last)?.[1] ?? 0);
 }
 
+/**
+ * An index file continued after its process died: records past the (cut) events log, and a torn
+ * last record, are cut off; what the index lacks of the events log (a crash tore the index more
+ * than the events, or the run predates the index) becomes a gap its readers read from the events.
+ */
+async function continueIndex(handle: FileHandle, eventsSize: number): Promise<IndexEncoder> {
+  const read = await readIndexFile(handle, undefined, eventsSize);
+  await handle.truncate(read?.validBytes ?? 0);
+  return new IndexEncoder({ resume: read !== undefined, gap: eventsSize - (read?.covered ?? 0) });
+}
+
 /** Records the writer could not write: counted and reported, never dropped silently. */
 export interface WriteLoss {
   readonly records: number;
@@ -146,7 +162,8 @@ export interface WriteLoss {
 export class RunWriter implements AsyncDisposable {
   readonly runId: string;
   readonly dir: string;
-  readonly #logs: Record<LogName, WriteStream>;
+  readonly #logs: Record<LogName | 'index', WriteStream>;
+  readonly #index: IndexEncoder;
   readonly #statesWritten = new Set<string>();
   #seq = 0;
   #closed = false;
@@ -158,11 +175,14 @@ export class RunWriter implements AsyncDisposable {
   #lost = 0;
   #lossReason = '';
 
-  private constructor(runId: string, dir: string, handles: readonly FileHandle[], lastSeq = 0) {
+  /** `handles`: the logs', in LOGS order, then the index file's. */
+  private constructor(runId: string, dir: string, handles: readonly FileHandle[], index: IndexEncoder, lastSeq = 0) {
     this.runId = runId;
     this.dir = dir;
     this.#seq = lastSeq;
-    this.#logs = Object.fromEntries(LOGS.map((name, i) => [name, this.#stream(handles[i] as FileHandle, RUN_FILES[name])])) as Record<LogName, WriteStream>;
+    this.#logs = Object.fromEntries([...LOGS, 'index' as const].map((name, i) => [name, this.#stream(handles[i] as FileHandle, RUN_FILES[name])])) as Record<LogName | 'index', WriteStream>;
+    this.#index = index;
+    this.#writeIndex();
   }
 
   /**
@@ -175,13 +195,13 @@ export class RunWriter implements AsyncDisposable {
     try {
       await makeDirs(dir);
       await writeFile(path.join(dir, RUN_FILES.manifest), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx' });
-      for (const name of LOGS) opened.push(await open(path.join(dir, RUN_FILES[name]), 'wx'));
+      for (const name of [...LOGS, 'index' as const]) opened.push(await open(path.join(dir, RUN_FILES[name]), 'wx'));
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       const code = (err as NodeJS.ErrnoException).code;
       throw new UsageError(`cannot create the run folder '${dir}': ${code ?? describeError(err)}`, `Pass --out a folder you can write to (it is created if missing); ${code === 'ENOTDIR' ? 'a part of that path is a file' : code === 'EACCES' || code === 'EPERM' ? 'you have no permission there' : 'check the path'}.`);
     }
-    return new RunWriter(runId, dir, opened);
+    return new RunWriter(runId, dir, opened, new IndexEncoder());
   }
 
   /**
@@ -205,7 +225,9 @@ export class RunWriter implements AsyncDisposable {
         opened.push(handle);
         if (append) lastSeq = await continueEvents(handle);
       }
-      return new RunWriter(runId, dir, opened, lastSeq);
+      const index = await open(path.join(dir, RUN_FILES.index), options.rewriteEvents ? 'w' : 'a+');
+      opened.push(index);
+      return new RunWriter(runId, dir, opened, options.rewriteEvents ? new IndexEncoder() : await continueIndex(index, (await (opened[0] as FileHandle).stat()).size), lastSeq);
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       throw new UsageError(`cannot reopen the run folder '${dir}': ${(err as NodeJS.ErrnoException).code ?? describeError(err)}`, 'The run resumes into the folder it started in: check that it is still there and writable.');
@@ -262,16 +284,28 @@ export class RunWriter implements AsyncDisposable {
       this.#pending[name] = [];
     }
     this.#pendingChars = 0;
+    this.#writeIndex();
+  }
+
+  /** After the events it describes: a reader never finds a record for an event not written yet. */
+  #writeIndex(): void {
+    const bytes = this.#index.take();
+    if (bytes) this.#logs.index.write(bytes);
   }
 
   write(event: RunEvent): void {
     if (this.#closed) return;
     const seq = ++this.#seq;
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
+    let line: string | undefined;
     try {
-      this.#append('events', `{"event_seq":${seq},${JSON.stringify(event).slice(1)}`);
+      line = `{"event_seq":${seq},${JSON.stringify(event).slice(1)}`;
     } catch (err) {
       this.#lose(1, `event ${seq} (${event.type}) is not JSON: ${describeError(err)}`);
+    }
+    if (line !== undefined) {
+      this.#append('events', line);
+      this.#index.add(event, Buffer.byteLength(line) + 1);
     }
     if (event.type === 'trace_settled') this.writeStep(event);
     else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
