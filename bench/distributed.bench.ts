@@ -5,12 +5,20 @@
  * (target: lease + 1 s).
  */
 import { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { coordinate, dropQueue, startWorker, stopWorkers } from '../scripts/distributed-harness.js';
 import { target } from './lib/targets.js';
+import type * as Package from '../src/index.js';
+
+// Workers and coordinator run the built package, as users install it (`npm run bench` builds
+// first): the sources through tsx cost 1.5× the CPU and a transpile of every module on start.
+const built = path.join(import.meta.dirname, '..', 'dist');
+if (!existsSync(path.join(built, 'bin', 'agent.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+const { Run } = (await import(path.join(built, 'src', 'index.js'))) as typeof Package;
+const bin = path.join(built, 'bin', 'agent.js');
 
 const store = process.env['AGENT_STORE'] ?? 'redis://127.0.0.1:6379/0';
 const out = await mkdtemp(path.join(os.tmpdir(), 'agent-bench-distributed-'));
@@ -27,14 +35,14 @@ function cpuMs(pid: number): number {
 try {
   for (const n of [1, 2, 4]) {
     const queue = `agent-bench:${process.pid}:${n}:queue`;
-    const workers = await Promise.all(Array.from({ length: n }, () => startWorker({ store, queue, concurrency: CONCURRENCY, leaseMs: 10_000 })));
+    const workers = await Promise.all(Array.from({ length: n }, () => startWorker({ store, queue, concurrency: CONCURRENCY, leaseMs: 10_000, bin })));
     const episodes = 48 * n;
     // Booting the processes is not the run's cost; joining it (loading the env) is.
     const booted = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const t0 = performance.now();
-    const { run, done } = await coordinate({ env: 'fixtures/distributed', store, queue, out, episodes, maxSteps: 10, toolOptions: { step_ms: STEP_MS } });
+    const run = await Run.prepare({ env: 'fixtures/distributed', store, distributed: true, queue, out, episodes, maxSteps: 10, policy: 'random', toolOptions: { step_ms: STEP_MS } });
     const cpu = process.cpuUsage();
-    const summary = await done;
+    const summary = await run.execute();
     const seconds = (performance.now() - t0) / 1000;
     const used = process.cpuUsage(cpu);
     const workerCpuMs = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0) - booted;

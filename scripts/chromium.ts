@@ -100,6 +100,8 @@ export async function withPage<T>(bin: string, viewport: { width: number; height
         },
         hover: async (selector) => {
           const { x, y } = await centre(selector);
+          // From outside first: a pointer already resting there (a click before a redraw) would not enter it.
+          await page('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 0, y: 0 });
           await page('Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
         },
         screenshot: async (file) => {

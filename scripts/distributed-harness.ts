@@ -30,11 +30,13 @@ export interface PoolOptions {
   readonly extra?: readonly string[];
   /** Folders where the worker finds envs by name (`--envs`). */
   readonly envs?: readonly string[];
+  /** The `agent` to run: the checkout's (sources through tsx, the default) or `dist/bin/agent.js` (the built package, as benchmarks measure). */
+  readonly bin?: string;
 }
 
 /** One `agent worker` process; resolves once it has said it takes episodes. */
 export async function startWorker(o: PoolOptions): Promise<WorkerProcess> {
-  const child = execa('node', ['bin/agent.js', 'worker', '--store', o.store, '--queue', o.queue, '--concurrency', String(o.concurrency ?? 2), '--lease', `${o.leaseMs ?? 1000}ms`, '--max-attempts', String(o.maxAttempts ?? 3), ...(o.extra ?? [])], { reject: false, stdin: 'ignore', all: true });
+  const child = execa('node', [o.bin ?? 'bin/agent.js', 'worker', '--store', o.store, '--queue', o.queue, '--concurrency', String(o.concurrency ?? 2), '--lease', `${o.leaseMs ?? 1000}ms`, '--max-attempts', String(o.maxAttempts ?? 3), ...(o.extra ?? [])], { reject: false, stdin: 'ignore', all: true });
   let text = '';
   await new Promise<void>((resolve, reject) => {
     child.all?.on('data', (c: Buffer) => {

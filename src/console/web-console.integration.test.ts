@@ -57,8 +57,12 @@ describe.skipIf('skip' in browser)('the web console in a browser', () => {
       await page.waitFor(view('timeline'), 'the timeline to open');
       await page.waitFor(`document.querySelector('.details')?.dataset.selected === '${target.trace_id}'`, 'the trace selected in the timeline');
       expect(await page.evaluate<number>(`document.querySelectorAll('.barbox').length`)).toBe(steps.filter((s) => s.episode === 1).length);
-      await page.hover(`.barbox[data-trace="${target.trace_id}"]`);
-      await page.waitFor(`document.querySelector('.tooltip')?.dataset.tooltip === '${target.trace_id}'`, 'the tooltip of the hovered bar');
+      // Hovered again while the timeline may still be laying out (a bar that moved under the pointer is not entered).
+      for (let attempt = 1; ; attempt++) {
+        await page.hover(`.barbox[data-trace="${target.trace_id}"]`);
+        const shown = await page.waitFor(`document.querySelector('.tooltip')?.dataset.tooltip === '${target.trace_id}'`, 'the tooltip of the hovered bar', 3_000).catch((err: unknown) => (attempt < 5 ? undefined : Promise.reject(err)));
+        if (shown) break;
+      }
       expect(await page.evaluate<string>(text('.tooltip'))).toMatch(/dispatched \+[\d.]+ m?s.*settled after [\d.]+ m?s/s);
 
       await page.click('[data-open-state]');

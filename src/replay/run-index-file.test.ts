@@ -37,18 +37,9 @@ async function indexOf(dir: string): Promise<unknown> {
   ) as unknown;
 }
 
-/** The index as read from events.jsonl alone (the index file set aside). */
+/** The index as read from events.jsonl alone: the folder copied without its index (a writer may still hold the original). */
 async function scannedIndexOf(dir: string): Promise<unknown> {
-  const file = path.join(dir, RUN_FILES.index);
-  const aside = `${file}.aside`;
-  await copyFile(file, aside).catch(() => undefined);
-  await rm(file, { force: true });
-  try {
-    return await indexOf(dir);
-  } finally {
-    await copyFile(aside, file).catch(() => undefined);
-    await rm(aside, { force: true });
-  }
+  return indexOf(await copyRun(dir, 'index-scan-', false));
 }
 
 /** Bytes of events.jsonl the index file covers (without it, the events are read). */
@@ -61,9 +52,13 @@ async function covered(dir: string): Promise<number> {
   }
 }
 
-async function copyRun(dir: string, prefix: string): Promise<string> {
+async function copyRun(dir: string, prefix: string, withIndex = true): Promise<string> {
   const to = await tmp.dir(prefix);
-  for (const name of ['run.json', 'states.jsonl', 'rewards.jsonl', RUN_FILES.events, RUN_FILES.index]) await copyFile(path.join(dir, name), path.join(to, name));
+  for (const name of ['run.json', 'states.jsonl', 'rewards.jsonl', 'summary.json', RUN_FILES.events, ...(withIndex ? [RUN_FILES.index] : [])]) {
+    await copyFile(path.join(dir, name), path.join(to, name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
   return to;
 }
 
@@ -150,6 +145,36 @@ describe('events.index', async () => {
       expect(replayed, name).toEqual(await scannedIndexOf(dir));
       expect(replayed.events, name).toBe(tearIndex ? events.length : events.length - 1);
     }
+  });
+
+  it('a folder still being written: its index lags the events, and what it lacks is read from them', async () => {
+    const source = runs['weather'] as string;
+    const manifest = JSON.parse(await readFile(path.join(source, 'run.json'), 'utf8')) as object;
+    const events = (await readFile(path.join(source, RUN_FILES.events), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const { event_seq: _, ...event } = JSON.parse(l) as RunEvent & { event_seq: number };
+        return event as RunEvent;
+      });
+    const out = await tmp.dir('index-live-');
+    await using writer = await RunWriter.create(out, 'live', manifest);
+    const dir = path.join(out, 'live');
+    await copyFile(path.join(source, 'states.jsonl'), path.join(dir, 'states.jsonl'));
+    const half = Math.floor(events.length / 2);
+    for (const e of events.slice(0, half)) writer.write(e);
+    await writer.drained();
+    await new Promise((r) => setTimeout(r, 50));
+    const size = (await stat(path.join(dir, RUN_FILES.events))).size;
+    expect(size).toBeGreaterThan(0);
+    expect(await covered(dir)).toBeLessThan(size);
+    const live = (await indexOf(dir)) as { events: number };
+    expect(live).toEqual(await scannedIndexOf(dir));
+    expect(live.events).toBe(half);
+    for (const e of events.slice(half)) writer.write(e);
+    await writer.finish({});
+    expect(await covered(dir)).toBe((await stat(path.join(dir, RUN_FILES.events))).size);
+    expect(await indexOf(dir)).toEqual(await scannedIndexOf(dir));
   });
 
   it('a run folder written before the index has one from its first resume, the old events as a gap', async () => {

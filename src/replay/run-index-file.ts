@@ -86,6 +86,11 @@ export class IndexEncoder {
     }
   }
 
+  /** Bytes encoded and not taken yet. */
+  get pending(): number {
+    return this.#pos;
+  }
+
   /** The bytes encoded since the last call (undefined when none). */
   take(): Buffer | undefined {
     if (this.#pos === 0) return undefined;
@@ -97,96 +102,115 @@ export class IndexEncoder {
   /** The record of an event whose line in events.jsonl is `bytes` long (newline included). */
   add(e: RunEvent, bytes: number): void {
     const event = e as unknown as IndexedEvent;
-    const dt = event.time - this.#time;
-    this.#time = event.time;
-    const episode = this.#attribution(event);
-    if (!(Number.isSafeInteger(dt) && dt >= 0 && episode !== undefined && this.#compact(event, bytes, dt, episode))) this.#whole(event, bytes);
-    this.#track(event);
-  }
-
-  /** The episode the index will join the event to, as `RunIndex.episodeOf` would; undefined when only the index can tell. */
-  #attribution(e: IndexedEvent): Attribution {
-    const { episode, trace_id: traceId, instance_id: instanceId } = e;
-    if (typeof episode === 'number') return Number.isSafeInteger(episode) && episode >= 0 ? episode : undefined;
-    if (typeof traceId === 'string') return this.#inflight.get(traceId)?.episode;
-    if (typeof instanceId === 'string') return this.#current.get(instanceId);
-    return null;
-  }
-
-  #track(e: IndexedEvent): void {
-    if (e.type === 'episode_started' && typeof e['instance_id'] === 'string' && typeof e['episode'] === 'number') this.#current.set(e['instance_id'], e['episode']);
-    else if (e.type === 'trace_settled') this.#inflight.delete(e['trace_id'] as string);
+    const { type, time } = event;
+    const dt = time - this.#time;
+    this.#time = time;
+    if (!(Number.isSafeInteger(dt) && dt >= 0 && this.#compact(type, event, bytes, dt))) this.#whole(event, bytes);
+    if (type === 'episode_started') {
+      const { instance_id: instanceId, episode } = event;
+      if (typeof instanceId === 'string' && typeof episode === 'number') this.#current.set(instanceId, episode);
+    } else if (type === 'trace_settled') this.#inflight.delete(event['trace_id'] as string);
   }
 
   /**
    * Writes the compact record of `e`, or returns false when it has none (kept whole instead).
    * Everything is checked, and every name interned (its `STRING` record written), before the
-   * record's first byte: a record is never left half written.
+   * record's first byte: a record is never left half written. Each type reads its own fields in
+   * a method of its own: events of many shapes through one property read cost several times more.
    */
-  #compact(e: IndexedEvent, bytes: number, dt: number, episode: number | null): boolean {
-    if (!DETAILED.has(e.type)) {
-      this.#head(Kind.REF, bytes, dt, episode);
-      return true;
-    }
-    if (e.type === 'episode_started' || e.type === 'episode_finished') return this.#episode(e, bytes, dt, episode);
-    const traceId = e['trace_id'];
-    if (typeof traceId !== 'string') return false;
-    switch (e.type) {
-      case 'dispatched': {
-        const action = e['action'];
-        const actionId = typeof action === 'string' && episode !== null ? this.#string(action) : -1;
-        if (actionId < 0) return false;
-        this.#head(Kind.DISPATCHED, bytes, dt, episode);
-        this.#text(traceId);
-        this.#uint(actionId);
-        this.#inflight.set(traceId, { episode: episode as number, ordinal: this.#ordinals++ });
-        return true;
-      }
-      case 'tool_finished': {
-        const attempts = e['attempts'];
-        if (!isCount(attempts)) return false;
-        this.#head(Kind.TOOL_FINISHED, bytes, dt, episode);
-        this.#trace(traceId);
-        this.#uint(attempts);
-        return true;
-      }
+  #compact(type: string, e: IndexedEvent, bytes: number, dt: number): boolean {
+    switch (type) {
+      case 'dispatched':
+        return this.#dispatched(e, bytes, dt);
+      case 'tool_finished':
+        return this.#toolFinished(e, bytes, dt);
       case 'trace_settled':
-        return this.#settled(e, traceId, bytes, dt, episode);
+        return this.#settled(e, bytes, dt);
       case 'reward_expected':
       case 'reward_arrived':
-      case 'reward_late': {
-        const { step, source, key } = e;
-        // The index joins a reward to the episode it names: one that names none is kept whole.
-        if (!isCount(step) || typeof e['episode'] !== 'number' || typeof source !== 'string' || !(key === undefined || typeof key === 'string')) return false;
-        // `key` absent and `key: ''` are the same to the index: it only asks whether a reward is the tool's own.
-        const typeId = this.#string(e.type);
-        const sourceId = this.#string(source);
-        const keyId = this.#string(key ?? '');
-        if (typeId < 0 || sourceId < 0 || keyId < 0) return false;
-        this.#head(Kind.REWARD, bytes, dt, episode);
-        this.#trace(traceId);
-        this.#uint(typeId);
-        this.#uint(sourceId);
-        this.#uint(keyId);
-        this.#uint(step);
-        this.#number(e['value']);
-        this.#number(e['delay_ms']);
-        this.#number(e['deadline_at']);
-        return true;
-      }
+      case 'reward_late':
+        return this.#reward(type, e, bytes, dt);
+      case 'episode_started':
+      case 'episode_finished':
+        return this.#episode(type, e, bytes, dt);
+      case 'tool_started':
+      case 'state_committed':
+        return this.#ref(bytes, dt, this.#episodeOf(e['episode'], e['trace_id'], e['instance_id']));
+      case 'lifecycle_changed':
+        return this.#ref(bytes, dt, this.#episodeOf(e['episode'], e['trace_id'], e['instance_id']));
       default:
-        return false;
+        return !DETAILED.has(type) && this.#ref(bytes, dt, this.#episodeOf(e['episode'], e['trace_id'], e['instance_id']));
     }
   }
 
-  #episode(e: IndexedEvent, bytes: number, dt: number, episode: number | null): boolean {
-    if (episode === null) return false;
-    if (e.type === 'episode_started') {
+  /** The episode the index will join an event to, as `RunIndex.episodeOf` would; undefined when only the index can tell. */
+  #episodeOf(episode: unknown, traceId: unknown, instanceId: unknown): Attribution {
+    if (typeof episode === 'number') return isCount(episode) ? episode : undefined;
+    if (typeof traceId === 'string') return this.#inflight.get(traceId)?.episode;
+    if (typeof instanceId === 'string') return this.#current.get(instanceId);
+    return null;
+  }
+
+  #ref(bytes: number, dt: number, episode: Attribution): boolean {
+    if (episode === undefined) return false;
+    this.#head(Kind.REF, bytes, dt, episode);
+    return true;
+  }
+
+  #dispatched(e: IndexedEvent, bytes: number, dt: number): boolean {
+    const { trace_id: traceId, action, episode } = e;
+    if (typeof traceId !== 'string' || typeof action !== 'string' || !isCount(episode)) return false;
+    const actionId = this.#string(action);
+    if (actionId < 0) return false;
+    this.#head(Kind.DISPATCHED, bytes, dt, episode);
+    this.#text(traceId);
+    this.#uint(actionId);
+    this.#inflight.set(traceId, { episode, ordinal: this.#ordinals++ });
+    return true;
+  }
+
+  #toolFinished(e: IndexedEvent, bytes: number, dt: number): boolean {
+    const { trace_id: traceId, attempts } = e;
+    const episode = this.#episodeOf(e['episode'], traceId, e['instance_id']);
+    if (episode === undefined || typeof traceId !== 'string' || !isCount(attempts)) return false;
+    this.#head(Kind.TOOL_FINISHED, bytes, dt, episode);
+    this.#trace(traceId);
+    this.#uint(attempts);
+    return true;
+  }
+
+  #reward(type: string, e: IndexedEvent, bytes: number, dt: number): boolean {
+    const { trace_id: traceId, episode, step, source, key } = e;
+    // The index joins a reward to the episode it names: one that names none is kept whole.
+    if (typeof traceId !== 'string' || !isCount(episode) || !isCount(step) || typeof source !== 'string' || !(key === undefined || typeof key === 'string')) return false;
+    // `key` absent and `key: ''` are the same to the index: it only asks whether a reward is the tool's own.
+    const typeId = this.#string(type);
+    const sourceId = this.#string(source);
+    const keyId = this.#string(key ?? '');
+    if (typeId < 0 || sourceId < 0 || keyId < 0) return false;
+    this.#head(Kind.REWARD, bytes, dt, episode);
+    this.#trace(traceId);
+    this.#uint(typeId);
+    this.#uint(sourceId);
+    this.#uint(keyId);
+    this.#uint(step);
+    this.#number(e['value']);
+    this.#number(e['delay_ms']);
+    this.#number(e['deadline_at']);
+    return true;
+  }
+
+  #episode(type: string, e: IndexedEvent, bytes: number, dt: number): boolean {
+    const episode = e['episode'];
+    if (!isCount(episode)) return false;
+    if (type === 'episode_started') {
       const { instance_id: instanceId, initial_state_id: stateId } = e;
-      const ids = typeof instanceId === 'string' && typeof stateId === 'string' ? [this.#string(instanceId), this.#string(stateId)] : [-1];
-      if (ids.includes(-1)) return false;
+      const instanceName = typeof instanceId === 'string' ? this.#string(instanceId) : -1;
+      const stateName = typeof stateId === 'string' ? this.#string(stateId) : -1;
+      if (instanceName < 0 || stateName < 0) return false;
       this.#head(Kind.EPISODE_STARTED, bytes, dt, episode);
-      for (const id of ids) this.#uint(id);
+      this.#uint(instanceName);
+      this.#uint(stateName);
       return true;
     }
     const { steps, reward, reason } = e;
@@ -199,9 +223,10 @@ export class IndexEncoder {
     return true;
   }
 
-  #settled(e: IndexedEvent, traceId: string, bytes: number, dt: number, episode: number | null): boolean {
-    const { step, status, duration_ms: duration, rewards } = e;
-    if (e['error'] !== undefined || !isCount(step) || typeof status !== 'string' || !(duration === undefined || typeof duration === 'number')) return false;
+  #settled(e: IndexedEvent, bytes: number, dt: number): boolean {
+    const { trace_id: traceId, step, status, duration_ms: duration, rewards } = e;
+    const episode = this.#episodeOf(e['episode'], traceId, e['instance_id']);
+    if (episode === undefined || typeof traceId !== 'string' || e['error'] !== undefined || !isCount(step) || typeof status !== 'string' || !(duration === undefined || typeof duration === 'number')) return false;
     if (typeof rewards !== 'object' || rewards === null || Array.isArray(rewards)) return false;
     const entries = rewards as Readonly<Record<string, RewardEntryLike | null>>;
     const statusId = this.#string(status);
@@ -547,7 +572,8 @@ function parseEvent(json: string): IndexedEvent {
   return e as IndexedEvent;
 }
 
-const CHUNK = 4 * 1024 * 1024;
+/** Read a megabyte of records at a time (~35,000 events): a server replaying the file still answers requests between reads. */
+const CHUNK = 1024 * 1024;
 
 export interface IndexFileRead {
   /** Bytes of events.jsonl the index file covered (read from the events file from there on). */

@@ -40,6 +40,17 @@ export const RUN_FILES = {
 
 /** Lines are batched up to this many characters per write. */
 const BATCH_CHARS = 64 * 1024;
+/**
+ * …or for at most this long: a slow run (a 20 ms tool, a distributed run's coordinator) would
+ * otherwise pay a write per log for every few events (a system call each, most of a coordinator's
+ * CPU). Followers of the folder poll every 50 ms or more; a crash loses what the journal has anyway.
+ */
+const BATCH_MS = 10;
+/**
+ * The index goes out in larger pieces than the logs: a reader only replays it when it opens the
+ * folder, and reads the events past where it ends, so lagging costs nothing but a write saved.
+ */
+const INDEX_BATCH_BYTES = 256 * 1024;
 
 /** The logs, in the order they are opened. */
 const LOGS = ['events', 'trajectories', 'rewards', 'states', 'episodes'] as const;
@@ -167,10 +178,10 @@ export class RunWriter implements AsyncDisposable {
   readonly #statesWritten = new Set<string>();
   #seq = 0;
   #closed = false;
-  /** Lines not yet handed to their stream, flushed at the next turn of the event loop or past BATCH_CHARS. */
+  /** Lines not yet handed to their stream, flushed BATCH_MS after the first or past BATCH_CHARS. */
   #pending: Record<LogName, string[]> = { events: [], trajectories: [], rewards: [], states: [], episodes: [] };
   #pendingChars = 0;
-  #flushTimer: NodeJS.Immediate | undefined;
+  #flushTimer: NodeJS.Timeout | undefined;
   #draining: Promise<void> | undefined;
   #lost = 0;
   #lossReason = '';
@@ -274,7 +285,7 @@ export class RunWriter implements AsyncDisposable {
 
   /** Hand the batched lines to the streams: one write per log instead of one per record. */
   #flush(): void {
-    clearImmediate(this.#flushTimer);
+    clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     if (this.#pendingChars === 0) return;
     for (const name of LOGS) {
@@ -284,7 +295,7 @@ export class RunWriter implements AsyncDisposable {
       this.#pending[name] = [];
     }
     this.#pendingChars = 0;
-    this.#writeIndex();
+    if (this.#index.pending >= INDEX_BATCH_BYTES) this.#writeIndex();
   }
 
   /** After the events it describes: a reader never finds a record for an event not written yet. */
@@ -346,7 +357,7 @@ export class RunWriter implements AsyncDisposable {
     this.#pending[log].push(text);
     this.#pendingChars += text.length;
     if (this.#pendingChars > BATCH_CHARS) this.#flush();
-    else this.#flushTimer ??= setImmediate(() => this.#flush());
+    else this.#flushTimer ??= setTimeout(() => this.#flush(), BATCH_MS);
   }
 
   /** Flush the logs and write summary.json atomically (write then rename). */
@@ -360,6 +371,7 @@ export class RunWriter implements AsyncDisposable {
 
   async #close(): Promise<void> {
     this.#flush();
+    this.#writeIndex();
     this.#closed = true;
     await Promise.all(
       Object.values(this.#logs).map(async (s) => {
