@@ -308,11 +308,13 @@ export class IndexEncoder {
 
   #uint(n: number): void {
     this.#room(8);
-    while (n >= 0x80) {
-      this.#buf[this.#pos++] = (n % 0x80) | 0x80;
-      n = Math.floor(n / 0x80);
-    }
-    this.#buf[this.#pos++] = n;
+    const buf = this.#buf;
+    let pos = this.#pos;
+    // Past 31 bits (an absolute time) by division; below, with the integer ops the engine does fastest.
+    for (; n >= 0x80000000; n = Math.floor(n / 0x80)) buf[pos++] = (n % 0x80) | 0x80;
+    for (; n >= 0x80; n >>>= 7) buf[pos++] = (n & 0x7f) | 0x80;
+    buf[pos++] = n;
+    this.#pos = pos;
   }
 
   #number(v: unknown): void {
