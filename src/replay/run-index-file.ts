@@ -324,9 +324,27 @@ export class IndexEncoder {
   }
 
   #text(s: string): void {
-    const n = Buffer.byteLength(s);
-    this.#uint(n);
-    this.#room(n);
+    const n = s.length;
+    // A short ASCII string (a trace id) byte by byte: Buffer#write costs more than the copy of a few bytes.
+    if (n < 0x80) {
+      this.#room(n + 1);
+      const buf = this.#buf;
+      let pos = this.#pos + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[pos++] = c;
+      }
+      if (i === n) {
+        buf[this.#pos] = n;
+        this.#pos = pos;
+        return;
+      }
+    }
+    const bytes = Buffer.byteLength(s);
+    this.#uint(bytes);
+    this.#room(bytes);
     this.#pos += this.#buf.write(s, this.#pos, 'utf8');
   }
 }

@@ -308,15 +308,18 @@ export class RunWriter implements AsyncDisposable {
     if (this.#closed) return;
     const seq = ++this.#seq;
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
-    let line: string | undefined;
+    let json: string | undefined;
     try {
-      line = `{"event_seq":${seq},${JSON.stringify(event).slice(1)}`;
+      json = JSON.stringify(event);
     } catch (err) {
       this.#lose(1, `event ${seq} (${event.type}) is not JSON: ${describeError(err)}`);
     }
-    if (line !== undefined) {
-      this.#append('events', line);
-      this.#index.add(event, Buffer.byteLength(line) + 1);
+    if (json !== undefined) {
+      const head = `{"event_seq":${seq},`;
+      this.#append('events', head + json.slice(1));
+      // The line's UTF-8 length from its parts (ASCII head, the JSON less its '{', the newline): measuring
+      // the joined line would make the engine copy it into one string first.
+      this.#index.add(event, head.length + Buffer.byteLength(json));
     }
     if (event.type === 'trace_settled') this.writeStep(event);
     else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
