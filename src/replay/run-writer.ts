@@ -298,7 +298,10 @@ export class RunWriter implements AsyncDisposable {
     if (this.#index.pending >= INDEX_BATCH_BYTES) this.#writeIndex();
   }
 
-  /** After the events it describes: a reader never finds a record for an event not written yet. */
+  /**
+   * After the events it describes. The two files still land independently (two streams), so a
+   * reader takes a record only once its event's line is in the events file.
+   */
   #writeIndex(): void {
     const bytes = this.#index.take();
     if (bytes) this.#logs.index.write(bytes);
@@ -310,8 +313,10 @@ export class RunWriter implements AsyncDisposable {
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
     let json: string | undefined;
     try {
-      json = JSON.stringify(event);
+      json = JSON.stringify(event) as string | undefined;
+      if (json === undefined) throw new TypeError('it serialises to nothing');
     } catch (err) {
+      json = undefined;
       this.#lose(1, `event ${seq} (${event.type}) is not JSON: ${describeError(err)}`);
     }
     if (json !== undefined) {
