@@ -24,7 +24,8 @@ import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 import { isLoggedReward, rewardRecord, type RewardLogRecord } from './reward-log.js';
-import { IndexEncoder, readIndexFile } from './run-index-file.js';
+import { IndexEncoder } from './run-index-encoder.js';
+import { readIndexFile } from './run-index-file.js';
 
 export const RUN_FILES = {
   manifest: 'run.json',
