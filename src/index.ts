@@ -40,6 +40,7 @@ export { archiveToFolder, readArchive } from './state/archive.js';
 export { storeHealth, type StoreHealth, type StoreHealthOptions } from './state/redis-health.js';
 export type { Delta, Snapshot, StateBounds, StatePoint, StateStore, StateStoreOptions, TrimResult } from './state/store.js';
 export { applyPatch, type Patch, type PatchOperation } from './state/patch.js';
+export { plainJson } from './state/wide-object.js';
 
 export { assertTransition, canTransition, type LifecycleStatus } from './lifecycle/lifecycle.js';
 

@@ -6,6 +6,7 @@
  */
 import { AgentError } from '../shared/errors.js';
 import { jsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
+import { noteChild, noteCopy, wideSet } from './wide-object.js';
 
 export type PatchOperation =
   | { readonly op: 'add' | 'replace' | 'test'; readonly path: string; readonly value: JsonValue }
@@ -147,20 +148,35 @@ function update(doc: JsonValue, path: readonly string[], i: number, edit: Edit, 
   return child;
 }
 
-/** `parent` with `key` set to `child`: in place when this patch made `parent`, else a copy. */
+/** `parent` with `key` set to `child`: in place when this patch made `parent`, else a copy (or, for a wide object, a new version of it). */
 function withChild(parent: JsonValue, key: string, child: JsonValue, fresh: object[]): JsonValue {
   const own = fresh.includes(parent as object);
   if (Array.isArray(parent)) {
     const out = own ? parent : copyArray(parent);
     out[Number(key)] = child;
-    return own ? out : made(out, fresh);
+    return noted(own, out, parent, child, fresh);
   }
-  const obj = parent as Record<string, JsonValue>;
+  return withKey(parent as Record<string, JsonValue>, key, child, own, fresh);
+}
+
+/** An object with `key` set (added or replaced). */
+function withKey(obj: Record<string, JsonValue>, key: string, value: JsonValue, own: boolean, fresh: object[]): JsonValue {
   if (own) {
-    setOwn(obj, key, child);
+    setOwn(obj, key, value);
+    noteChild(obj, value);
     return obj;
   }
-  return made(key === '__proto__' ? withOwn({ ...obj }, key, child) : { ...obj, [key]: child }, fresh);
+  return wideSet(obj, key, value) ?? noted(false, key === '__proto__' ? withOwn({ ...obj }, key, value) : { ...obj, [key]: value }, obj, value, fresh);
+}
+
+/** `out`, made from `original` with `child` in it (or `original` itself, edited in place), with what it holds noted. */
+function noted<T extends object>(own: boolean, out: T, original: JsonValue, child: JsonValue, fresh: object[]): T {
+  if (own) {
+    noteChild(out, child);
+    return out;
+  }
+  noteCopy(out, original as object, child);
+  return made(out, fresh);
 }
 
 function editContainer(parent: JsonValue, key: string, edit: Edit, value: JsonValue, i: number, fresh: object[]): JsonValue {
@@ -174,7 +190,7 @@ function editContainer(parent: JsonValue, key: string, edit: Edit, value: JsonVa
       if (at === out.length) out.push(value);
       else out.splice(at, 0, value);
     }
-    return own ? out : made(out, fresh);
+    return noted(own, out, parent, value, fresh);
   }
   if (!isPlainObject(parent)) throw new PatchError(i, `cannot ${edit === 'remove' ? 'remove' : 'add'} '${key}' ${edit === 'remove' ? 'from' : 'to'} a ${parent === null ? 'null' : typeof parent}`);
   const obj = parent as Record<string, JsonValue>;
@@ -182,14 +198,10 @@ function editContainer(parent: JsonValue, key: string, edit: Edit, value: JsonVa
     if (!Object.hasOwn(obj, key)) throw new PatchError(i, `cannot remove missing key '${key}'`);
     // A copy, even of our own: `delete` would turn the object into a slow dictionary.
     const { [key]: _removed, ...rest } = obj;
-    return made(rest, fresh);
+    return noted(false, rest, obj, null, fresh);
   }
   if (edit === 'replace' && !Object.hasOwn(obj, key)) throw new PatchError(i, `cannot replace missing key '${key}'`);
-  if (own) {
-    setOwn(obj, key, value);
-    return obj;
-  }
-  return made(key === '__proto__' ? withOwn({ ...obj }, key, value) : { ...obj, [key]: value }, fresh);
+  return withKey(obj, key, value, own, fresh);
 }
 
 /** A container this patch made: editable in place until the patch ends (or frozen now, past MAX_FRESH). */

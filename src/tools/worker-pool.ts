@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { raceAbort } from '../shared/abort.js';
 import { AgentError, describeError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
+import { plainJson } from '../state/wide-object.js';
 import type { ToolContext, ToolModuleConfig } from './types.js';
 import type { CallMessage, ReplyMessage } from './worker-entry.js';
 
@@ -89,7 +90,8 @@ export class WorkerPool implements AsyncDisposable {
     }
     const id = this.#nextId++;
     const traceparent = ctx.traceparent;
-    const message: CallMessage = { id, params, state: ctx.state, traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed, ...(traceparent !== undefined ? { traceparent } : {}) };
+    // Structured clone refuses the Proxy a wide object's edits live in (wide-object.ts): the worker gets plain objects.
+    const message: CallMessage = { id, params, state: plainJson(ctx.state), traceId: ctx.traceId, instanceId: ctx.instanceId, tool: this.#tool, attempt: ctx.attempt, rngSeed, ...(traceparent !== undefined ? { traceparent } : {}) };
     try {
       return await new Promise<unknown>((resolve, reject) => {
         const cleanup = (): void => {
