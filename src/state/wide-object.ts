@@ -52,7 +52,7 @@ class Base {
 }
 
 /** One version: the target of its Proxy (the traps read these fields; the Proxy never shows them). */
-class Version {
+class WideObjectView {
   constructor(
     readonly base: Base,
     readonly changes: ReadonlyMap<string, JsonValue>,
@@ -85,7 +85,7 @@ const refuse = (what: string) => (): never => {
   throw new TypeError(`Cannot ${what} a state object: states are immutable (a tool changes the state by returning a patch)`);
 };
 
-const traps: ProxyHandler<Version> = {
+const traps: ProxyHandler<WideObjectView> = {
   get(v, key) {
     if (typeof key === 'string') {
       const changed = v.changes.get(key);
@@ -109,13 +109,13 @@ const traps: ProxyHandler<Version> = {
   preventExtensions: refuse('freeze (it already is immutable)'),
 };
 
-function valueOf(v: Version, key: string): JsonValue {
+function valueOf(v: WideObjectView, key: string): JsonValue {
   const changed = v.changes.get(key);
   return changed !== undefined ? changed : (v.base.object[key] as JsonValue);
 }
 
 /** Each view's version. */
-const versions = new WeakMap<object, Version>();
+const versions = new WeakMap<object, WideObjectView>();
 /** Plain wide objects already counted, with their Base (one per object, so its keys are listed once). */
 const bases = new WeakMap<object, Base>();
 /** Views, and the containers a patch made that hold a view somewhere below: what `plainJson` must copy. */
@@ -152,7 +152,7 @@ export function wideSet(obj: Entries, key: string, value: JsonValue): JsonValue 
   changes.set(key, value);
   const added = from?.added ?? [];
   const holdsViews = (from ? from.holdsViews : holders.has(obj)) || holdsView(value);
-  const next = new Version(base, changes, isNew ? [...added, key] : added, holdsViews);
+  const next = new WideObjectView(base, changes, isNew ? [...added, key] : added, holdsViews);
   if (changes.size >= FOLD_AFTER) {
     const plain = fold(next, true);
     bases.set(plain, new Base(plain, next.keys()));
@@ -178,7 +178,7 @@ function baseOf(obj: Entries): Base | undefined {
 }
 
 /** A version as one plain object, frozen when it becomes state. */
-function fold(v: Version, freeze: boolean): Entries {
+function fold(v: WideObjectView, freeze: boolean): Entries {
   const out: Record<string, JsonValue> = {};
   const { object } = v.base;
   const keys = v.base.keys;
