@@ -5,16 +5,26 @@
  *    `redis-benchmark`'s XADD figure on the same server. Target: ≥ 20k steps/s on Redis.
  * 2. One instance with 1M deltas, trimmed to ~100k as it grows (snapshot every 50): Redis memory
  *    of its keys, and `stateAt` anywhere in the kept range. Target: ≤ 5 ms.
- * Keys use a random prefix (run ids are fresh) and are removed.
+ * Keys use a random prefix (run ids are fresh) and are removed. Runs on the built package (dist/,
+ * as users install it; `npm run build` first): the sources through tsx cost ~1.3× the CPU per step.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { AgentEnv, defineEnv, RedisStateStore, Run, type ToolHandler } from '../src/index.js';
-import { APPEND_SCRIPT } from '../src/state/redis-store.js';
+import type * as Lib from '../src/index.js';
+import type * as RedisStoreModule from '../src/state/redis-store.js';
 import { target } from './lib/targets.js';
+
+const built = path.join(import.meta.dirname, '..', 'dist', 'src');
+if (!existsSync(path.join(built, 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+const { AgentEnv, defineEnv, RedisStateStore, Run } = (await import(pathToFileURL(path.join(built, 'index.js')).href)) as typeof Lib;
+const { APPEND_SCRIPT } = (await import(pathToFileURL(path.join(built, 'state', 'redis-store.js')).href)) as typeof RedisStoreModule;
+type RedisStateStore = Lib.RedisStateStore;
+type ToolHandler = Lib.ToolHandler;
 
 const url = process.env['AGENT_BENCH_REDIS'] ?? 'redis://127.0.0.1:6379/0';
 const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-bench-'));
