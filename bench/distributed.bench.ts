@@ -41,8 +41,20 @@ try {
     const booted = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const t0 = performance.now();
     const run = await Run.prepare({ env: 'fixtures/distributed', store, distributed: true, queue, out, episodes, maxSteps: 10, policy: 'random', toolOptions: { step_ms: STEP_MS } });
+    // The coordinator's CPU between the 25th and the 75th percent of the steps: what a step costs it
+    // once the run is going, without its start (env, folder, first compilations) and end (summary).
+    const marks: NodeJS.CpuUsage[] = [];
+    let settled = 0;
+    const stop = run.events.onAny((e) => {
+      if (e.type !== 'trace_settled') return;
+      settled++;
+      if (settled === Math.round(episodes * 10 * 0.25) || settled === Math.round(episodes * 10 * 0.75)) marks.push(process.cpuUsage());
+    });
     const cpu = process.cpuUsage();
     const summary = await run.execute();
+    stop();
+    const [m25, m75] = marks as [NodeJS.CpuUsage, NodeJS.CpuUsage];
+    const steadyCpuMs = (m75.user - m25.user + m75.system - m25.system) / 1000 / (Math.round(episodes * 10 * 0.75) - Math.round(episodes * 10 * 0.25));
     const seconds = (performance.now() - t0) / 1000;
     const used = process.cpuUsage(cpu);
     const workerCpuMs = workers.reduce((sum, w) => sum + cpuMs(w.pid), 0) - booted;
@@ -56,11 +68,10 @@ try {
     const ideal = (n * CONCURRENCY * 1000) / STEP_MS;
     console.log(
       `${n} worker(s) × ${CONCURRENCY}: ${summary.steps.total} steps in ${seconds.toFixed(2)} s = ${(summary.steps.total / seconds).toFixed(0)} steps/s; steady ${steady.toFixed(0)} steps/s = ${((steady / ideal) * 100).toFixed(0)}% of ideal (${ideal}); ` +
-        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step (with each loading the env once); coordinator CPU ${((used.user + used.system) / 1000 / episodes).toFixed(2)} ms per episode, ${((used.user + used.system) / 1000 / summary.steps.total).toFixed(3)} ms per step`,
+        `workers' CPU ${(workerCpuMs / summary.steps.total).toFixed(2)} ms per step (with each loading the env once); coordinator CPU ${((used.user + used.system) / 1000 / summary.steps.total).toFixed(3)} ms per step over the whole run, ${steadyCpuMs.toFixed(3)} ms in its middle half`,
     );
     if (n === 1) {
-      const coordinatorMs = (used.user + used.system) / 1000 / summary.steps.total;
-      console.log(`  one worker: ${(steady / ideal).toFixed(2)} of its slots' ideal, ${target("one worker's steady rate, of its slots' ideal", steady / ideal, '', { atLeast: 0.9 })}; coordinator ${coordinatorMs.toFixed(3)} ms CPU per step, ${target('coordinator CPU per step', coordinatorMs, 'ms', { atMost: 0.2 })}`);
+      console.log(`  one worker: ${(steady / ideal).toFixed(2)} of its slots' ideal, ${target("one worker's steady rate, of its slots' ideal", steady / ideal, '', { atLeast: 0.9 })}; coordinator ${steadyCpuMs.toFixed(3)} ms CPU per step (middle half), ${target('coordinator CPU per step', steadyCpuMs, 'ms', { atMost: 0.2 })}`);
     }
   }
 
