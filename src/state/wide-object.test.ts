@@ -2,6 +2,7 @@ import { inspect, types } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentEnv, applyPatch, defineEnv, plainJson, type JsonValue, type Patch, type PatchOperation } from '../index.js';
 import { jsonCopy } from '../shared/json.js';
+import { diffStates } from './diff.js';
 import { WIDE_KEYS } from './wide-object.js';
 
 type Obj = Record<string, JsonValue>;
@@ -104,6 +105,18 @@ describe('wide objects (maps of WIDE_KEYS keys or more) under patches', () => {
     expect(views).toBeGreaterThan(100);
     expect(views).toBeLessThan(400);
     for (const [version, json] of history) expect(JSON.stringify(version)).toBe(json);
+    // An episode's final patch (diffStates) between two versions replays to the later one, and is
+    // the patch a walk of every key finds on the same states as plain objects.
+    const start = history[0]?.[0] as Obj;
+    const byPath = (ops: PatchOperation[]): PatchOperation[] => ops.slice().sort((x, y) => x.path.localeCompare(y.path));
+    for (const [i, [version]] of history.entries()) {
+      if (i % 20 !== 0) continue;
+      for (const [from, to] of [[start, version], [version, state]] as const) {
+        const patch = diffStates(from, to);
+        expect(applyPatch(from, patch)).toEqual(JSON.parse(JSON.stringify(to)));
+        expect(byPath(patch)).toEqual(byPath(diffStates(plainJson(from), plainJson(to))));
+      }
+    }
     // What structured clone carries: plain objects, equal to the views.
     expect(structuredClone(plainJson(state))).toEqual(JSON.parse(JSON.stringify(state)));
   });
@@ -135,6 +148,37 @@ describe('wide objects (maps of WIDE_KEYS keys or more) under patches', () => {
     expect(view['k1']).toBe(1);
     // The state it came from is untouched.
     expect(plain['k3']).toBe(3);
+  });
+
+  it("diff an episode's start and end inside a wide map by the keys that changed, as a walk of every key would", () => {
+    const start = jsonCopy({ m: wideMap(WIDE_KEYS * 3, 'k'), small: { a: 1 } }) as Obj;
+    let state = start;
+    const edits: PatchOperation[] = [
+      { op: 'replace', path: '/m/k5/n', value: -5 },
+      { op: 'add', path: '/m/fresh', value: { n: 0, tags: [] } },
+      { op: 'add', path: '/m/k7/tags/-', value: 'x' },
+      { op: 'replace', path: '/m/k5/n', value: 5 },
+      { op: 'replace', path: '/m/k9', value: { n: 9, tags: ['y'] } },
+      { op: 'replace', path: '/small/a', value: 2 },
+    ];
+    const seen: Obj[] = [];
+    for (const op of edits) {
+      state = applyPatch(state, [op]);
+      seen.push(state);
+    }
+    const byPath = (ops: PatchOperation[]): PatchOperation[] => ops.slice().sort((x, y) => x.path.localeCompare(y.path));
+    // k5 changed and changed back: nothing; k9's n is what it was: only its tags.
+    expect(byPath(diffStates(start, state))).toEqual([
+      { op: 'add', path: '/m/fresh', value: { n: 0, tags: [] } },
+      { op: 'replace', path: '/m/k7/tags', value: ['x'] },
+      { op: 'replace', path: '/m/k9/tags', value: ['y'] },
+      { op: 'replace', path: '/small/a', value: 2 },
+    ]);
+    expect(byPath(diffStates(start, state))).toEqual(byPath(diffStates(start, plainJson(state))));
+    // Between two later versions (both views): what one has changed and the other not, both ways.
+    const [, second, third] = seen as [Obj, Obj, Obj];
+    expect(applyPatch(second, diffStates(second, state))).toEqual(JSON.parse(JSON.stringify(state)));
+    expect(applyPatch(state, diffStates(state, third))).toEqual(JSON.parse(JSON.stringify(third)));
   });
 
   it('plainJson copies only the path to a view: what holds none is shared, the result survives structured clone', () => {

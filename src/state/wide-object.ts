@@ -192,6 +192,22 @@ function fold(v: WideObjectView, freeze: boolean): Entries {
 }
 
 /**
+ * The keys whose values may differ between `a` and `b` when both are versions over one base (or
+ * `a` is the base `b` was made from): every other key holds the same value in both. Undefined when
+ * they are not related so (then only a walk of every key can tell).
+ */
+export function keysChangedBetween(a: object, b: object): Iterable<string> | undefined {
+  const vb = versions.get(b);
+  if (vb === undefined) return undefined;
+  const va = versions.get(a);
+  if (va !== undefined ? va.base !== vb.base : vb.base.object !== a) return undefined;
+  if (va === undefined) return vb.changes.keys();
+  const keys = new Set(vb.changes.keys());
+  for (const k of va.changes.keys()) keys.add(k);
+  return keys;
+}
+
+/**
  * `value` with every view replaced by a plain object: what structured clone (a worker thread's
  * postMessage) can carry. Shares everything that holds no view, so it costs the path to each
  * view plus the views themselves.
