@@ -82,7 +82,35 @@ const reads = {
   scanViewUs: readNs(edited, scan, 2_000) / 1000,
 };
 
-if (json) console.log(JSON.stringify({ stateBytes: bytes, sessionStepUs: session, recordStepUs: record, fullValidationUs: fullUs, ...reads }));
+// τ-bench's own test tasks: every gold action sequence replayed on the full databases (the second
+// pass timed, warm), per step: the tools' reads and writes through the views, validation, commits.
+async function goldReplayUs(domain: string): Promise<number> {
+  const dir = path.resolve(import.meta.dirname, '../fixtures/tau-bench', domain);
+  await using env = await AgentEnv.open(dir);
+  const tasks = readFileSync(path.join(dir, 'tasks', 'test.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { id: string; actions: { name: string; params: JsonObject }[] });
+  const initial = env.definition.initialStates[0] as JsonValue;
+  let us = 0;
+  for (const pass of [0, 1]) {
+    const t0 = performance.now();
+    let steps = 0;
+    for (const task of tasks) {
+      const agent = env.createInstance({ id: `${task.id}-${pass}` });
+      await agent.reset(initial);
+      for (const a of task.actions) {
+        await agent.step({ name: a.name, params: a.params });
+        steps++;
+      }
+    }
+    us = ((performance.now() - t0) * 1000) / steps;
+  }
+  return us;
+}
+const gold = { airlineUs: await goldReplayUs('airline'), retailUs: await goldReplayUs('retail') };
+
+if (json) console.log(JSON.stringify({ stateBytes: bytes, sessionStepUs: session, recordStepUs: record, fullValidationUs: fullUs, ...reads, gold }));
 else {
   console.log(`Commit on the full τ-bench airline db (${(bytes / 1e6).toFixed(1)} MB state), one-record patch, whole step (dispatch, tool, patch, validation, append):`);
   console.log(`  a field of a small object on the path (/session/user_id):      ${session.toFixed(1)} µs (target ≤ 100 µs)`);
@@ -91,4 +119,5 @@ else {
   console.log('Reads of the 2,000 reservations, plain and after an edit (through the view):');
   console.log(`  one record by id:             ${reads.keyPlainNs.toFixed(0)} ns plain, ${reads.keyViewNs.toFixed(0)} ns view`);
   console.log(`  Object.values of all of them: ${reads.scanPlainUs.toFixed(0)} µs plain, ${reads.scanViewUs.toFixed(0)} µs view`);
+  console.log(`τ-bench gold action replays (every test task, full databases, warm): airline ${gold.airlineUs.toFixed(0)} µs per step, retail ${gold.retailUs.toFixed(0)} µs`);
 }
