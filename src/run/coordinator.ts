@@ -105,7 +105,7 @@ export async function coordinate(ctx: CoordinatorContext, signal: AbortSignal): 
           writer.writeState(p.record.initial_state_id, ctx.initialState(p.record.initial_state_id));
           writer.writeEpisode(p.record);
         }
-        await archiveAndDrop(durable.store, e.instance_id, ctx.historyDir);
+        await archiveAndDrop(durable, e.instance_id, ctx.historyDir);
         if (e.reason !== 'interrupted') ctx.counted.add(e.episode);
         finished.add(e.episode);
       }

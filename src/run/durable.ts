@@ -10,7 +10,7 @@ import type { RunEvent } from '../events/run-events.js';
 import type { Clock } from '../shared/clock.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import { hashSeed } from '../shared/rng.js';
-import { archiveToFolder, readArchive } from '../state/archive.js';
+import { archiveToFolder, type FolderArchiver } from '../state/archive.js';
 import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { EpisodeHooks } from './episode-runner.js';
 import type { EpisodeQueue } from './episode-queue.js';
@@ -31,6 +31,8 @@ export interface Durable<J extends RunJournal | FencedJournal = RunJournal> {
   readonly resumed?: JournalContents;
   /** A distributed run's queue (the coordinator's). */
   readonly queue?: EpisodeQueue;
+  /** Where the run folder's history goes (trimmed deltas, and each finished episode's): one per run, so its folder is made and each file read once. */
+  readonly archive?: FolderArchiver;
 }
 
 /** A new run's id: its start (UTC, to the second) and six hex digits of the time, seed and pid. */
@@ -46,8 +48,9 @@ export function isRedisUrl(spec: unknown): spec is string {
 
 function durableOn(url: string, redis: Redis, runId: string, out: string, resumed?: JournalContents): Durable {
   // Keys of the run's episodes under agent:<run-id>:; history trimmed from Redis goes to the run folder.
-  const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, archive: archiveToFolder(path.join(out, runId, 'history')) }, true);
-  return { url, redis, store, journal: new RunJournal(redis, runId), ...(resumed ? { resumed } : {}) };
+  const archive = archiveToFolder(path.join(out, runId, 'history'));
+  const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, retainDeltas: 1_000, archive }, true);
+  return { url, redis, store, journal: new RunJournal(redis, runId), archive, ...(resumed ? { resumed } : {}) };
 }
 
 /** A new durable run's Redis side, when the store is a Redis URL (its journal is written when the run starts). */
@@ -88,18 +91,12 @@ export async function closeDurable(durable: Durable<RunJournal | FencedJournal> 
  * Copy an instance's history into the run folder (what trimming or an earlier try, cut short by a
  * crash, has not archived already), then remove its keys from Redis.
  */
-export async function archiveAndDrop(store: RedisStateStore, instanceId: string, dir: string): Promise<void> {
+export async function archiveAndDrop({ store, archive }: Pick<Durable, 'store' | 'archive'>, instanceId: string, dir: string): Promise<void> {
   const bounds = await store.bounds(instanceId);
   if (!bounds) return;
-  const archived = await readArchive(dir, instanceId).then(
-    (deltas) => deltas[deltas.length - 1]?.seq ?? 0,
-    (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return 0;
-      throw err;
-    },
-  );
-  const from = Math.max(bounds.oldestSeq, archived) + 1;
-  if (from <= bounds.headSeq) await archiveToFolder(dir)(instanceId, await store.read(instanceId, from, bounds.headSeq));
+  const archiver = archive ?? archiveToFolder(dir);
+  const from = Math.max(bounds.oldestSeq, await archiver.lastSeq(instanceId)) + 1;
+  if (from <= bounds.headSeq) await archiver(instanceId, await store.read(instanceId, from, bounds.headSeq));
   await store.drop(instanceId);
 }
 

@@ -270,7 +270,7 @@ export class Run implements AsyncDisposable {
       if (resumed && !queue) {
         this.#replay(writer, resumed);
         // Episodes that finished just before the crash may still have their history in Redis.
-        for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable.store, `ep-${episode}`, this.#historyDir);
+        for (const [episode, entry] of resumed.episodes) if (entry.status === 'finished') await archiveAndDrop(durable, `ep-${episode}`, this.#historyDir);
         this.events.emit({ type: 'run_resumed', time: this.#clock.now(), run_id: runId, steps: resumed.steps.length, episodes_finished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lost_steps: lost });
       }
       if (queue && durable) {
@@ -505,7 +505,7 @@ export class Run implements AsyncDisposable {
     try {
       await durable.journal.episodeFinished(finished.episode, record, finished);
       if (record) this.#writer?.writeEpisode(record);
-      await archiveAndDrop(durable.store, instanceId, this.#historyDir);
+      await archiveAndDrop(durable, instanceId, this.#historyDir);
       return true;
     } catch (err) {
       // The journal's failure stops the run (see #fail); so does a history that cannot be archived

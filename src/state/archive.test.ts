@@ -49,6 +49,9 @@ describe('archiveToFolder', () => {
       expect((await readArchive(dir, 'ep-0')).map((d) => d.seq)).toEqual([1, 2]);
       // Its deltas were still in the store, so they come again, and the file is whole gzip once more.
       const archive = archiveToFolder(dir);
+      // What a run asks before archiving a finished episode: the last seq kept (the torn batch cut off here).
+      expect(await archive.lastSeq('ep-0')).toBe(2);
+      expect(execFileSync('zcat', [file], { encoding: 'utf8' }).trim().split('\n')).toHaveLength(2);
       await archive('ep-0', [delta(3), delta(4)]);
       await archive('ep-0', [delta(5)]);
       expect((await readArchive(dir, 'ep-0')).map((d) => d.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -60,6 +63,10 @@ describe('archiveToFolder', () => {
     const dir = await tmp.dir('agent-archive-bad-');
     await writeFile(path.join(dir, 'ep-0.jsonl.gz'), 'not gzip at all');
     await expect(readArchive(dir, 'ep-0')).rejects.toThrow(/ep-0\.jsonl\.gz is not a readable history archive/);
+    await expect(archiveToFolder(dir).lastSeq('ep-0')).rejects.toThrow(/ep-0\.jsonl\.gz is not a readable history archive/);
+    // An instance with nothing archived: 0, and no file made by asking.
+    expect(await archiveToFolder(dir).lastSeq('ep-1')).toBe(0);
+    await expect(readFile(path.join(dir, 'ep-1.jsonl.gz'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('refuses a history with a hole or a delta of the wrong shape, naming the missing seq', async () => {

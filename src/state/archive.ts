@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip, inflateRaw, type ZlibOptions } from 'node:zlib';
 import { AgentError, describeError } from '../shared/errors.js';
-import type { Delta, StateStoreOptions } from './store.js';
+import type { Delta } from './store.js';
 
 const gz = promisify(gzip);
 const gunz = promisify(gunzip);
@@ -33,37 +33,58 @@ export function archiveFile(dir: string, instanceId: string): string {
   return path.join(dir, `${instanceId.replace(/[^\w.@-]/g, '_')}.jsonl.gz`);
 }
 
+/** An archiver for one folder (a StateStore's `archive` option) that can also tell what it holds. */
+export interface FolderArchiver {
+  (instanceId: string, deltas: readonly Delta[]): Promise<void>;
+  /**
+   * The last seq archived for an instance (0 when nothing is). Its file is read once: a torn last
+   * member (a crash mid-append) is cut off here, so the next append need not read it again.
+   */
+  lastSeq(instanceId: string): Promise<number>;
+}
+
 /** `options.archive` for a StateStore: trimmed deltas go to compressed JSON lines in `dir`. */
-export function archiveToFolder(dir: string): NonNullable<StateStoreOptions['archive']> {
+export function archiveToFolder(dir: string): FolderArchiver {
   let ready: Promise<unknown> | undefined;
-  // Instances whose file this archiver has checked for a torn tail (once each: it appends whole members).
+  // Instances whose file this archiver has read and cut to its complete members (once each: it appends whole members).
   const checked = new Set<string>();
-  return async (instanceId, deltas) => {
+  /** The text of an instance's complete members ('' when it has no file), the file cut to them. */
+  const repair = async (instanceId: string): Promise<string> => {
+    const file = archiveFile(dir, instanceId);
+    const content = await readFile(file).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+    let text = '';
+    if (content) {
+      const complete = await completeMembers(content, file);
+      if (complete.end < content.length) await truncate(file, complete.end);
+      text = complete.text;
+    }
+    checked.add(instanceId);
+    return text;
+  };
+  const archive = async (instanceId: string, deltas: readonly Delta[]): Promise<void> => {
     ready ??= mkdir(dir, { recursive: true });
     await ready;
     const lines = deltas.map((d) => `${JSON.stringify({ instance_id: instanceId, seq: d.seq, time: d.time, patch: d.patch, ...(d.trace_id ? { trace_id: d.trace_id } : {}) })}\n`).join('');
-    const file = archiveFile(dir, instanceId);
     try {
-      if (!checked.has(instanceId)) {
-        const content = await readFile(file).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
-        if (content) {
-          const { end } = await completeMembers(content, file);
-          if (end < content.length) await truncate(file, end);
-        }
-        checked.add(instanceId);
-      }
-      await appendFile(file, await gz(lines));
+      if (!checked.has(instanceId)) await repair(instanceId);
+      await appendFile(archiveFile(dir, instanceId), await gz(lines));
     } catch (err) {
       // Trimming waits on the archive: if it cannot be written, nothing is removed.
       throw new AgentError('BAD_USAGE', `cannot archive trimmed deltas of '${instanceId}' to ${dir}: ${describeError(err)}`, { cause: err, hint: 'Check that the archive folder is writable and has room.' });
     }
   };
+  return Object.assign(archive, {
+    lastSeq: async (instanceId: string): Promise<number> => parseDeltas(await repair(instanceId), archiveFile(dir, instanceId)).at(-1)?.seq ?? 0,
+  });
 }
 
 /** The deltas archived for an instance, oldest first (a torn last member, left by a crash, skipped). */
 export async function readArchive(dir: string, instanceId: string): Promise<Delta[]> {
   const file = archiveFile(dir, instanceId);
-  const { text } = await completeMembers(await readFile(file), file);
+  return parseDeltas((await completeMembers(await readFile(file), file)).text, file);
+}
+
+function parseDeltas(text: string, file: string): Delta[] {
   const deltas: Delta[] = [];
   for (const l of text.split('\n')) {
     if (l === '') continue;
