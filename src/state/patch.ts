@@ -163,8 +163,7 @@ function withChild(parent: JsonValue, key: string, child: JsonValue, fresh: obje
 function withKey(obj: Record<string, JsonValue>, key: string, value: JsonValue, own: boolean, fresh: object[]): JsonValue {
   if (own) {
     setOwn(obj, key, value);
-    noteChild(obj, value);
-    return obj;
+    return noted(true, obj, obj, value, fresh);
   }
   return wideSet(obj, key, value) ?? noted(false, key === '__proto__' ? withOwn({ ...obj }, key, value) : { ...obj, [key]: value }, obj, value, fresh);
 }

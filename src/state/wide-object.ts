@@ -11,7 +11,8 @@
  * `Object.keys`/`entries`, `for…in`, spread, `JSON.stringify` and `util.inspect`, with the keys
  * in the order the plain object would have them; writes throw, as on a frozen object. After
  * FOLD_AFTER changes a version is folded into a new frozen plain object (O(keys), once per that
- * many commits), so a read is at most one Map lookup more than a plain read.
+ * many commits), so a read costs a Proxy trap and one Map lookup more than a plain read (~40–70
+ * ns against ~10–17 by key; a scan of every key ~3× a plain one's).
  *
  * Two things tell a view from a frozen plain object: `Object.isFrozen(view)` is false (a Proxy
  * can only claim to be frozen if its target holds every key, which is the copy this avoids), and
