@@ -2,6 +2,33 @@
  * Abort helpers. Every child controller is linked to its parent and unlinked in `dispose`, so
  * long-lived parents (a run's signal) do not collect listeners from short-lived children.
  */
+
+/** The controllers linked to a signal, kept on the signal itself (not in a WeakMap: no ephemeron for the collector to trace). */
+const LINKED = Symbol('linked controllers');
+type Parent = AbortSignal & { [LINKED]?: Set<AbortController> };
+
+/**
+ * The set of controllers linked to `parent`, with the one listener that aborts them. A listener
+ * per child would cost each link a scan of the parent's listener list (addEventListener refuses
+ * duplicates): with 4,096 instances on one env signal, a quadratic reset.
+ */
+function linkedTo(parent: Parent): Set<AbortController> {
+  let children = parent[LINKED];
+  if (children === undefined) {
+    const set = new Set<AbortController>();
+    children = set;
+    Object.defineProperty(parent, LINKED, { value: set });
+    parent.addEventListener(
+      'abort',
+      () => {
+        for (const child of set) child.abort(parent.reason);
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  return children;
+}
 export interface LinkedController extends Disposable {
   readonly controller: AbortController;
   readonly signal: AbortSignal;
@@ -10,23 +37,23 @@ export interface LinkedController extends Disposable {
 /** A controller that aborts when any of `parents` aborts. Call `[Symbol.dispose]()` when done. */
 export function linkedController(...parents: (AbortSignal | undefined)[]): LinkedController {
   const controller = new AbortController();
-  const cleanups: (() => void)[] = [];
+  const links: Set<AbortController>[] = [];
   for (const parent of parents) {
     if (!parent) continue;
     if (parent.aborted) {
       controller.abort(parent.reason);
       break;
     }
-    const onAbort = (): void => controller.abort(parent.reason);
-    parent.addEventListener('abort', onAbort, { once: true });
-    cleanups.push(() => parent.removeEventListener('abort', onAbort));
+    const children = linkedTo(parent);
+    children.add(controller);
+    links.push(children);
   }
   return {
     controller,
     signal: controller.signal,
     [Symbol.dispose]() {
-      for (const c of cleanups) c();
-      cleanups.length = 0;
+      for (const children of links) children.delete(controller);
+      links.length = 0;
     },
   };
 }
