@@ -29,6 +29,7 @@ function linkedTo(parent: Parent): Set<AbortController> {
   }
   return children;
 }
+
 export interface LinkedController extends Disposable {
   readonly controller: AbortController;
   readonly signal: AbortSignal;
