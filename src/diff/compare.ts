@@ -17,6 +17,7 @@ import { escapePointerToken, isPlainObject } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { mergeAllOf, sample, sampleOfType, typesOf } from '../generate/sample.js';
 import { normalize, type Schema, type SchemaObject } from '../schema/normalize.js';
+import { instancePath, NONE, place, setAt, type Frame } from './payload-path.js';
 
 export type Severity = 'breaking' | 'warning' | 'info';
 
@@ -31,13 +32,6 @@ export interface RawFinding {
   readonly change: string;
   /** A whole payload valid under the producer's schema and invalid under the consumer's. */
   readonly witness?: unknown;
-}
-
-type Via = 'property' | 'item' | 'index' | 'extra';
-interface Frame {
-  readonly P: Schema;
-  readonly key: string;
-  readonly via: Via;
 }
 
 export interface CompareOptions {
@@ -508,40 +502,6 @@ class Comparer {
       }
     }
   }
-}
-
-const NONE = Symbol('none');
-
-/** Build the parent value for one frame, with `child` at the frame's key. */
-function place(frame: Frame, child: unknown, base: unknown): unknown {
-  if (frame.via === 'item' || frame.via === 'index') {
-    const arr = Array.isArray(base) ? [...base] : [];
-    const i = frame.via === 'index' ? Number(frame.key) : 0;
-    while (arr.length < i) arr.push(null);
-    arr[i] = child;
-    return arr;
-  }
-  return { ...(isPlainObject(base) ? base : {}), [frame.key]: child };
-}
-
-/** Put `local` at the frames' path inside `base` (a whole payload); NONE if the path's containers are missing. */
-function setAt(base: unknown, frames: readonly Frame[], local: unknown): unknown {
-  if (frames.length === 0) return local;
-  const [first, ...rest] = frames as [Frame, ...Frame[]];
-  if (first.via === 'item' || first.via === 'index') {
-    if (!Array.isArray(base)) return NONE;
-    const i = first.via === 'index' ? Number(first.key) : 0;
-    if (i >= base.length) return NONE;
-    const inner = setAt(base[i], rest, local);
-    return inner === NONE ? NONE : base.map((v, j) => (j === i ? inner : v));
-  }
-  if (!isPlainObject(base)) return NONE;
-  const inner = rest.length === 0 ? local : setAt(base[first.key], rest, local);
-  return inner === NONE ? NONE : { ...base, [first.key]: inner };
-}
-
-function instancePath(frames: readonly Frame[]): string {
-  return frames.map((f) => `/${f.via === 'item' || f.via === 'extra' ? '*' : escapePointerToken(f.key)}`).join('');
 }
 
 function bound(s: SchemaObject, inclusiveKey: string, exclusiveKey: string, pick: (a: number, b: number) => number): { v: number; open: boolean } | undefined {
