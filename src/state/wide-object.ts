@@ -123,7 +123,7 @@ const bases = new WeakMap<object, Base>();
 const holders = new WeakSet<object>();
 
 /** True when `value` is a view, or a container with one somewhere below it. */
-export function holdsView(value: JsonValue): boolean {
+function holdsView(value: JsonValue): boolean {
   return typeof value === 'object' && value !== null && holders.has(value);
 }
 
