@@ -308,13 +308,14 @@ export class RunWriter implements AsyncDisposable {
     if (bytes) this.#logs.index.write(bytes);
   }
 
-  write(event: RunEvent): void {
+  /** `text`: the event's JSON when the caller has it already (a durable run's journal wrote it). */
+  write(event: RunEvent, text?: string): void {
     if (this.#closed) return;
     const seq = ++this.#seq;
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
-    let json: string | undefined;
+    let json: string | undefined = text;
     try {
-      json = JSON.stringify(event) as string | undefined;
+      json ??= JSON.stringify(event) as string | undefined;
       if (json === undefined) throw new TypeError('it serialises to nothing');
     } catch (err) {
       json = undefined;

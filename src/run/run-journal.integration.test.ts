@@ -1,6 +1,6 @@
 /** The run journal on the shared Redis: numbered writes (resends recognised, gaps detected), the lease, malformed keys. */
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { sharedRedisAvailable, TEST_REDIS_URL } from '../state/redis-testing.js';
 import { RunJournal, type JournalRun } from './run-journal.js';
 import type { SettledStepEvent } from '../events/run-events.js';
@@ -43,13 +43,44 @@ describe.runIf(available)('RunJournal', () => {
     await expect(j.create(run(j.runId))).rejects.toMatchObject({ code: 'BAD_USAGE' });
   });
 
+  it('sends the writes of one turn as one script call, applied in the order issued', async () => {
+    const client = new Redis(TEST_REDIS_URL, { enableAutoPipelining: true });
+    try {
+      const j = new RunJournal(client, `run${++n}`, `${PREFIX}run${n}:`);
+      await j.create(run(j.runId));
+      const calls = vi.spyOn(client as unknown as { agentJournalWrite: () => Promise<unknown> }, 'agentJournalWrite');
+      // 64 episodes, each started, its first call noted, committed, and its second call noted: in one turn.
+      const writes: Promise<void>[] = [];
+      for (let e = 0; e < 64; e++) {
+        writes.push(j.episodeStarted(e, { status: 'running', instance_id: `ep-${e}`, initial_state_id: 'initial-0', started_at: 1 }));
+        writes.push(j.dispatching(e, { trace_id: `ep-${e}:1`, action: 'a', params: {}, available_actions: ['a'] }));
+        writes.push(j.step(step(e, 1)));
+        writes.push(j.dispatching(e, { trace_id: `ep-${e}:2`, action: 'a', params: {}, available_actions: ['a'] }));
+      }
+      await Promise.all(writes);
+      // (ioredis's auto-pipeline calls the command's method on its pipeline too: count the client's calls.)
+      const sent = (): number => calls.mock.contexts.filter((c) => c === client).length;
+      expect(sent()).toBe(1);
+      const back = await j.read();
+      expect(back?.steps.map((s) => s.episode)).toEqual([...Array(64).keys()]);
+      // The commit cleared the first call, the note after it stands.
+      expect([...(back?.inflight.values() ?? [])].map((c) => c.trace_id)).toEqual([...Array(64).keys()].map((e) => `ep-${e}:2`));
+      await j.episodeFinished(0, undefined, { type: 'episode_finished', time: 2, instance_id: 'ep-0', episode: 0, steps: 1, reward: 1, reason: 'done', duration_ms: 1 });
+      expect((await j.read())?.inflight.has(0)).toBe(false);
+      expect(sent()).toBe(2);
+    } finally {
+      await client.quit();
+    }
+  });
+
   it('answers a resent write (same number) without writing it twice', async () => {
     const j = journal();
     await j.create(run(j.runId));
     await j.step(step(0, 1));
     // A second process that believes entry 1 is next (its reply was lost) sends it again.
-    const commit = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommit'] as (...a: (string | number)[]) => Promise<number>;
-    expect(await commit.call(redis, `${PREFIX}run${n}:{${j.runId}}:meta`, `${PREFIX}run${n}:{${j.runId}}:steps`, `${PREFIX}run${n}:{${j.runId}}:inflight`, 'steps', 1, JSON.stringify(step(0, 1)), '0')).toBe(0);
+    const write = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalWrite'] as (...a: (string | number)[]) => Promise<number>;
+    const keys = ['meta', 'steps', 'rewards', 'inflight', 'episodes'].map((k) => `${PREFIX}run${n}:{${j.runId}}:${k}`);
+    expect(await write.call(redis, ...keys, 'S', 1, JSON.stringify(step(0, 1)), 0)).toBe(1);
     expect((await j.read())?.steps).toHaveLength(1);
   });
 

@@ -10,8 +10,9 @@
  *   records, the run folder's trajectories.jsonl and rewards.jsonl as committed;
  * - `lease`: which process owns the run (pid, host), renewed while it lives.
  *
- * Writes go through Lua scripts that number them: stream entry n is written only after n-1, and a
- * write resent after a lost reply is recognised, never doubled. A gap means Redis lost
+ * The writes of one turn of the event loop go to Redis together, in one Lua script call that
+ * numbers them: stream entry n is written only after n-1, and a write resent after a lost reply is
+ * recognised, never doubled. A gap means Redis lost
  * acknowledged writes (restarted without them on disk): `STORE_WRITES_LOST`, never silence.
  * Keys are `agent:<run-id>:{<run-id>}:<name>`: under the run's prefix, with one hash tag (one Redis
  * Cluster slot, so the scripts may touch them all).
@@ -72,19 +73,48 @@ export interface LeaseOwner {
   readonly host: string;
 }
 
-/** KEYS: meta, stream, (inflight). ARGV: counter field, n, data, (episode). Appends entry n to the stream. */
-const COMMIT_SCRIPT = `
-local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local n = tonumber(ARGV[2])
-if last >= n then
-  if redis.call('XRANGE', KEYS[2], n .. '-0', n .. '-0')[1] then return 0 end
-  return redis.error_reply('GAP ' .. last)
+/**
+ * Every journal write of one turn of the event loop, in the order issued, as one script call.
+ * KEYS: meta, steps, rewards, inflight, episodes. ARGV: the ops, each a letter and its arguments:
+ * `S n json episode` step n (and its episode's call is no longer in flight), `R n json` reward
+ * record n, `I episode json` a call in flight, `E episode json` an episode's entry, `F episode json`
+ * a finished episode's entry (and nothing of it in flight). Stream entry n is written only after
+ * n-1; one already there (a resend after a lost reply) is skipped, a missing one is `GAP`.
+ */
+const WRITE_SCRIPT = `
+local i = 1
+while i <= #ARGV do
+  local op = ARGV[i]
+  if op == 'S' or op == 'R' then
+    local field, stream = 'steps', KEYS[2]
+    if op == 'R' then field, stream = 'rewards', KEYS[3] end
+    local n = tonumber(ARGV[i + 1])
+    local last = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+    if last >= n then
+      if not redis.call('XRANGE', stream, n .. '-0', n .. '-0')[1] then return redis.error_reply('GAP ' .. field .. ' ' .. last .. ' ' .. n) end
+    elseif last ~= n - 1 then
+      return redis.error_reply('GAP ' .. field .. ' ' .. last .. ' ' .. n)
+    else
+      redis.call('XADD', stream, n .. '-0', 'd', ARGV[i + 2])
+      redis.call('HSET', KEYS[1], field, n)
+    end
+    if op == 'S' then
+      redis.call('HDEL', KEYS[4], ARGV[i + 3])
+      i = i + 4
+    else
+      i = i + 3
+    end
+  else
+    if op == 'I' then
+      redis.call('HSET', KEYS[4], ARGV[i + 1], ARGV[i + 2])
+    else
+      redis.call('HSET', KEYS[5], ARGV[i + 1], ARGV[i + 2])
+      if op == 'F' then redis.call('HDEL', KEYS[4], ARGV[i + 1]) end
+    end
+    i = i + 3
+  end
 end
-if last ~= n - 1 then return redis.error_reply('GAP ' .. last) end
-redis.call('XADD', KEYS[2], n .. '-0', 'd', ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[1], n)
-if KEYS[3] then redis.call('HDEL', KEYS[3], ARGV[4]) end
-return n`;
+return 1`;
 
 /** KEYS: lease. ARGV: owner JSON, ms. Renews the lease only while this process holds it. */
 const RENEW_SCRIPT = `
@@ -94,6 +124,8 @@ return 0`;
 /** How long a lease outlives its owner's last renewal: a resume on another host waits this long. */
 const LEASE_MS = 15_000;
 const READ_CHUNK = 5_000;
+/** Arguments per script call at most: a turn that issues more sends several (a script blocks Redis while it runs). */
+const BATCH_ARGS = 4_096;
 
 export class RunJournal implements Disposable {
   readonly runId: string;
@@ -101,6 +133,8 @@ export class RunJournal implements Disposable {
   readonly #keys: { meta: string; episodes: string; inflight: string; steps: string; rewards: string; lease: string };
   /** Entries issued per stream: the number the next one takes. */
   #issued = { steps: 0, rewards: 0 };
+  /** The writes issued this turn and not sent yet, and what their callers wait on. */
+  #batch: { readonly args: (string | number)[]; readonly done: Promise<void> } | undefined;
   /** The newest write issued: Redis answers in order, so once it settles every earlier one has. */
   #tail: Promise<unknown> = Promise.resolve();
   #failure: AgentError | undefined;
@@ -115,8 +149,7 @@ export class RunJournal implements Disposable {
     this.runId = runId;
     const base = `${prefix}{${runId}}:`;
     this.#keys = { meta: `${base}meta`, episodes: `${base}episodes`, inflight: `${base}inflight`, steps: `${base}steps`, rewards: `${base}rewards`, lease: `${base}lease` };
-    redis.defineCommand('agentJournalCommit', { lua: COMMIT_SCRIPT, numberOfKeys: 3 });
-    redis.defineCommand('agentJournalCommitNoInflight', { lua: COMMIT_SCRIPT, numberOfKeys: 2 });
+    redis.defineCommand('agentJournalWrite', { lua: WRITE_SCRIPT, numberOfKeys: 5 });
     redis.defineCommand('agentLeaseRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
   }
 
@@ -194,33 +227,26 @@ export class RunJournal implements Disposable {
   }
 
   async episodeStarted(episode: number, entry: Extract<JournalEpisode, { status: 'running' }>, signal?: AbortSignal): Promise<void> {
-    await raceAbort(this.#track(this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry))), signal);
+    await raceAbort(this.#write('E', episode, JSON.stringify(entry)), signal);
   }
 
   /** Before the call starts: if the process dies before it commits, a resume finds it here. */
   async dispatching(episode: number, call: InflightCall, signal?: AbortSignal): Promise<void> {
-    await raceAbort(this.#track(this.#redis.hset(this.#keys.inflight, String(episode), JSON.stringify(call))), signal);
+    await raceAbort(this.#write('I', episode, JSON.stringify(call)), signal);
   }
 
-  /** A settled step: appended to `steps`, and the episode's call is no longer in flight. */
-  step(event: SettledStepEvent): Promise<void> {
-    const n = ++this.#issued.steps;
-    const commit = (this.#redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommit'] as (...a: (string | number)[]) => Promise<number>;
-    return this.#track(commit.call(this.#redis, this.#keys.meta, this.#keys.steps, this.#keys.inflight, 'steps', n, JSON.stringify(event), String(event.episode)), 'steps', n);
+  /** A settled step: appended to `steps`, and the episode's call is no longer in flight. `json`: the event's JSON, when the caller has it. */
+  step(event: SettledStepEvent, json = JSON.stringify(event)): Promise<void> {
+    return this.#write('S', ++this.#issued.steps, json, event.episode);
   }
 
   reward(record: RewardLogRecord): Promise<void> {
-    const n = ++this.#issued.rewards;
-    const commit = (this.#redis as unknown as Record<string, (...a: (string | number)[]) => Promise<number>>)['agentJournalCommitNoInflight'] as (...a: (string | number)[]) => Promise<number>;
-    return this.#track(commit.call(this.#redis, this.#keys.meta, this.#keys.rewards, 'rewards', n, JSON.stringify(record)), 'rewards', n);
+    return this.#write('R', ++this.#issued.rewards, JSON.stringify(record));
   }
 
   async episodeFinished(episode: number, record: EpisodeRecord | undefined, event: EpisodeFinishedEvent, signal?: AbortSignal): Promise<void> {
     const entry: JournalEpisode = { status: 'finished', ...(record ? { record } : {}), event };
-    // Plain commands, not MULTI: ioredis sends a transaction at once, ahead of the commands still
-    // queued for this tick's pipeline (the episode's last step), and a crash between the two would
-    // leave a finished episode without its last step. Plain commands keep the order they were issued in.
-    await raceAbort(this.#track(Promise.all([this.#redis.hset(this.#keys.episodes, String(episode), JSON.stringify(entry)), this.#redis.hdel(this.#keys.inflight, String(episode))])), signal);
+    await raceAbort(this.#write('F', episode, JSON.stringify(entry)), signal);
   }
 
   /** Resolves once every write issued so far has been answered (POST /rewards replies after this). */
@@ -245,15 +271,38 @@ export class RunJournal implements Disposable {
     await raceAbort(this.#redis.del(k.meta, k.episodes, k.inflight, k.steps, k.rewards, k.lease), signal);
   }
 
-  /** Every write goes through here (never a caller's abort: a write that was sent completes, or fails the run). */
-  #track<T>(write: Promise<T>, stream?: 'steps' | 'rewards', n?: number): Promise<void> {
+  /**
+   * Every write goes through here: queued with the others of this turn of the event loop, sent as
+   * one script call once the turn's promise callbacks have run (a wave of agents resumed by one
+   * reply then shares a round trip), in the order issued. Never a caller's abort: a write that was
+   * issued completes, or fails the run.
+   */
+  #write(...op: (string | number)[]): Promise<void> {
+    let batch = this.#batch;
+    if (!batch || batch.args.length >= BATCH_ARGS) {
+      const args: (string | number)[] = [];
+      const k = this.#keys;
+      const sent = new Promise<unknown>((resolve, reject) => {
+        process.nextTick(() => {
+          if (this.#batch?.args === args) this.#batch = undefined;
+          const write = (this.#redis as unknown as { agentJournalWrite: (...a: (string | number)[]) => Promise<unknown> }).agentJournalWrite;
+          write.call(this.#redis, k.meta, k.steps, k.rewards, k.inflight, k.episodes, ...args).then(resolve, reject);
+        });
+      });
+      batch = this.#batch = { args, done: this.#track(sent) };
+    }
+    for (const a of op) batch.args.push(a);
+    return batch.done;
+  }
+
+  #track(write: Promise<unknown>): Promise<void> {
     const done = write.then(
       () => undefined,
       (err: unknown) => {
         const message = describeError(err);
-        const gap = /GAP (\d+)/.exec(message);
+        const gap = /GAP (\w+) (\d+) (\d+)/.exec(message);
         const failure = gap
-          ? new AgentError('STORE_WRITES_LOST', `Redis lost acknowledged writes of run ${this.runId}: its ${stream} journal ends at entry ${gap[1]}, this process had written up to ${(n ?? 1) - 1}`, {
+          ? new AgentError('STORE_WRITES_LOST', `Redis lost acknowledged writes of run ${this.runId}: its ${gap[1]} journal ends at entry ${gap[2]}, this process had written up to ${Number(gap[3]) - 1}`, {
               hint: 'Redis restarted without its last writes on disk (appendfsync everysec, or no AOF). Resume the run: it continues from what Redis kept and reports what was lost.',
             })
           : new AgentError('STORE_UNAVAILABLE', `writing the journal of run ${this.runId} to Redis failed: ${message}`, { cause: err, hint: 'Check Redis, then resume the run with --resume.' });

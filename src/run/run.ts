@@ -426,10 +426,14 @@ export class Run implements AsyncDisposable {
       return;
     }
     const step = this.#runner.committed(e);
-    journal?.step(step).then(
-      () => this.#writer?.write(step),
-      () => undefined,
-    );
+    if (journal) {
+      // Serialised once, for the journal and then the run folder.
+      const json = JSON.stringify(step);
+      journal.step(step, json).then(
+        () => this.#writer?.write(step, json),
+        () => undefined,
+      );
+    }
     this.events.emit(step);
   }
 

@@ -130,6 +130,8 @@ export class RedisStateStore implements StateStore {
   /** The head seq this process last wrote or read, per instance: the expectation an append states. */
   readonly #heads = new Map<string, number>();
   #appends = 0;
+  /** Append tokens are this plus a count: unique across processes and stores. */
+  readonly #tokenBase = `${process.pid}.${Math.random().toString(36).slice(2, 8)}.`;
   /** Appends of one instance from this process go one after another (they would only conflict). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #fence: RedisStateStoreOptions['fence'];
@@ -185,7 +187,8 @@ export class RedisStateStore implements StateStore {
   }
 
   append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number> {
-    const next = (this.#chains.get(instanceId) ?? Promise.resolve()).then(() => this.#append(instanceId, delta, stateAfter, signal));
+    const prior = this.#chains.get(instanceId);
+    const next = prior ? prior.then(() => this.#append(instanceId, delta, stateAfter, signal)) : this.#append(instanceId, delta, stateAfter, signal);
     const settled = next.catch(() => undefined);
     this.#chains.set(instanceId, settled);
     void settled.then(() => {
@@ -197,7 +200,7 @@ export class RedisStateStore implements StateStore {
   async #append(instanceId: string, delta: Omit<Delta, 'seq'>, stateAfter: JsonValue, signal?: AbortSignal): Promise<number> {
     const k = this.#keys(instanceId);
     // One token for every try of this append: a retry after a lost reply is recognised, not doubled.
-    const token = `${process.pid}.${++this.#appends}.${Math.random().toString(36).slice(2, 8)}`;
+    const token = `${this.#tokenBase}${++this.#appends}`;
     for (let attempt = 0; ; attempt++) {
       const head = this.#heads.get(instanceId) ?? (await this.#head(instanceId, signal));
       const seq = head + 1;
