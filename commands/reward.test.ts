@@ -140,7 +140,7 @@ describe('rewards delivered after the run', () => {
     const feed = await FolderFeed.open(dir, { follow: false });
     try {
       await vi.waitFor(() => expect(feed.status().phase).toBe('finished'));
-      await vi.waitFor(() => expect(feed.index.traces.get(trace)?.rewards?.find((r) => r.source === 'human')).toMatchObject({ status: 'arrived', value: 0.75 }));
+      await vi.waitFor(() => expect(feed.index.trace(trace)?.rewards?.find((r) => r.source === 'human')).toMatchObject({ status: 'arrived', value: 0.75 }));
     } finally {
       await feed[Symbol.asyncDispose]();
     }

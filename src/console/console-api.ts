@@ -116,7 +116,7 @@ export class OverviewQuery {
       title: feed.title,
       feed: feedState(feed),
       ...(run ? { run: { run_id: run.runId, env: run.env, policy: run.policy, episodes: run.episodes, started_at: run.startedAt, ...(run.finishedAt !== undefined ? { finished_at: run.finishedAt } : {}), status: run.status } } : {}),
-      traces: { total: index.traces.size, pending: index.pending.size, settled: settled.length, failed: index.failedTraces },
+      traces: { total: index.traces.length, pending: index.pending.size, settled: settled.length, failed: index.failedTraces },
       episodes: { seen: index.episodes.size, finished },
       steps_per_s: settled.length === 0 ? null : live ? recent / (RATE_WINDOW_MS / 1_000) : elapsed > 0 ? settled.length / (elapsed / 1_000) : null,
       throughput: { bucket_ms: bucketMs, start: from, counts },
@@ -173,9 +173,9 @@ export class TraceQuery {
 
   page(feed: DebugFeed, filter: TraceFilter, offset: number, limit: number): TracePage {
     const { index } = feed;
-    // Re-read once per version, not per request: a resumed run's re-dispatch replaces a row in place.
+    // Re-read once per version, not per request.
     if (this.#version !== index.version) {
-      this.#all = [...index.traces.values()];
+      this.#all = index.traces;
       this.#tools = [...new Set(this.#all.map((t) => t.action))].sort();
       this.#version = index.version;
     }

@@ -24,7 +24,7 @@ describe.runIf(available)('FolderFeed on a durable run', () => {
     expect((await readdir(path.join(dir, 'history'))).sort()).toEqual(['ep-0.jsonl.gz', 'ep-1.jsonl.gz', 'ep-2.jsonl.gz']);
     await using feed = await FolderFeed.open(dir, { follow: false });
     await feed.ready();
-    expect(feed.index.traces.size).toBe(12);
+    expect(feed.index.traces.length).toBe(12);
     for (let episode = 0; episode < 3; episode++) {
       const h = await feed.episodeHistory(episode);
       expect(h.commits.map((c) => c.seq)).toEqual([1, 2, 3, 4]);

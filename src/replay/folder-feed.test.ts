@@ -29,7 +29,7 @@ describe('FolderFeed', async () => {
     expect(feed.status().phase).toBe('finished');
     expect(index.events).toBe(events.length);
     expect(index.run).toMatchObject({ env: 'weather', status: 'completed', episodes: 4 });
-    expect(index.traces.size).toBe(steps.length);
+    expect(index.traces.length).toBe(steps.length);
     expect(index.pending.size).toBe(0);
     expect(index.settled.map((t) => t.traceId).sort()).toEqual(steps.map((s) => s.trace_id).sort());
     expect([...index.episodes.values()].map((e) => e.steps)).toEqual([5, 5, 5, 5]);

@@ -12,6 +12,17 @@ const DETAILED = new Set(['run_started', 'run_finished', 'episode_started', 'epi
 const BULKY = new Set(['params', 'observation', 'patch', 'available_actions', 'event_seq']);
 /** Names interned at most: past that (a run inventing action names), events are kept whole. */
 const MAX_STRINGS = 4096;
+/** Traces known at most (a source whose rewards never come must not grow it): past that, the oldest is forgotten. */
+const MAX_KNOWN = 1 << 16;
+/** Reward events that settle a source's value for a step. */
+const RESOLVING = new Set(['reward_arrived', 'reward_late', 'reward_imputed', 'reward_failed']);
+
+/** A trace the encoder refers to by ordinal: `waiting` counts the sources still pending once it settled (-1 before). */
+interface KnownTrace {
+  readonly episode: number;
+  readonly ordinal: number;
+  waiting: number;
+}
 
 type Attribution = number | null | undefined;
 
@@ -27,15 +38,18 @@ const isNumberOrNull = (v: unknown): v is number | null => v === null || typeof 
 
 /**
  * Encodes the records of the events the run writer writes. State is bounded by what is in
- * flight: the traces dispatched and not yet settled, and each instance's current episode.
+ * flight: the traces not settled or with rewards still pending, and each instance's current episode.
  */
 export class IndexEncoder {
   #buf = Buffer.allocUnsafe(64 * 1024);
   #pos = 0;
   #time = 0;
   readonly #strings = new Map<string, number>();
-  /** Traces dispatched and not settled: their episode and ordinal. */
-  readonly #inflight = new Map<string, { readonly episode: number; readonly ordinal: number }>();
+  /**
+   * Traces dispatched and not settled, or settled with rewards still to come: a delayed reward then
+   * names its trace by ordinal, which spares the reader decoding and hashing its id.
+   */
+  readonly #traces = new Map<string, KnownTrace>();
   readonly #current = new Map<string, number>();
   #ordinals = 0;
 
@@ -74,7 +88,7 @@ export class IndexEncoder {
     if (type === 'episode_started') {
       const { instance_id: instanceId, episode } = event;
       if (typeof instanceId === 'string' && typeof episode === 'number') this.#current.set(instanceId, episode);
-    } else if (type === 'trace_settled') this.#inflight.delete(event['trace_id'] as string);
+    } else if (type === 'trace_settled' || RESOLVING.has(type)) this.#forget(type, event);
   }
 
   /**
@@ -111,7 +125,7 @@ export class IndexEncoder {
   /** The episode the index will join an event to, as `RunIndex.episodeOf` would; undefined when only the index can tell. */
   #episodeOf(episode: unknown, traceId: unknown, instanceId: unknown): Attribution {
     if (typeof episode === 'number') return isCount(episode) ? episode : undefined;
-    if (typeof traceId === 'string') return this.#inflight.get(traceId)?.episode;
+    if (typeof traceId === 'string') return this.#traces.get(traceId)?.episode;
     if (typeof instanceId === 'string') return this.#current.get(instanceId);
     return null;
   }
@@ -130,7 +144,7 @@ export class IndexEncoder {
     this.#head(Kind.DISPATCHED, bytes, dt, episode);
     this.#text(traceId);
     this.#uint(actionId);
-    this.#inflight.set(traceId, { episode, ordinal: this.#ordinals++ });
+    this.#remember(traceId, episode);
     return true;
   }
 
@@ -236,9 +250,28 @@ export class IndexEncoder {
     this.#uint(episode === null ? 0 : episode + 1);
   }
 
-  /** The trace an event is about: its ordinal back from the latest while in flight, else 0 and its id. */
+  #remember(traceId: string, episode: number): void {
+    this.#traces.set(traceId, { episode, ordinal: this.#ordinals++, waiting: -1 });
+    if (this.#traces.size > MAX_KNOWN) this.#traces.delete(this.#traces.keys().next().value as string);
+  }
+
+  /** After a trace's settle or one of its rewards: forgotten once nothing more is expected of it. */
+  #forget(type: string, e: IndexedEvent): void {
+    const traceId = e['trace_id'] as string;
+    const known = this.#traces.get(traceId);
+    if (!known) return;
+    if (type === 'trace_settled') {
+      let waiting = 0;
+      const rewards = e['rewards'] as Readonly<Record<string, { readonly status?: unknown } | null>> | undefined;
+      for (const source in rewards) if (rewards[source]?.status === 'pending') waiting++;
+      known.waiting = waiting;
+    } else if (known.waiting > 0) known.waiting--;
+    if (known.waiting === 0) this.#traces.delete(traceId);
+  }
+
+  /** The trace an event is about: its ordinal back from the latest while known, else 0 and its id. */
   #trace(traceId: string): void {
-    const known = this.#inflight.get(traceId);
+    const known = this.#traces.get(traceId);
     if (known) this.#uint(this.#ordinals - known.ordinal);
     else {
       this.#uint(0);

@@ -4,12 +4,13 @@
  */
 import { copyFile, open, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { Run, type RunEvent } from '../index.js';
 import { scratch } from '../../commands/testing.js';
 import { FolderFeed } from './folder-feed.js';
 import { readIndexFile } from './run-index-file.js';
 import { RUN_FILES, RunWriter } from './run-writer.js';
+import { RunIndex } from './run-index.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
@@ -22,7 +23,7 @@ async function indexOf(dir: string): Promise<unknown> {
   return JSON.parse(
     JSON.stringify({
       run: i.run,
-      traces: [...i.traces.values()],
+      traces: [...i.traces],
       pending: [...i.pending.keys()],
       settled: i.settled.map((t) => t.traceId),
       failed: i.failedTraces,
@@ -83,6 +84,21 @@ describe('events.index', async () => {
     const buggy = (await indexOf(runs['buggy'] as string)) as { failed: number; violations: unknown[] };
     expect(buggy.failed).toBeGreaterThan(0);
     expect(buggy.violations.length).toBeGreaterThan(0);
+  });
+
+  it('names every trace by its position, also in delayed rewards after its step settled: a replay never looks one up by id', async () => {
+    const lookups = vi.spyOn(RunIndex.prototype, 'trace');
+    try {
+      await using feed = await FolderFeed.open(runs['weather'] as string, { follow: false });
+      await feed.ready();
+      const delayed = feed.index.rewards.filter((r) => r.source === 'llm_score' && r.status === 'arrived');
+      expect(delayed.length).toBeGreaterThan(10);
+      expect(lookups).not.toHaveBeenCalled();
+      // By id the rows are there all the same (the map is built on the first lookup).
+      for (const r of delayed) expect(feed.index.trace(r.traceId)?.rewards).toContain(r);
+    } finally {
+      lookups.mockRestore();
+    }
   });
 
   it('a torn index, or one ahead of its events log, is replayed as far as both go and the rest is read', async () => {

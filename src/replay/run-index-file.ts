@@ -151,7 +151,7 @@ export class IndexReplay {
         const trace = this.#trace();
         const attempts = this.#uint();
         if (this.#past(bytes)) return;
-        index?.toolFinished(typeof trace === 'string' ? index.traces.get(trace) : trace, attempts);
+        index?.toolFinished(typeof trace === 'string' ? index.trace(trace) : trace, attempts);
         break;
       }
       case Kind.SETTLED:
@@ -209,7 +209,7 @@ export class IndexReplay {
     }
     if (this.#past(bytes)) return false;
     const index = this.#index;
-    const row = typeof trace === 'string' ? index?.traces.get(trace) : trace;
+    const row = typeof trace === 'string' ? index?.trace(trace) : trace;
     if (index && row && index.settle(row, time, status, step, duration, undefined)) {
       for (let i = 0; i < n; i++) index.settledReward(row, sources[i] as string, statuses[i] as RewardStatus, values[3 * i] ?? null, values[3 * i + 1] ?? null, values[3 * i + 2]);
     }

@@ -108,7 +108,7 @@ export interface RewardFields {
 export class RunIndex<Ref> {
   run: RunHeader | undefined;
   /** Every trace, in dispatch order. */
-  readonly traces = new Map<string, TraceRow>();
+  readonly traces: readonly TraceRow[] = [];
   /** The traces still in flight, in dispatch order: oldest first. */
   readonly pending = new Map<string, TraceRow>();
   /** The settled traces, in settle order (a view pages through it without copying). */
@@ -130,13 +130,29 @@ export class RunIndex<Ref> {
   version = 0;
   /** Which episode an instance is running now (instances are reused across episodes). */
   readonly #current = new Map<string, number>();
+  /**
+   * Traces by id, filled up to `#mapped` rows on the first lookup after new ones: a replay of a
+   * run's index refers to traces by position and never pays for 100,000s of inserts it would not use.
+   */
+  readonly #byId = new Map<string, TraceRow>();
+  #mapped = 0;
+
+  /** A trace by its id. */
+  trace(traceId: string): TraceRow | undefined {
+    const rows = this.traces;
+    for (; this.#mapped < rows.length; this.#mapped++) {
+      const row = rows[this.#mapped] as TraceRow;
+      this.#byId.set(row.traceId, row);
+    }
+    return this.#byId.get(traceId);
+  }
 
   /** The episode an event belongs to, if any: its own field, else its trace's, else its instance's. */
   episodeOf(e: Readonly<Record<string, unknown>>): number | undefined {
     const { episode, trace_id: traceId, instance_id: instanceId } = e;
     if (typeof episode === 'number') return episode;
     if (typeof traceId === 'string') {
-      const t = this.traces.get(traceId);
+      const t = this.trace(traceId);
       if (t) return t.episode;
     }
     return typeof instanceId === 'string' ? this.#current.get(instanceId) : undefined;
@@ -183,17 +199,17 @@ export class RunIndex<Ref> {
         this.dispatched(e['trace_id'] as string, e['episode'] as number, e['action'] as string, e.time);
         break;
       case 'tool_finished':
-        this.toolFinished(this.traces.get(e['trace_id'] as string), e['attempts'] as number);
+        this.toolFinished(this.trace(e['trace_id'] as string), e['attempts'] as number);
         break;
       case 'error': {
         const error = e['error'] as ErrorInfo;
-        const row = typeof e['trace_id'] === 'string' ? this.traces.get(e['trace_id']) : undefined;
+        const row = typeof e['trace_id'] === 'string' ? this.trace(e['trace_id']) : undefined;
         if (row) (row as Mutable<TraceRow>).error = error;
         this.#violation(e, error, row);
         break;
       }
       case 'trace_settled': {
-        const trace = this.traces.get(e['trace_id'] as string);
+        const trace = this.trace(e['trace_id'] as string);
         if (!this.settle(trace, e.time, e['status'] as string, e['step'] as number, e['duration_ms'] as number | undefined, e['error'] as ErrorInfo | undefined)) break;
         const rewards = (e['rewards'] ?? {}) as Record<string, { status: RewardStatus; value: number | null; delay_ms: number | null; deadline_at?: number }>;
         for (const source in rewards) {
@@ -246,9 +262,18 @@ export class RunIndex<Ref> {
 
   /** A trace dispatched: a new pending row, last in dispatch order. */
   dispatched(traceId: string, episode: number, action: string, time: number): TraceRow {
+    const again = this.pending.get(traceId) as Mutable<TraceRow> | undefined;
+    if (again) {
+      // A call a crash cut off, dispatched again by the resumed run under its id: the same row.
+      again.episode = episode;
+      again.action = action;
+      again.dispatchedAt = time;
+      again.attempts = again.error = again.rewards = undefined;
+      return again;
+    }
     // Every field from the start (undefined until known): a row keeps one shape and all in one object.
     const row: TraceRow = { traceId, episode, action, status: 'pending', dispatchedAt: time, settledAt: undefined, durationMs: undefined, attempts: undefined, step: undefined, error: undefined, rewards: undefined };
-    this.traces.set(traceId, row);
+    (this.traces as TraceRow[]).push(row);
     this.pending.set(traceId, row);
     return row;
   }
@@ -283,7 +308,7 @@ export class RunIndex<Ref> {
     if (deadlineAt !== undefined) row.deadlineAt = deadlineAt;
   }
 
-  #rewardRow(traceId: string, episode: number, step: number, source: string, trace = this.traces.get(traceId) as Mutable<TraceRow> | undefined): Mutable<RewardRow> {
+  #rewardRow(traceId: string, episode: number, step: number, source: string, trace = this.trace(traceId) as Mutable<TraceRow> | undefined): Mutable<RewardRow> {
     const rows = trace?.rewards as Mutable<RewardRow>[] | undefined;
     if (rows) for (let i = 0; i < rows.length; i++) if ((rows[i] as RewardRow).source === source) return rows[i] as Mutable<RewardRow>;
     const row: Mutable<RewardRow> = { traceId, episode, step, source, status: 'pending', value: undefined, delayMs: undefined, deadlineAt: undefined, lateValue: undefined, reason: undefined };
@@ -292,8 +317,8 @@ export class RunIndex<Ref> {
     if (!counts) this.rewardCounts.set(source, (counts = { pending: 0, arrived: 0, fallback: 0, late: 0, failed: 0 }));
     counts.pending++;
     if (trace) {
-      if (rows) rows.push(row);
-      else trace.rewards = [row];
+      // A fresh list of the exact size: a push would grow it to 17 slots (V8's growth), 100+ bytes per trace.
+      trace.rewards = rows ? [...rows, row] : [row];
     }
     return row;
   }

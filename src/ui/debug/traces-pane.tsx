@@ -48,7 +48,7 @@ export function TracesPane({ index, version, now, query, width, height, active, 
   return (
     <Box flexDirection="column">
       <Text>
-        <Text bold>Traces</Text> {index.traces.size.toLocaleString('en-US')} · <Tone c={index.pending.size > 0 ? 'yellow' : undefined}>{index.pending.size.toLocaleString('en-US')} pending</Tone> ·{' '}
+        <Text bold>Traces</Text> {index.traces.length.toLocaleString('en-US')} · <Tone c={index.pending.size > 0 ? 'yellow' : undefined}>{index.pending.size.toLocaleString('en-US')} pending</Tone> ·{' '}
         <Tone c={failed > 0 ? 'red' : undefined}>{failed.toLocaleString('en-US')} failed</Tone>
         {query ? <Text dimColor> · /{fit(query, 30)} ({rows.length.toLocaleString('en-US')} match)</Text> : null}
       </Text>
