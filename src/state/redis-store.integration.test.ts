@@ -5,7 +5,7 @@
  * machine without one the suite is skipped with a message saying how to start one.
  */
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { AgentEnv, defineEnv, RedisStateStore, type JsonValue } from '../index.js';
 import { APPEND_SCRIPT } from './redis-store.js';
 import { describeStateStore } from './store.conformance.js';
@@ -72,6 +72,26 @@ describe.runIf(available)('RedisStateStore', () => {
     expect([...seqs].sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     const deltas = await a.read('shared', 1, 20);
     expect(deltas.map((d) => d.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
+  it('sends the appends of one turn, of many instances, as one script call; one refused append fails only itself', async () => {
+    const redis = client();
+    const store = new RedisStateStore(redis, { prefix: PREFIX, snapshotEvery: 3 });
+    const ids = Array.from({ length: 40 }, (_, i) => `wave-${i}`);
+    await Promise.all(ids.map((id) => store.init(id, { n: 0 }, 1)));
+    await store.append('wave-7', { patch: [{ op: 'replace', path: '/n', value: 1 }], time: 2 }, { n: 1 });
+    const calls = vi.spyOn(redis as unknown as { agentAppendMany: () => Promise<unknown> }, 'agentAppendMany');
+    // The instance under another writer's head fails with its own error; the other 39 land.
+    await redis.hset(`${PREFIX}{wave-3}:meta`, 'head_time', 1e15);
+    await redis.del(`${PREFIX}{wave-5}:meta`);
+    const results = await Promise.allSettled(ids.map((id, i) => store.append(id, { patch: [{ op: 'replace', path: '/n', value: i }], time: 3 }, { n: i })));
+    // (ioredis's auto-pipeline calls the command's method on its pipeline too: count the client's calls.)
+    expect(calls.mock.contexts.filter((c) => c === redis)).toHaveLength(1);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'refused'))).toEqual(ids.map((id) => (id === 'wave-5' ? 'refused' : id === 'wave-7' ? 2 : 1)));
+    expect((results[5] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_WRITES_LOST' });
+    // A later time than the append's stands (time never goes back), in the batch as alone.
+    expect((await store.read('wave-3', 1, 1))[0]?.time).toBe(1e15);
+    expect((await store.stateAt('wave-7', { seq: 2 })).state).toEqual({ n: 7 });
   });
 
   it('backs an env: a step commits to Redis and time travel reads it back', async () => {

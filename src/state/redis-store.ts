@@ -30,51 +30,73 @@ export interface RedisStateStoreOptions extends StateStoreOptions {
   readonly fence?: (instanceId: string) => number | undefined;
 }
 
-// The fencing check every write script starts with (ARGV[1] the token, '' when unfenced): a write
-// with a token below the instance's highest is refused; a higher one raises it.
+// The fencing check every write script starts with (K and A: the script's keys and arguments, from
+// k + 1 and a + 1; A[a + 1] the token, '' when unfenced): a write with a token below the instance's highest is refused; a
+// higher one raises it.
 const FENCE = `
-if ARGV[1] ~= '' then
-  local held = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')
-  local token = tonumber(ARGV[1])
+if A[a + 1] ~= '' then
+  local held = tonumber(redis.call('HGET', K[k + 1], 'fence') or '0')
+  local token = tonumber(A[a + 1])
   if held > token then return redis.error_reply('FENCED ' .. held) end
-  if held < token and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'fence', token) end
+  if held < token and redis.call('EXISTS', K[k + 1]) == 1 then redis.call('HSET', K[k + 1], 'fence', token) end
 end`;
 
 /** Sorted-set members are seqs padded so that their lexical order is their numeric order. */
 const pad = (seq: number): string => String(seq).padStart(15, '0');
 
-// KEYS: meta, deltas, snaps, times. ARGV: fence, expected seq, time, patch, trace id, snapshot JSON
+// K from k + 1: meta, deltas, snaps, times. A from a + 1: fence, expected seq, time, patch, trace id, snapshot JSON
 // ('' for none), append token. The append token makes a retried append idempotent: a reply lost to a dropped
 // connection is retried by the client, and finds its own entry already written at its seq.
-export const APPEND_SCRIPT = `
-local head = redis.call('HGET', KEYS[1], 'head_seq')
-if not head then return redis.error_reply('NOHISTORY') end
-${FENCE}
-local expected = tonumber(ARGV[2])
-local seq = tonumber(head) + 1
-if seq ~= expected then
-  local mine = redis.call('XRANGE', KEYS[2], expected .. '-1', expected .. '-1')
-  if mine[1] then
-    local fields = mine[1][2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'a' and fields[i + 1] == ARGV[7] then return expected end
+const APPEND = `
+local function append(K, A, k, a)
+  local meta = redis.call('HMGET', K[k + 1], 'head_seq', 'head_time')
+  local head = meta[1]
+  if not head then return redis.error_reply('NOHISTORY') end
+  ${FENCE}
+  local expected = tonumber(A[a + 2])
+  local seq = tonumber(head) + 1
+  if seq ~= expected then
+    local mine = redis.call('XRANGE', K[k + 2], expected .. '-1', expected .. '-1')
+    if mine[1] then
+      local fields = mine[1][2]
+      for i = 1, #fields, 2 do
+        if fields[i] == 'a' and fields[i + 1] == A[a + 7] then return expected end
+      end
     end
+    return redis.error_reply('CONFLICT ' .. head)
   end
-  return redis.error_reply('CONFLICT ' .. head)
+  local time = A[a + 3]
+  if tonumber(meta[2]) > tonumber(time) then time = meta[2] end
+  -- The stream entry first: if it fails, nothing else has changed.
+  redis.call('XADD', K[k + 2], seq .. '-1', 't', time, 'p', A[a + 4], 'r', A[a + 5], 'a', A[a + 7])
+  redis.call('HSET', K[k + 1], 'head_seq', seq, 'head_time', time)
+  redis.call('ZADD', K[k + 4], time, string.format('%015d', seq))
+  if A[a + 6] ~= '' then redis.call('ZADD', K[k + 3], seq, A[a + 6]) end
+  return seq
+end`;
+
+/** One append: KEYS and ARGV as above. */
+export const APPEND_SCRIPT = `${APPEND}
+return append(KEYS, ARGV, 0, 0)`;
+
+/**
+ * The appends of one turn of the event loop, of any instances (a single Redis, not a cluster: their
+ * keys are in different slots): 4 KEYS and 7 ARGV each, in order. Replies with one entry per append:
+ * its seq, or its error as a string starting with '!'.
+ */
+const APPEND_MANY_SCRIPT = `${APPEND}
+local out = {}
+for i = 0, #KEYS / 4 - 1 do
+  local r = append(KEYS, ARGV, 4 * i, 7 * i)
+  if type(r) == 'table' then r = '!' .. r.err end
+  out[i + 1] = r
 end
-local time = ARGV[3]
-local headTime = redis.call('HGET', KEYS[1], 'head_time')
-if tonumber(headTime) > tonumber(time) then time = headTime end
--- The stream entry first: if it fails, nothing else has changed.
-redis.call('XADD', KEYS[2], seq .. '-1', 't', time, 'p', ARGV[4], 'r', ARGV[5], 'a', ARGV[7])
-redis.call('HSET', KEYS[1], 'head_seq', seq, 'head_time', time)
-redis.call('ZADD', KEYS[4], time, string.format('%015d', seq))
-if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], seq, ARGV[6]) end
-return seq`;
+return out`;
 
 // KEYS: meta, deltas, snaps, times. ARGV: fence, seq. Drops every delta after seq (and their snapshots and
 // time index entries) and makes seq the head: the deltas of a step that was never committed.
 export const REWIND_SCRIPT = `
+local K, A, k, a = KEYS, ARGV, 0, 0
 local head = tonumber(redis.call('HGET', KEYS[1], 'head_seq'))
 if not head then return redis.error_reply('NOHISTORY') end
 ${FENCE}
@@ -102,6 +124,7 @@ return head - seq`;
 // KEYS: meta, deltas, snaps, times. ARGV: fence, time, snapshot JSON. A new history (reset): a
 // fenced one keeps the instance's token, so a worker that lost its lease cannot reset it either.
 export const INIT_SCRIPT = `
+local K, A, k, a = KEYS, ARGV, 0, 0
 ${FENCE}
 local fence = redis.call('HGET', KEYS[1], 'fence')
 if ARGV[1] ~= '' then fence = ARGV[1] end
@@ -120,6 +143,15 @@ interface Keys {
 
 type Client = Redis | Cluster;
 
+interface AppendBatch {
+  readonly keys: string[];
+  readonly args: (string | number)[];
+  readonly waiters: { resolve(seq: number): void; reject(err: unknown): void }[];
+}
+
+/** Appends per script call at most: a turn that issues more sends several (a script blocks Redis while it runs). */
+const BATCH_APPENDS = 512;
+
 export class RedisStateStore implements StateStore {
   readonly #redis: Client;
   readonly #ownsClient: boolean;
@@ -132,6 +164,8 @@ export class RedisStateStore implements StateStore {
   #appends = 0;
   /** Append tokens are this plus a count: unique across processes and stores. */
   readonly #tokenBase = `${process.pid}.${Math.random().toString(36).slice(2, 8)}.`;
+  /** The appends of this turn of the event loop, not sent yet (a single Redis only). */
+  #batch: AppendBatch | undefined;
   /** Appends of one instance from this process go one after another (they would only conflict). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #fence: RedisStateStoreOptions['fence'];
@@ -145,6 +179,8 @@ export class RedisStateStore implements StateStore {
     this.#retainDeltas = options.retainDeltas;
     this.#archive = options.archive;
     redis.defineCommand('agentAppend', { numberOfKeys: 4, lua: APPEND_SCRIPT });
+    // The number of keys comes first in its arguments: it varies with the batch.
+    redis.defineCommand('agentAppendMany', { lua: APPEND_MANY_SCRIPT });
     redis.defineCommand('agentRewind', { numberOfKeys: 4, lua: REWIND_SCRIPT });
     redis.defineCommand('agentInit', { numberOfKeys: 4, lua: INIT_SCRIPT });
     this.#fence = options.fence;
@@ -206,7 +242,7 @@ export class RedisStateStore implements StateStore {
       const seq = head + 1;
       const snapshot = seq % this.#snapshotEvery === 0 ? JSON.stringify({ seq, time: delta.time, state: stateAfter }) : '';
       try {
-        const written = await raceAbort(this.#script('agentAppend')(k.meta, k.deltas, k.snaps, k.times, this.#fenceArg(instanceId), seq, String(delta.time), JSON.stringify(delta.patch), delta.trace_id ?? '', snapshot, token), signal);
+        const written = await raceAbort(this.#send(k, [this.#fenceArg(instanceId), seq, String(delta.time), JSON.stringify(delta.patch), delta.trace_id ?? '', snapshot, token]), signal);
         this.#heads.set(instanceId, written);
         if (this.#retainDeltas !== undefined && written % this.#snapshotEvery === 0) {
           const bounds = await this.bounds(instanceId, signal);
@@ -243,6 +279,39 @@ export class RedisStateStore implements StateStore {
         throw err;
       }
     }
+  }
+
+  /**
+   * One append's script call. On a single Redis the appends of one turn of the event loop (a wave
+   * of instances resumed by one reply) go as one call of APPEND_MANY_SCRIPT; on a cluster their
+   * keys live in different slots, so each goes on its own.
+   */
+  #send(k: Keys, args: readonly (string | number)[]): Promise<number> {
+    if (this.#redis.isCluster) return this.#script('agentAppend')(k.meta, k.deltas, k.snaps, k.times, ...args);
+    let batch = this.#batch;
+    if (!batch || batch.waiters.length >= BATCH_APPENDS) {
+      const next: AppendBatch = (batch = this.#batch = { keys: [], args: [], waiters: [] });
+      process.nextTick(() => {
+        if (this.#batch === next) this.#batch = undefined;
+        const many = (this.#redis as unknown as { agentAppendMany: (...a: (string | number)[]) => Promise<(number | string)[]> }).agentAppendMany;
+        many.call(this.#redis, next.keys.length, ...next.keys, ...next.args).then(
+          (replies) => {
+            next.waiters.forEach((w, i) => {
+              const r = replies[i];
+              if (typeof r === 'number') w.resolve(r);
+              else w.reject(new Error(typeof r === 'string' ? r.slice(1) : 'no reply for this append'));
+            });
+          },
+          (err: unknown) => {
+            for (const w of next.waiters) w.reject(err);
+          },
+        );
+      });
+    }
+    batch.keys.push(k.meta, k.deltas, k.snaps, k.times);
+    for (const a of args) batch.args.push(a);
+    const waiters = batch.waiters;
+    return new Promise<number>((resolve, reject) => waiters.push({ resolve, reject }));
   }
 
   async #head(instanceId: string, signal?: AbortSignal): Promise<number> {
