@@ -12,8 +12,8 @@
  *
  * The writes of one turn of the event loop go to Redis together, in one Lua script call that
  * numbers them: stream entry n is written only after n-1, and a write resent after a lost reply is
- * recognised, never doubled. A gap means Redis lost
- * acknowledged writes (restarted without them on disk): `STORE_WRITES_LOST`, never silence.
+ * recognised, never doubled. A gap means Redis lost acknowledged writes (restarted without them on
+ * disk): `STORE_WRITES_LOST`, never silence.
  * Keys are `agent:<run-id>:{<run-id>}:<name>`: under the run's prefix, with one hash tag (one Redis
  * Cluster slot, so the scripts may touch them all).
  */

@@ -8,7 +8,8 @@
  * expects, so two writers can never both write seq n (the second is told, refreshes its head and
  * retries). The writer's expectation is also what lets it send the full state only for the
  * appends that take a snapshot (every `snapshotEvery`), keeping an append O(delta) on the wire.
- * ioredis pipelines the appends of one event-loop tick into one round trip (auto-pipelining).
+ * On a single Redis the appends of one turn of the event loop, of any instances, go as one script
+ * call (a cluster gets one per append: their keys live in different slots).
  */
 import type { Cluster, Redis } from 'ioredis';
 import { raceAbort } from '../shared/abort.js';
@@ -30,9 +31,9 @@ export interface RedisStateStoreOptions extends StateStoreOptions {
   readonly fence?: (instanceId: string) => number | undefined;
 }
 
-// The fencing check every write script starts with (K and A: the script's keys and arguments, from
-// k + 1 and a + 1; A[a + 1] the token, '' when unfenced): a write with a token below the instance's highest is refused; a
-// higher one raises it.
+// The fencing check every write script starts with (K and A: the script's keys and arguments, this
+// instance's from k + 1 and a + 1; A[a + 1] the token, '' when unfenced): a write with a token below
+// the instance's highest is refused; a higher one raises it.
 const FENCE = `
 if A[a + 1] ~= '' then
   local held = tonumber(redis.call('HGET', K[k + 1], 'fence') or '0')
@@ -44,8 +45,8 @@ end`;
 /** Sorted-set members are seqs padded so that their lexical order is their numeric order. */
 const pad = (seq: number): string => String(seq).padStart(15, '0');
 
-// K from k + 1: meta, deltas, snaps, times. A from a + 1: fence, expected seq, time, patch, trace id, snapshot JSON
-// ('' for none), append token. The append token makes a retried append idempotent: a reply lost to a dropped
+// K from k + 1: meta, deltas, snaps, times. A from a + 1: fence, expected seq, time, patch, trace
+// id, snapshot JSON ('' for none), append token. The append token makes a retried append idempotent: a reply lost to a dropped
 // connection is retried by the client, and finds its own entry already written at its seq.
 const APPEND = `
 local function append(K, A, k, a)
