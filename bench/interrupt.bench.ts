@@ -14,6 +14,8 @@ import { execa } from 'execa';
 const CALLS = Number(process.env['CALLS'] ?? 10_000);
 const root = await mkdtemp(path.join(os.tmpdir(), 'interrupt-bench-'));
 const marker = `59.${process.pid}`;
+/** How long a case may take to get every call in flight. */
+const READY_WITHIN_MS = 90_000;
 
 const alive = (): number => {
   try {
@@ -37,7 +39,22 @@ async function measure(label: string, dir: string, ready: () => boolean = () => 
   const child = execa('node', ['bin/agent.js', 'run', dir, '--episodes', String(CALLS), '--concurrency', String(CALLS), '--max-steps', '1', '--out', out], { reject: false });
   let lines = '';
   child.stderr?.on('data', (c: Buffer) => (lines += c.toString()));
-  while (!(lines.includes(` ${CALLS} in flight`) && ready())) await new Promise((r) => setTimeout(r, 100));
+  let exited: string | undefined;
+  void child.then((r) => (exited = `the run ended by itself (exit ${r.exitCode ?? r.signal}): ${lines.trim().split('\n').at(-1)?.slice(0, 200) ?? ''}`));
+  // A machine that starts processes slowly may never hold that many at once (each call ends after
+  // 59 s): say so and go on, rather than wait forever.
+  const deadline = performance.now() + READY_WITHIN_MS;
+  while (!(lines.includes(` ${CALLS} in flight`) && ready())) {
+    if (exited || performance.now() > deadline) {
+      const why = exited ?? `not ready in ${READY_WITHIN_MS / 1000} s, with ${alive()} of the tool's processes running (this machine starts them too slowly to hold that many at once)`;
+      child.kill('SIGKILL');
+      await child;
+      console.log(`${label.padEnd(36)} not measured: ${why}`);
+      if (alive() > 0) execFileSync('pkill', ['-9', '-f', `sleep ${marker}`]);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const t0 = performance.now();
   child.kill('SIGINT');
   const result = await child;
