@@ -53,6 +53,11 @@ describe.runIf(available)('RedisStateStore', () => {
   });
 
   describeStateStore('redis', (options) => new RedisStateStore(client(), { ...options, prefix: PREFIX }));
+  // What a cluster gets (its instances' keys live in different slots): each append as its own script
+  // call. The store is told it holds a cluster; the client itself (its methods run on it) stays one.
+  const asCluster = (c: Redis): Redis =>
+    new Proxy(c, { get: (target, key) => (key === 'isCluster' ? true : typeof Reflect.get(target, key) === 'function' ? (Reflect.get(target, key) as (...a: unknown[]) => unknown).bind(target) : Reflect.get(target, key)) });
+  describeStateStore('redis, one script call per append (as on a cluster)', (options) => new RedisStateStore(asCluster(client()), { ...options, prefix: PREFIX }));
 
   it('keeps every key of an instance in one cluster slot (hash tag) under the prefix', async () => {
     const redis = client();
