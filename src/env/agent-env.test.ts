@@ -148,6 +148,48 @@ describe('the article flow on fixtures/weather', () => {
 });
 
 describe('dispatch / resolve', () => {
+  it('keeps every call of overlapping ones findable by id, pending oldest first, each handed out once', async () => {
+    const gates = new Map<string, ReturnType<typeof deferred<undefined>>>();
+    const { env } = await controlled({
+      held: async (p) => {
+        const gate = deferred<undefined>();
+        gates.set(p['tag'] as string, gate);
+        await gate.promise;
+        return { observation: p['tag'] as string };
+      },
+    });
+    const agent = env.createInstance();
+    await agent.reset({ n: 0, log: [] });
+    const open = (tag: string): string => agent.dispatch({ name: 'held', params: { tag } });
+    const release = async (tag: string, id: string): Promise<void> => {
+      await vi.waitFor(() => expect(gates.has(tag)).toBe(true));
+      gates.get(tag)?.resolve(undefined);
+      expect((await agent.resolve(id)).observation).toBe(tag);
+      await expect(agent.resolve(id)).rejects.toMatchObject({ code: 'TRACE_UNKNOWN' });
+    };
+    const a = open('a');
+    const b = open('b');
+    const c = open('c');
+    expect(agent.pending().map((p) => p.traceId)).toEqual([a, b, c]);
+    // The oldest goes first, then one in the middle; a call dispatched meanwhile comes last.
+    await release('a', a);
+    const d = open('d');
+    await release('c', c);
+    expect(agent.pending().map((p) => p.traceId)).toEqual([b, d]);
+    await release('d', d);
+    await release('b', b);
+    expect(agent.pending()).toEqual([]);
+    // One call at a time again, after overlapping ones.
+    const e = open('e');
+    expect(agent.pending().map((p) => p.traceId)).toEqual([e]);
+    await release('e', e);
+    const f = open('f');
+    const g = open('g');
+    await agent.terminate('done');
+    await expect(agent.resolve(f)).resolves.toMatchObject({ info: { status: 'failed', error: { code: 'TOOL_CANCELLED' } } });
+    await expect(agent.resolve(g)).resolves.toMatchObject({ info: { status: 'failed', error: { code: 'TOOL_CANCELLED' } } });
+  });
+
   it('returns a partial result on timeout while the call goes on, then the final one', async () => {
     vi.useFakeTimers();
     const gate = deferred<undefined>();

@@ -22,7 +22,7 @@ import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
 import type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepResult } from './instance-types.js';
-import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, withValues, type Committed, type Lane } from './trace.js';
+import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, TraceTable, withValues, type Committed, type Lane } from './trace.js';
 
 export type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 export { errorInfo } from './trace.js';
@@ -40,7 +40,7 @@ export class AgentInstance {
   #steps = 0;
   #done = false;
   #nextTrace = 0;
-  readonly #traces = new Map<string, Trace>();
+  readonly #traces = new TraceTable();
   /**
    * Commits are serialized so that the store sees them in completion order: `#commits` is the
    * tail of the chain, `#queued` the commits on it. With none queued and a store that appends at
@@ -218,7 +218,7 @@ export class AgentInstance {
       this.#emit({ type: 'tool_started', time, instance_id: this.id, trace_id: traceId, tool: def.name });
     }
     const trace = new Trace(this.#lane, this.id, traceId, def, frozen, episode, this.#generation, this.#seq, this.#state, startedAt, abort.signal, this.#live);
-    this.#traces.set(traceId, trace);
+    this.#traces.add(trace);
     this.#rt.router.start(def.name, trace, trace);
     return traceId;
   }
@@ -277,9 +277,9 @@ export class AgentInstance {
     return trace.settled;
   }
 
-  /** A final result is handed out once: the trace leaves the map (unless a reset replaced the map's contents). */
+  /** A final result is handed out once: the trace leaves the table (if a reset has not emptied it already). */
   #forget(trace: Trace): void {
-    if (this.#traces.get(trace.traceId) === trace) this.#traces.delete(trace.traceId);
+    this.#traces.delete(trace);
   }
 
   /** Gym-style: dispatch then resolve. */
@@ -305,7 +305,7 @@ export class AgentInstance {
   /** Cancel every call in flight and end the instance. Its history stays readable. */
   async terminate(reason = 'terminated'): Promise<void> {
     this.#transition('terminated');
-    const open = [...this.#traces.values()].filter((t) => !t.final && !t.broken);
+    const open = this.#traces.values().filter((t) => !t.final && !t.broken);
     this.#cancelAll(() => new AgentError('TOOL_CANCELLED', reason));
     await Promise.all(open.map((t) => this.#settledOf(t)));
     await this.#commits;

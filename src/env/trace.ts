@@ -72,6 +72,49 @@ export class Trace implements ToolCall, OutcomeSink {
   }
 }
 
+/**
+ * An instance's traces not yet handed out, by id. Most agents have one call at a time: that one is
+ * held in a field, and a Map is used only while several are. (A Map that gains and loses its one
+ * entry every step reallocates its table at each delete: 150 bytes and a runtime call per step,
+ * bench/cold-start.bench.ts.) The single trace is always older than those in the Map: a new trace
+ * takes the field only when nothing else is held.
+ */
+export class TraceTable {
+  #solo: Trace | undefined;
+  #many: Map<string, Trace> | undefined;
+
+  get size(): number {
+    return (this.#solo ? 1 : 0) + (this.#many?.size ?? 0);
+  }
+
+  get(traceId: string): Trace | undefined {
+    return this.#solo?.traceId === traceId ? this.#solo : this.#many?.get(traceId);
+  }
+
+  add(trace: Trace): void {
+    if (!this.#solo && (this.#many === undefined || this.#many.size === 0)) this.#solo = trace;
+    else (this.#many ??= new Map()).set(trace.traceId, trace);
+  }
+
+  /** Removes `trace` itself (not another trace under its id). */
+  delete(trace: Trace): void {
+    if (this.#solo === trace) this.#solo = undefined;
+    else if (this.#many?.get(trace.traceId) === trace) this.#many.delete(trace.traceId);
+  }
+
+  /** Oldest first, as a copy: callers settle (and so delete) traces while they walk it. */
+  values(): Trace[] {
+    const out = this.#solo ? [this.#solo] : [];
+    if (this.#many) for (const t of this.#many.values()) out.push(t);
+    return out;
+  }
+
+  clear(): void {
+    this.#solo = undefined;
+    this.#many?.clear();
+  }
+}
+
 /** A commit's product, before the step is numbered. */
 export interface Committed {
   readonly state: JsonValue;

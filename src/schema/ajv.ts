@@ -6,8 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import Ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
-import { escapePointerToken } from '../shared/json.js';
+import { escapePointerToken, parsePointer } from '../shared/json.js';
 import type { Issue } from '../shared/errors.js';
 
 // ajv and ajv-formats are CommonJS; under `module: nodenext` their default export is the module object.
@@ -32,6 +33,46 @@ const ajv = createAjv();
 const cache = new WeakMap<object, ValidateFunction>();
 const booleanValidators = new Map<boolean, ValidateFunction>();
 
+/**
+ * The second argument of ajv's validators, shared. Called without one, a validator builds its
+ * default (two objects per call: with the params, each patched path and the rewards validated,
+ * 260 bytes of garbage a step before the optimiser runs). Given only to validators that never
+ * write into it: their schema's document has no dynamic anchor and refers to nothing outside
+ * itself ({@link reachOf}). Frozen, so that no call could leave anything for the next.
+ */
+const SHARED_CONTEXT = Object.freeze({ instancePath: '', dynamicAnchors: Object.freeze({}) }) as unknown as DataValidationCxt;
+const ownContext = new WeakSet<ValidateFunction>();
+
+/** Whether `value` is valid; what `validator(value)` answers (its `errors` set as usual), with less garbage. */
+export function isValid(validator: ValidateFunction, value: unknown): boolean {
+  return ownContext.has(validator) ? validator(value, SHARED_CONTEXT) : validator(value);
+}
+
+/**
+ * How far a schema reaches: `alone`, it refers to nothing and nothing refers into it (it compiles
+ * on its own); `document`, its references stay inside its document and it has no dynamic anchor
+ * (its validator never writes into its context); `open`, anything else.
+ */
+function reachOf(node: JsonSchema): 'alone' | 'document' | 'open' {
+  if (typeof node === 'boolean') return 'alone';
+  let reach: 'alone' | 'document' = 'alone';
+  for (const key in node) {
+    const value = node[key];
+    if (key === '$dynamicAnchor' || key === '$recursiveAnchor') return 'open';
+    if (key === '$ref' || key === '$dynamicRef' || key === '$recursiveRef') {
+      if (!(typeof value === 'string' && value.startsWith('#'))) return 'open';
+      reach = 'document';
+    } else if (key === '$id' || key === '$anchor') reach = 'document';
+    for (const child of Array.isArray(value) ? value : [value]) {
+      if (typeof child !== 'object' || child === null) continue;
+      const inner = reachOf(child as JsonSchema);
+      if (inner === 'open') return 'open';
+      if (inner === 'document') reach = 'document';
+    }
+  }
+  return reach;
+}
+
 /** Compile (once) and return the validator for `schema`. Throws ajv's error if the schema cannot compile. */
 export function compileSchema(schema: JsonSchema): ValidateFunction {
   if (typeof schema === 'boolean') {
@@ -48,6 +89,7 @@ export function compileSchema(schema: JsonSchema): ValidateFunction {
     // those without the id, since we address them by object, never by URI.
     const id = typeof schema['$id'] === 'string' ? schema['$id'] : undefined;
     v = id !== undefined && ajv.getSchema(id) ? ajv.compile(withoutId(schema)) : ajv.compile(schema);
+    if (reachOf(schema) !== 'open') ownContext.add(v);
     cache.set(schema, v);
   }
   return v;
@@ -93,7 +135,7 @@ export function validate(schema: JsonSchema, value: unknown, file?: string): Iss
 
 /** Validate with a compiled validator; `root` lets unknown-key errors suggest the declared names. */
 export function validateWith(v: ValidateFunction, value: unknown, file?: string, root?: JsonSchema): Issue[] {
-  return v(value) ? [] : toIssues(v.errors ?? [], file, root);
+  return isValid(v, value) ? [] : toIssues(v.errors ?? [], file, root);
 }
 
 const rootIds = new WeakMap<object, string>();
@@ -101,11 +143,16 @@ let registered = 0;
 const subschemas = new Map<string, ValidateFunction>();
 
 /**
- * The validator of the subschema at `pointer` (a JSON pointer into `root`), compiled once. The
- * root is registered under an id of ours, so `$ref`s inside the subschema resolve against it.
+ * The validator of the subschema at `pointer` (a JSON pointer into `root`), compiled once. A
+ * subschema that refers to nothing outside itself is compiled on its own; one that does is
+ * compiled through the root, registered under an id of ours, so its `$ref`s resolve against it.
+ * Why not always the latter: the first use of the root's id compiles the whole root once more
+ * (10 ms for the benchmark's three-field state; a first step of a process paid it on its commit).
  */
 export function compileSubschema(root: JsonSchema, pointer: string): ValidateFunction {
   if (pointer === '' || typeof root === 'boolean') return compileSchema(root);
+  const node = nodeAt(root, pointer);
+  if (node !== undefined && reachOf(node) === 'alone') return compileSchema(node);
   let id = rootIds.get(root);
   if (id === undefined) {
     id = `agentic-rl-toolkit:root:${++registered}`;
@@ -117,9 +164,21 @@ export function compileSubschema(root: JsonSchema, pointer: string): ValidateFun
   if (!v) {
     v = ajv.getSchema(key);
     if (!v) throw new Error(`no subschema at ${pointer}`);
+    if (reachOf(root) !== 'open') ownContext.add(v);
     subschemas.set(key, v);
   }
   return v;
+}
+
+/** The schema at a JSON pointer into `root` (undefined when the pointer leads nowhere). */
+function nodeAt(root: JsonSchema, pointer: string): JsonSchema | undefined {
+  let node: unknown = root;
+  for (const token of parsePointer(pointer)) {
+    if (Array.isArray(node)) node = node[Number(token)];
+    else if (typeof node === 'object' && node !== null && Object.hasOwn(node, token)) node = (node as Record<string, unknown>)[token];
+    else return undefined;
+  }
+  return typeof node === 'boolean' || (typeof node === 'object' && node !== null && !Array.isArray(node)) ? (node as JsonSchema) : undefined;
 }
 
 /** Turn ajv errors into issues whose pointer names the exact offending field, missing ones included. */

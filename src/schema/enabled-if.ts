@@ -286,7 +286,9 @@ class Parser {
 
 function readPath(state: unknown, tokens: readonly string[]): unknown {
   let node: unknown = state;
-  for (const t of tokens) {
+  // Indexed: `enabled_if` is read at every dispatch, from the first (a for…of allocates an iterator until optimised).
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k] as string;
     if (Array.isArray(node)) node = t === 'length' ? node.length : node[Number(t)];
     else if (typeof node === 'string' && t === 'length') node = node.length;
     else if (isPlainObject(node)) node = Object.hasOwn(node, t) ? node[t] : undefined;

@@ -20,7 +20,7 @@ import type { Issue } from '../shared/errors.js';
 import { escapePointerToken, isJsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 import type { ValidateFunction } from 'ajv';
-import { compileSubschema, validate, validateWith, type JsonSchema } from './ajv.js';
+import { compileSubschema, isValid, validate, validateWith, type JsonSchema } from './ajv.js';
 
 /** Keywords of a container that relate several children: a change below them needs the whole container. */
 const CROSS_FIELD = [
@@ -113,7 +113,7 @@ export class StateValidator {
       for (let j = 0; j < plan.length; j++) {
         const c = plan[j] as Check;
         // The same subtree twice (two operations in one record) is checked once.
-        if (!checks.some((d) => d.prefix === c.prefix && d.validator === c.validator)) checks.push(c);
+        if (!hasCheck(checks, c)) checks.push(c);
       }
     }
     return this.#check(checks, next);
@@ -124,7 +124,7 @@ export class StateValidator {
     for (let k = 0; k < checks.length; k++) {
       const c = checks[k] as Check;
       const value = valueAt(next, c.at);
-      if (value === undefined || c.validator(value)) continue;
+      if (value === undefined || isValid(c.validator, value)) continue;
       issues ??= [];
       for (const issue of validateWith(c.validator, value, undefined, this.#root)) issues.push(c.prefix === '' ? issue : { ...issue, pointer: c.prefix + issue.pointer });
     }
@@ -253,9 +253,20 @@ function schemaAt(root: JsonSchema, pointer: string): unknown {
   return node;
 }
 
+/** A loop, not `some` with a closure: a closure per operation per commit is garbage before the optimiser runs. */
+function hasCheck(checks: readonly Check[], c: Check): boolean {
+  for (let k = 0; k < checks.length; k++) {
+    const d = checks[k] as Check;
+    if (d.prefix === c.prefix && d.validator === c.validator) return true;
+  }
+  return false;
+}
+
 function valueAt(doc: JsonValue, path: readonly string[]): JsonValue | undefined {
   let node: JsonValue | undefined = doc;
-  for (const t of path) {
+  // Indexed: runs per commit from a process's first step, before the optimiser removes a for…of's iterator.
+  for (let k = 0; k < path.length; k++) {
+    const t = path[k] as string;
     if (Array.isArray(node)) node = node[Number(t)];
     else if (isPlainObject(node)) node = Object.hasOwn(node, t) ? node[t] : undefined;
     else return undefined;

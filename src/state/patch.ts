@@ -86,7 +86,7 @@ function applyOperations<T extends JsonValue>(doc: T, patch: Patch, copy: (value
 }
 
 function seal(fresh: object[]): void {
-  for (const node of fresh) Object.freeze(node);
+  for (let k = 0; k < fresh.length; k++) Object.freeze(fresh[k]);
   fresh.length = 0;
 }
 
@@ -228,7 +228,8 @@ function withOwn(obj: Record<string, JsonValue>, key: string, value: JsonValue):
 
 function get(doc: JsonValue, path: readonly string[], i: number): JsonValue {
   let node: JsonValue = doc;
-  for (const key of path) {
+  for (let k = 0; k < path.length; k++) {
+    const key = path[k] as string;
     if (Array.isArray(node)) node = node[arrayIndex(node, key, i, false)] as JsonValue;
     else if (isPlainObject(node) && Object.hasOwn(node, key)) node = node[key] as JsonValue;
     else throw new PatchError(i, `path '${key}' does not exist`);
