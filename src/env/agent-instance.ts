@@ -21,8 +21,11 @@ import type { ToolResult } from '../tools/types.js';
 import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
-import type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepResult } from './instance-types.js';
+import type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, TraceTable, withValues, type Committed, type Lane } from './trace.js';
+
+/** A record being built: its optional fields set after the literal (a spread of `{}` per step is garbage). */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 export type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 export { errorInfo } from './trace.js';
@@ -417,7 +420,11 @@ export class AgentInstance {
     if (!outcome.ok) return this.#conclude(trace, outcome, durationMs, undefined, outcome.error);
     let committed: Committed | Promise<Committed>;
     try {
-      committed = this.#serialized(() => this.#commit(trace, outcome.result));
+      // #serialized's work inline when nothing is queued: no closure per step.
+      if (this.#queued === 0) {
+        committed = this.#commit(trace, outcome.result);
+        if (isPromise(committed)) committed = this.#enqueue(committed);
+      } else committed = this.#serialized(() => this.#commit(trace, outcome.result));
     } catch (err) {
       return this.#conclude(trace, outcome, durationMs, undefined, asAgentError(err));
     }
@@ -529,23 +536,13 @@ export class AgentInstance {
           immediate: rewards.total,
         })
       : undefined;
-    return {
-      state: committed.state,
-      ...(result.observation !== undefined ? { observation: result.observation } : {}),
-      reward: rewards.total,
-      rewards: delayed ? { ...rewards.entries, ...delayed } : rewards.entries,
-      done: result.done === true,
-      info: {
-        trace_id: trace.traceId,
-        status: 'resolved',
-        action: trace.action.name,
-        step,
-        seq: committed.seq,
-        duration_ms: durationMs,
-        attempts: outcome.attempts,
-        ...(outcome.fallback ? { fallback: outcome.fallback.by } : {}),
-      },
-    };
+    const info: Mutable<StepInfo> = { trace_id: trace.traceId, status: 'resolved', action: trace.action.name, step, seq: committed.seq, duration_ms: durationMs, attempts: outcome.attempts };
+    if (outcome.fallback) info.fallback = outcome.fallback.by;
+    const reward = rewards.total;
+    const entries = delayed ? { ...rewards.entries, ...delayed } : rewards.entries;
+    const done = result.done === true;
+    // Two literals rather than a spread of `{observation}` or `{}`: a step's result is built at every step, from a process's first.
+    return result.observation !== undefined ? { state: committed.state, observation: result.observation, reward, rewards: entries, done, info } : { state: committed.state, reward, rewards: entries, done, info };
   }
 
   #partial(trace: Trace): StepResult {

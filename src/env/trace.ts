@@ -127,11 +127,14 @@ export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return value instanceof Promise;
 }
 
+const ONCE = { remember: false } as const;
+const REMEMBERED = {} as const;
+
 /** A frozen JSON copy of a caller's value, or a typed error naming where it is not JSON. */
 export function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INVALID', what: string): JsonValue {
   try {
     // Params are copied once per call and never handed back: not worth remembering (json.ts).
-    return jsonCopy(value, code === 'PARAMS_INVALID' ? { remember: false } : {});
+    return jsonCopy(value, code === 'PARAMS_INVALID' ? ONCE : REMEMBERED);
   } catch (err) {
     const e = err as NotJsonError;
     throw new ValidationError(code, `${what} is not JSON`, [{ pointer: e.pointer, message: e.reason }], 'Pass plain JSON: objects, arrays, strings, finite numbers, booleans and null.');
