@@ -1,5 +1,5 @@
 /** `agent export` (and the readers under it) on a hand-edited or damaged run folder: refuse with file and line, or skip and count with --lenient. */
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAgent, scratch } from './testing.js';
@@ -72,5 +72,38 @@ describe('agent export on a damaged folder', () => {
     r = await runAgent(['rewards', 'sla', dir]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/error: .*run\.json: \/env is required but missing/);
+  });
+});
+
+describe('agent export --out', () => {
+  it('makes a missing folder (a fresh checkout has no runs/), for JSON lines and Parquet alike', async () => {
+    const base = await tmp.dir('export-out-');
+    for (const [format, file] of [['jsonl', 'a/b/steps.jsonl'], ['parquet', 'c/steps.parquet'], ['chat-parquet', 'd/e/chat.parquet']] as const) {
+      const r = await runAgent(['export', pristine, '--format', format, '--out', path.join(base, file)]);
+      expect(r.code, r.stderr).toBe(0);
+      expect((await stat(path.join(base, file))).size, format).toBeGreaterThan(0);
+    }
+    const verl = await runAgent(['export', 'tau-bench/airline', '--format', 'verl', '--split', 'test', '--out', path.join(base, 'f', 'airline.verl.parquet')]);
+    expect(verl.code, verl.stderr).toBe(0);
+  });
+
+  it('refuses a path no file can be written at, naming it, and writes nothing for a damaged folder', async () => {
+    const base = await tmp.dir('export-out-bad-');
+    await mkdir(path.join(base, 'a-folder'));
+    await writeFile(path.join(base, 'a-file'), 'x');
+    for (const [out, why] of [[path.join(base, 'a-folder'), 'it is a folder'], [path.join(base, 'a-file', 'steps.jsonl'), 'a part of its path is a file']] as const) {
+      for (const format of ['jsonl', 'parquet']) {
+        const r = await runAgent(['export', pristine, '--format', format, '--out', out]);
+        expect(r.code, `${format} ${out}`).toBe(2);
+        expect(r.stderr).toContain(`cannot write --out ${out}: ${why}`);
+        expect(r.stderr).not.toContain('internal error');
+      }
+    }
+    const dir = await damaged((l) => [...l, '{"torn'], 'trajectories.jsonl');
+    for (const format of ['jsonl', 'parquet']) {
+      const r = await runAgent(['export', dir, '--format', format, '--out', path.join(base, 'new', `x.${format}`)]);
+      expect(r.code).toBe(2);
+    }
+    expect(await readdir(base)).toEqual(['a-file', 'a-folder']);
   });
 });

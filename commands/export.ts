@@ -3,8 +3,8 @@
  * or per episode as a chat (`--format chat`, `chat-parquet`); `agent export <suite> --format verl`:
  * a suite's tasks as a verl RL dataset.
  */
-import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
@@ -40,6 +40,21 @@ function drainOrGone(out: NodeJS.WritableStream): Promise<void> {
     };
     for (const e of ['drain', 'close', 'error']) out.on(e, done);
   });
+}
+
+/**
+ * Opens `--out` for writing, its folder made if missing (`--out runs/sft.parquet` on a fresh
+ * checkout). A path no file can be written at is refused naming it, before anything is written.
+ */
+async function openOut(file: string, refuse: (message: string) => Error): Promise<FileHandle> {
+  try {
+    await mkdir(path.dirname(path.resolve(file)), { recursive: true });
+    return await open(file, 'w');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EISDIR' ? 'it is a folder' : code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of its path is a file' : code === 'EACCES' || code === 'EPERM' ? 'no permission' : (code ?? String(err));
+    throw refuse(`cannot write --out ${file}: ${why}`);
+  }
 }
 
 function choice<T extends string>(options: readonly T[]): (v: string) => T {
@@ -79,21 +94,27 @@ export function registerExport(program: Command, io: Io): void {
         lenient: flags.lenient === true,
         onSkipped: (s: { records: number; first?: string }) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),
       };
+      const refuse = (message: string): Error => new UsageError(message, 'Pass --out a file path you can write to (missing folders are made).');
       const parquet = PARQUET[flags.format];
       if (parquet) {
         // A suite's name (tau-bench/airline) is not a folder to write into: verl's file defaults to here.
         const file = flags.out ?? (flags.format === 'verl' ? parquet.file : path.join(dir, parquet.file));
+        // Once the input has been read and checked (bad input writes nothing): --out checked, its folder made; the Parquet writer writes the file itself.
+        const ready = async (): Promise<void> => (await openOut(file, refuse)).close();
         let count: number;
         if (flags.format === 'verl') {
           const rows = await verlDataset(dir, flags.split !== undefined ? { split: flags.split } : {});
+          await ready();
           await writeVerlParquet(file, rows);
           count = rows.length;
         } else if (flags.format === 'chat-parquet') {
           const records = await exportChat(dir, common);
+          await ready();
           await writeChatParquet(file, records);
           count = records.length;
         } else {
           const records = await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
+          await ready();
           await writeParquet(file, records);
           count = records.length;
         }
@@ -101,18 +122,21 @@ export function registerExport(program: Command, io: Io): void {
         return;
       }
       const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
-      const out: NodeJS.WritableStream = flags.out !== undefined ? createWriteStream(flags.out) : io.stdout;
+      if (flags.out !== undefined) {
+        const file = (await openOut(flags.out, refuse)).createWriteStream();
+        for (const r of records) if (!file.write(`${JSON.stringify(r)}\n`)) await once(file, 'drain');
+        file.end();
+        await once(file, 'finish');
+        io.stderr.write(`${records.length} ${flags.format === 'chat' ? 'episodes' : 'steps'} written to ${flags.out}\n`);
+        return;
+      }
       // `agent export … | head`: once the reader is gone, stop writing, quietly.
+      const out = io.stdout;
       let gone = false;
       out.on('error', () => (gone = true));
       for (const r of records) {
         if (gone) break;
         if (!out.write(`${JSON.stringify(r)}\n`)) await drainOrGone(out);
-      }
-      if (flags.out !== undefined) {
-        out.end();
-        await once(out, 'finish');
-        io.stderr.write(`${records.length} ${flags.format === 'chat' ? 'episodes' : 'steps'} written to ${flags.out}\n`);
       }
     });
 }

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
@@ -15,10 +15,16 @@ import { importModule } from '../src/shared/import-module.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const WORK = path.join(ROOT, '.test-tmp', 'readme');
+const RUNS = path.join(ROOT, 'runs');
 const tmp = scratch();
+// The shell blocks write where a reader's would, into the checkout's `runs/` (a later block reads
+// what an earlier one wrote): what they added goes once they have all run.
+const runsBefore = await readdir(RUNS).then((names) => new Set(names), () => undefined);
 afterAll(async () => {
   await rm(WORK, { recursive: true, force: true });
   await tmp.cleanup();
+  if (!runsBefore) await rm(RUNS, { recursive: true, force: true });
+  else for (const name of await readdir(RUNS)) if (!runsBefore.has(name)) await rm(path.join(RUNS, name), { recursive: true, force: true });
 });
 
 interface Block {
