@@ -128,14 +128,17 @@ export function checkSchema(schema: unknown, file?: string, basePointer = ''): I
   return [];
 }
 
+/** What a valid value has: one empty list for all of them (a new one per call was garbage at every step). */
+const NO_ISSUES: readonly Issue[] = Object.freeze([]);
+
 /** Validate and return issues (empty when valid). */
-export function validate(schema: JsonSchema, value: unknown, file?: string): Issue[] {
+export function validate(schema: JsonSchema, value: unknown, file?: string): readonly Issue[] {
   return validateWith(compileSchema(schema), value, file, schema);
 }
 
 /** Validate with a compiled validator; `root` lets unknown-key errors suggest the declared names. */
-export function validateWith(v: ValidateFunction, value: unknown, file?: string, root?: JsonSchema): Issue[] {
-  return isValid(v, value) ? [] : toIssues(v.errors ?? [], file, root);
+export function validateWith(v: ValidateFunction, value: unknown, file?: string, root?: JsonSchema): readonly Issue[] {
+  return isValid(v, value) ? NO_ISSUES : toIssues(v.errors ?? [], file, root);
 }
 
 const rootIds = new WeakMap<object, string>();

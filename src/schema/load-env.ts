@@ -294,7 +294,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   };
 }
 
-function invalid(dir: string, issues: Issue[]): ValidationError {
+function invalid(dir: string, issues: readonly Issue[]): ValidationError {
   return new ValidationError('DEFINITION_INVALID', `environment '${path.relative(process.cwd(), dir) || '.'}' is invalid`, issues, 'Fix each listed field; nothing was run.');
 }
 

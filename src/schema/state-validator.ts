@@ -62,6 +62,8 @@ interface Check {
 }
 
 const MAX_CACHED_PLANS = 4_096;
+/** A valid state's issues: one empty list, not a new one per commit. */
+const NO_ISSUES: readonly Issue[] = Object.freeze([]);
 
 type Step =
   | { readonly kind: 'schema'; readonly pointer: string; readonly node: Record<string, unknown> }
@@ -78,6 +80,8 @@ export class StateValidator {
   readonly #plans = new Map<string, Map<string, readonly Check[] | 'full'>>();
   /** Plans of appends (`/-`) by path, `-` standing for the new element's index. */
   readonly #appends = new Map<string, readonly Check[] | 'full'>();
+  /** validateChange's checks of a patch of several operations (only the first of them are this patch's). */
+  readonly #gathered: Check[] = [];
 
   constructor(root: JsonSchema) {
     this.#root = root;
@@ -85,26 +89,28 @@ export class StateValidator {
   }
 
   /** Validate a whole state. */
-  validate(state: JsonValue): Issue[] {
+  validate(state: JsonValue): readonly Issue[] {
     // A deeply frozen state that passed once passes again: an initial state is validated once, not at every reset.
-    if (this.#valid.has(state as object)) return [];
+    if (this.#valid.has(state as object)) return NO_ISSUES;
     const issues = validate(this.#root, state);
     if (issues.length === 0 && isJsonCopy(state)) this.#valid.add(state as object);
     return issues;
   }
 
   /** Validate `next`, the state after `patch` was applied to a state that was valid. */
-  validateChange(next: JsonValue, patch: Patch): Issue[] {
+  validateChange(next: JsonValue, patch: Patch): readonly Issue[] {
     if (!this.#incremental) return this.validate(next);
     // One operation (most steps): its plan as it is, no list to gather or deduplicate.
     if (patch.length === 1) {
       const op = patch[0] as Patch[number];
-      if (op.op === 'test') return [];
+      if (op.op === 'test') return NO_ISSUES;
       const plan = this.#planFor(op, patch, next);
       return plan === 'full' ? this.validate(next) : this.#check(plan, next);
     }
-    const checks: Check[] = [];
+    // Gathered in one list kept for every commit (its first `push` would allocate room for 17).
     // Indexed loops: a for…of allocates an iterator until the optimiser removes it, and this runs per commit from the first.
+    const checks = this.#gathered;
+    let count = 0;
     for (let k = 0; k < patch.length; k++) {
       const op = patch[k] as Patch[number];
       if (op.op === 'test') continue;
@@ -113,22 +119,23 @@ export class StateValidator {
       for (let j = 0; j < plan.length; j++) {
         const c = plan[j] as Check;
         // The same subtree twice (two operations in one record) is checked once.
-        if (!hasCheck(checks, c)) checks.push(c);
+        if (!hasCheck(checks, count, c)) checks[count++] = c;
       }
     }
-    return this.#check(checks, next);
+    return this.#check(checks, next, count);
   }
 
-  #check(checks: readonly Check[], next: JsonValue): Issue[] {
+  /** The first `count` of `checks` (all of them by default) on `next`. */
+  #check(checks: readonly Check[], next: JsonValue, count = checks.length): readonly Issue[] {
     let issues: Issue[] | undefined;
-    for (let k = 0; k < checks.length; k++) {
+    for (let k = 0; k < count; k++) {
       const c = checks[k] as Check;
       const value = valueAt(next, c.at);
       if (value === undefined || isValid(c.validator, value)) continue;
       issues ??= [];
       for (const issue of validateWith(c.validator, value, undefined, this.#root)) issues.push(c.prefix === '' ? issue : { ...issue, pointer: c.prefix + issue.pointer });
     }
-    return issues ?? [];
+    return issues ?? NO_ISSUES;
   }
 
   /**
@@ -254,8 +261,8 @@ function schemaAt(root: JsonSchema, pointer: string): unknown {
 }
 
 /** A loop, not `some` with a closure: a closure per operation per commit is garbage before the optimiser runs. */
-function hasCheck(checks: readonly Check[], c: Check): boolean {
-  for (let k = 0; k < checks.length; k++) {
+function hasCheck(checks: readonly Check[], count: number, c: Check): boolean {
+  for (let k = 0; k < count; k++) {
     const d = checks[k] as Check;
     if (d.prefix === c.prefix && d.validator === c.validator) return true;
   }
