@@ -35,6 +35,20 @@ describe('archiveToFolder', () => {
     expect(archived.length).toBeGreaterThan(60);
   });
 
+  it('writes a large batch (compressed off the event loop) and small ones (compressed in it) into one file that reads back whole', async () => {
+    const dir = await tmp.dir('agent-archive-sizes-');
+    const archive = archiveToFolder(dir);
+    const delta = (seq: number, text: string) => ({ seq, time: seq, patch: [{ op: 'add' as const, path: '/log/-', value: text }] });
+    // Well over 64 KB of JSON lines in the middle batch.
+    const batches = [[delta(1, 'a')], Array.from({ length: 300 }, (_, i) => delta(i + 2, 'x'.repeat(400))), [delta(302, 'b'), delta(303, 'c')]];
+    for (const batch of batches) await archive('ep-9', batch);
+    const archived = await readArchive(dir, 'ep-9');
+    expect(archived.map((d) => d.seq)).toEqual(Array.from({ length: 303 }, (_, i) => i + 1));
+    expect(archived[150]?.patch).toEqual([{ op: 'add', path: '/log/-', value: 'x'.repeat(400) }]);
+    expect(execFileSync('zcat', [path.join(dir, 'ep-9.jsonl.gz')], { encoding: 'utf8' }).trim().split('\n')).toHaveLength(303);
+    expect(await archive.lastSeq('ep-9')).toBe(303);
+  });
+
   it('after a crash mid-append, reads the whole batches and cuts the torn one off before the next append', async () => {
     const delta = (seq: number) => ({ seq, time: seq, patch: [{ op: 'replace' as const, path: '/n', value: seq }] });
     // The process died while writing the second batch: 1 byte of its gzip member on disk, part of
