@@ -129,7 +129,7 @@ export function checkSchema(schema: unknown, file?: string, basePointer = ''): I
 }
 
 /** What a valid value has: one empty list for all of them (a new one per call was garbage at every step). */
-const NO_ISSUES: readonly Issue[] = Object.freeze([]);
+export const NO_ISSUES: readonly Issue[] = Object.freeze([]);
 
 /** Validate and return issues (empty when valid). */
 export function validate(schema: JsonSchema, value: unknown, file?: string): readonly Issue[] {
@@ -154,7 +154,7 @@ const subschemas = new Map<string, ValidateFunction>();
  */
 export function compileSubschema(root: JsonSchema, pointer: string): ValidateFunction {
   if (pointer === '' || typeof root === 'boolean') return compileSchema(root);
-  const node = nodeAt(root, pointer);
+  const node = schemaAtPointer(root, pointer);
   if (node !== undefined && reachOf(node) === 'alone') return compileSchema(node);
   let id = rootIds.get(root);
   if (id === undefined) {
@@ -173,8 +173,8 @@ export function compileSubschema(root: JsonSchema, pointer: string): ValidateFun
   return v;
 }
 
-/** The schema at a JSON pointer into `root` (undefined when the pointer leads nowhere). */
-function nodeAt(root: JsonSchema, pointer: string): JsonSchema | undefined {
+/** The schema at a JSON pointer into `root` (undefined when the pointer leads nowhere, or to what is not a schema). */
+export function schemaAtPointer(root: JsonSchema, pointer: string): JsonSchema | undefined {
   let node: unknown = root;
   for (const token of parsePointer(pointer)) {
     if (Array.isArray(node)) node = node[Number(token)];

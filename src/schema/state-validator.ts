@@ -20,7 +20,7 @@ import type { Issue } from '../shared/errors.js';
 import { escapePointerToken, isJsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 import type { ValidateFunction } from 'ajv';
-import { compileSubschema, isValid, validate, validateWith, type JsonSchema } from './ajv.js';
+import { compileSubschema, isValid, NO_ISSUES, schemaAtPointer, validate, validateWith, type JsonSchema } from './ajv.js';
 
 /** Keywords of a container that relate several children: a change below them needs the whole container. */
 const CROSS_FIELD = [
@@ -62,8 +62,6 @@ interface Check {
 }
 
 const MAX_CACHED_PLANS = 4_096;
-/** A valid state's issues: one empty list, not a new one per commit. */
-const NO_ISSUES: readonly Issue[] = Object.freeze([]);
 
 type Step =
   | { readonly kind: 'schema'; readonly pointer: string; readonly node: Record<string, unknown> }
@@ -229,7 +227,7 @@ export class StateValidator {
 
   /** The schema at a pointer, through `$ref`s that stand alone (a `$ref` with siblings is cross-field). */
   #resolve(pointer: string, hops = 0): Step {
-    const node = schemaAt(this.#root, pointer);
+    const node = schemaAtPointer(this.#root, pointer);
     if (node === true || (isPlainObject(node) && Object.keys(node).every((k) => ANNOTATIONS.has(k)))) return { kind: 'any' };
     if (!isPlainObject(node)) return { kind: 'none' };
     const ref = node['$ref'];
@@ -252,12 +250,6 @@ function breaksContainer(node: Record<string, unknown>, key: string, kind: 'add'
   if ('propertyNames' in node) return true;
   const props = node['properties'];
   return node['additionalProperties'] === false && !(isPlainObject(props) && Object.hasOwn(props, key));
-}
-
-function schemaAt(root: JsonSchema, pointer: string): unknown {
-  let node: unknown = root;
-  for (const t of parsePointer(pointer)) node = isPlainObject(node) ? node[t] : Array.isArray(node) ? node[Number(t)] : undefined;
-  return node;
 }
 
 /** A loop, not `some` with a closure: a closure per operation per commit is garbage before the optimiser runs. */
