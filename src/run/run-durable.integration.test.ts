@@ -33,30 +33,76 @@ async function setup(appendfsync: 'always' | 'everysec', appendonly = true): Pro
   return { redis, out };
 }
 
-/** Run the weather env on `url`; after `afterSteps` settled steps, `onSteps` runs (kill Redis, …). */
-async function durableRun(url: string, out: string, afterSteps: number, onSteps: () => Promise<void>, storeWaitMs = 30_000) {
+/** Run the weather env on `url`; when `at` names a count of settled steps, its action runs then (kill Redis, …). */
+async function durableRun(url: string, out: string, at: Record<number, () => Promise<void>>, storeWaitMs = 30_000) {
   const run = await Run.prepare({ env: 'fixtures/weather', episodes: 8, concurrency: 2, store: url, out, storeWaitMs, toolOptions: { latency_scale: 0.05 } });
   const seen: RunEvent['type'][] = [];
   let steps = 0;
   run.events.onAny((e) => {
     seen.push(e.type);
-    if (e.type === 'trace_settled' && ++steps === afterSteps) void onSteps();
+    if (e.type === 'trace_settled') void at[++steps]?.();
   });
   const summary = await run.execute();
   return { summary, seen, dir: run.dir as string };
 }
 
+/** Resume a run stopped by STORE_WRITES_LOST; returns its final summary. */
+async function resumeAfterLoss(runId: string, url: string) {
+  const resumed = await Run.prepare({ env: '', resume: runId, store: url });
+  const lost: number[] = [];
+  resumed.events.onAny((e) => {
+    if (e.type === 'run_resumed') lost.push(e.lost_steps);
+  });
+  return { summary: await resumed.execute(), lost };
+}
+
 describe.runIf(startable)('durable runs when Redis restarts', () => {
-  it.each(['always', 'everysec'] as const)('appendfsync %s: Redis killed and restarted mid-run, the run pauses, goes on, and loses nothing', async (mode) => {
+  it.each(['always', 'everysec'] as const)('appendfsync %s: Redis killed and restarted mid-run, the run pauses, goes on, and loses nothing silently', async (mode) => {
     const { redis, out } = await setup(mode);
-    const { summary, seen, dir } = await durableRun(redis.url, out, 12, async () => {
-      await redis.kill();
-      await redis.start();
+    const { summary, seen, dir } = await durableRun(redis.url, out, {
+      12: async () => {
+        await redis.kill();
+        await redis.start();
+      },
     });
-    expect(summary).toMatchObject({ status: 'completed', episodes: { finished: 8 } });
-    expect(summary.problem).toBeUndefined();
     expect(seen).toContain('store_unavailable');
-    expect(seen).toContain('store_recovered');
+    let final = summary;
+    // Under everysec a kill can still lose acknowledged writes: Redis replies before its write when a
+    // background fsync is running (a busy disk), and postpones that write up to 2 s. The journal must
+    // say so, and the resume must complete the run. Under always, nothing is ever lost.
+    if (mode === 'everysec' && summary.status === 'interrupted') {
+      expect(summary.problem).toMatch(/Redis lost/);
+      final = (await resumeAfterLoss(summary.run_id, redis.url)).summary;
+    } else {
+      expect(seen).toContain('store_recovered');
+    }
+    expect(final).toMatchObject({ status: 'completed', episodes: { finished: 8 } });
+    expect(final.problem).toBeUndefined();
+    const check = await verify(dir, summary.run_id, redis.url);
+    expect(check.problems).toEqual([]);
+    expect(check).toMatchObject({ episodes: 8, steps: 80, keysLeft: 0 });
+  });
+
+  it('Redis back without its last acknowledged writes (an OS crash under everysec): STORE_WRITES_LOST, and the resume sets the lost steps aside and completes the run', async () => {
+    const { redis, out } = await setup('always');
+    let kept = 0;
+    const { summary, dir } = await durableRun(redis.url, out, {
+      6: async () => {
+        kept = await redis.aofSize();
+      },
+      12: async () => {
+        await redis.crashLosingWritesAfter(kept);
+        await redis.start();
+      },
+    });
+    expect(summary.status).toBe('interrupted');
+    expect(summary.problem).toMatch(/Redis lost/);
+    const { summary: final, lost } = await resumeAfterLoss(summary.run_id, redis.url);
+    expect(final).toMatchObject({ status: 'completed', episodes: { finished: 8 } });
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toBeGreaterThan(0);
+    const setAside = (await readFile(path.join(dir, 'trajectories.lost.jsonl'), 'utf8')).split('\n').filter(Boolean);
+    expect(setAside).toHaveLength(lost[0] as number);
     const check = await verify(dir, summary.run_id, redis.url);
     expect(check.problems).toEqual([]);
     expect(check).toMatchObject({ episodes: 8, steps: 80, keysLeft: 0 });
@@ -82,9 +128,11 @@ describe.runIf(startable)('durable runs when Redis restarts', () => {
 
   it('never goes on silently when Redis comes back empty (no AOF): the run stops with STORE_WRITES_LOST', async () => {
     const { redis, out } = await setup('always', false);
-    const { summary, dir } = await durableRun(redis.url, out, 12, async () => {
-      await redis.kill();
-      await redis.start();
+    const { summary, dir } = await durableRun(redis.url, out, {
+      12: async () => {
+        await redis.kill();
+        await redis.start();
+      },
     });
     expect(summary.status).toBe('interrupted');
     expect(summary.problem).toMatch(/Redis lost/);

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,6 +54,14 @@ export interface OwnRedis {
   kill(): Promise<void>;
   /** Start again on the same port and data folder (the AOF is replayed). */
   start(): Promise<void>;
+  /** Bytes in the AOF's newest incremental file: between two of Redis's writes, so at a command boundary. */
+  aofSize(): Promise<number>;
+  /**
+   * SIGKILL, then cut the AOF back to `size` (from `aofSize()`): what was written after it never
+   * reached the disk, as when the OS crashes under `appendfsync everysec`, or Redis is killed while
+   * its write waits behind a slow background fsync (it has replied by then).
+   */
+  crashLosingWritesAfter(size: number): Promise<void>;
   /** Stop and remove the data folder. */
   close(): Promise<void>;
 }
@@ -84,12 +92,27 @@ export async function startOwnRedis(options: { readonly appendfsync?: 'always' |
     c.kill('SIGKILL');
     await once(c, 'exit');
   };
+  // Redis 7 keeps a multi-part AOF: appendonlydir/<name>.<n>.incr.aof receives the writes.
+  const incrFile = async (): Promise<string> => {
+    const aofDir = path.join(dir, 'appendonlydir');
+    const number = (f: string): number => Number(/\.(\d+)\.incr\.aof$/.exec(f)?.[1] ?? -1);
+    const newest = (await readdir(aofDir)).filter((f) => number(f) >= 0).sort((a, b) => number(b) - number(a))[0];
+    if (!newest) throw new Error(`no incremental AOF in ${aofDir}: start the server with appendonly`);
+    return path.join(aofDir, newest);
+  };
   await start();
   return {
     url: `redis://127.0.0.1:${port}/0`,
     port,
     kill,
     start,
+    async aofSize() {
+      return (await stat(await incrFile())).size;
+    },
+    async crashLosingWritesAfter(size) {
+      await kill();
+      await truncate(await incrFile(), size);
+    },
     async close() {
       await kill();
       await rm(dir, { recursive: true, force: true });
