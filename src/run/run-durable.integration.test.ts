@@ -85,13 +85,14 @@ describe.runIf(startable)('durable runs when Redis restarts', () => {
 
   it('Redis back without its last acknowledged writes (an OS crash under everysec): STORE_WRITES_LOST, and the resume sets the lost steps aside and completes the run', async () => {
     const { redis, out } = await setup('always');
-    let kept = 0;
+    let kept: Promise<number> | undefined;
     const { summary, dir } = await durableRun(redis.url, out, {
       6: async () => {
-        kept = await redis.aofSize();
+        kept = redis.aofSize();
+        await kept;
       },
       12: async () => {
-        await redis.crashLosingWritesAfter(kept);
+        await redis.crashLosingWritesAfter(await (kept as Promise<number>));
         await redis.start();
       },
     });
