@@ -29,7 +29,8 @@ async function onFolder<T>(bin: string, dir: string, fn: (page: Page, origin: st
   });
 }
 
-const text = (selector: string): string => `document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`;
+// In parentheses: `a ?? '' === 'x'` would read as `a ?? ('' === 'x')`, true as soon as the element has any text.
+const text = (selector: string): string => `(document.querySelector(${JSON.stringify(selector)})?.textContent ?? '')`;
 const view = (name: string): string => `document.querySelector('main')?.dataset.view === ${JSON.stringify(name)}`;
 
 function onlyFrom(page: Page, origin: string): void {
