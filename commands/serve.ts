@@ -16,6 +16,7 @@ interface Flags {
   maxSessions: number;
   maxSteps: number;
   httpIdle: number;
+  wsTimeout: number;
   split: string;
   seed: number;
   out: string;
@@ -38,6 +39,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, 1_024)
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, 100)
     .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, 300_000)
+    .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, 30_000)
     .option('--split <name>', "a suite's task split that reset {task_id} draws from", 'test')
     .option('--seed <s>', 'seed for the tools and simulated latency', integer, 0)
     .option('--out <dir>', 'parent folder of run folders', 'runs')
@@ -67,6 +69,7 @@ export function registerServe(program: Command, io: Io): void {
             maxSessions: flags.maxSessions,
             maxSteps: flags.maxSteps,
             httpIdleMs: flags.httpIdle,
+            wsTimeoutMs: flags.wsTimeout,
             split: flags.split,
             seed: flags.seed,
             out: flags.out,

@@ -232,7 +232,7 @@ export class EpisodeQuery {
 }
 
 function known(feed: DebugFeed, episode: number): void {
-  if (!feed.index.episodes.has(episode)) throw new AgentError('EPISODE_UNKNOWN', `no episode ${episode} in ${feed.title}`, { hint: 'GET /api/episodes lists the episodes seen so far.' });
+  if (!feed.index.episodes.has(episode)) throw new AgentError('UNKNOWN_EPISODE', `no episode ${episode} in ${feed.title}`, { hint: 'GET /api/episodes lists the episodes seen so far.' });
 }
 
 const num = (e: IndexedEvent, key: string): number | undefined => (typeof e[key] === 'number' ? (e[key] as number) : undefined);

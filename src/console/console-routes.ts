@@ -97,7 +97,7 @@ export class ConsoleRoutes implements AsyncDisposable {
       if (CONSOLE_OPEN_ROUTES.has(p)) await this.#asset(res, p);
       else await this.#api(req, res, url);
     } catch (err) {
-      const status = err instanceof HttpError ? err.status : isAgentError(err) && err.code === 'EPISODE_UNKNOWN' ? 404 : isAgentError(err) && err.code === 'BAD_USAGE' ? 400 : 500;
+      const status = err instanceof HttpError ? err.status : isAgentError(err) && err.code === 'UNKNOWN_EPISODE' ? 404 : isAgentError(err) && err.code === 'BAD_USAGE' ? 400 : 500;
       sendJson(res, status, { error: err instanceof Error ? err.message : describeError(err) });
     }
     return true;

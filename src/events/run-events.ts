@@ -7,9 +7,11 @@ export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availabl
 /**
  * `worker_lost`: a distributed run's episode whose worker died every time it ran it (retried, then
  * given up). `client_closed`: a served episode its client left before it was done (a reset, a
- * close, a dropped connection, an idle HTTP session): truncated.
+ * close, a connection that closed, an idle HTTP session): truncated. `client_lost`: a served episode
+ * whose WebSocket peer stopped answering (no pong, or no reading, for the server's `--ws-timeout`):
+ * its session was ended and its slot freed; truncated.
  */
-export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed';
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed' | 'client_lost';
 
 /** A worker of a distributed run as its coordinator sees it. */
 export interface WorkerRow {

@@ -247,7 +247,7 @@ export class EpisodeRunner {
       env.release(agent.id);
       this.#steps.delete(agent.id);
     }
-    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed';
+    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost';
     const record: EpisodeRecord | undefined =
       start === undefined
         ? undefined

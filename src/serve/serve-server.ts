@@ -8,16 +8,25 @@
  * - `step` <action> → `observation`;  `state` → `state` {episode_id, step_count, state, seq}
  * - `dispatch` <action> → `dispatched` {trace_id}, at once
  * - `resolve` {trace_ids, timeout_ms?} → `resolved` {results: [envelope…]}
- * - `state_at` {seq} → `state`;  `rewards` → `rewards` {episode_id, rewards}
+ * - `state_at` {seq} → `state`;  `rewards` {episode_id?} → `rewards` {episode_id, rewards}
  * - `subscribe` → `subscribed`, then `reward` pushes for this socket's episodes (never unasked:
  *   OpenEnv's client reads the next message as the reply to its request)
  * - `close` ends the session. A socket that goes away ends its episode as truncated.
- * HTTP: `POST /reset`, `POST /step` {action, episode_id}, `GET /state?episode_id=`, `POST /close`,
- * `GET /schema`, `GET /health`, `GET /episodes/<id>/rewards`. An HTTP session is an episode kept by
- * its id, ended after `httpIdleMs` without a request.
+ * HTTP: `POST /reset` (answers the envelope and a `session_token`), `POST /step` {action,
+ * episode_id}, `GET /state?episode_id=`, `POST /close`, `GET /episodes/<id>/rewards`, each with the
+ * session's token (`X-Session-Token`, or `session_token` in the body or query); `GET /schema`,
+ * `GET /health`, `GET /metrics`, `GET /tasks`. An HTTP session is ended after `httpIdleMs` without
+ * a request.
+ *
+ * A session belongs to its client: episode ids the server draws are 128 random bits, an episode
+ * is driven and read only by the socket that opened it or the holder of its session token, and
+ * anything else is `UNKNOWN_EPISODE` (never another client's data, nor whether it exists). A
+ * client-chosen id names a new episode or is refused (`EPISODE_EXISTS`). Every peer is bounded
+ * (ws-peer.ts): bytes queued to it, requests at once, and how long it may stay silent.
  * Security as the run server's (http-guard.ts): Host and Origin always (the upgrade included), a
  * bearer token off loopback or when given.
  */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -27,18 +36,27 @@ import { isLoggedReward, rewardRecord, type RewardLogRecord } from '../replay/re
 import { guardRequest, type GuardOptions } from '../server/http-guard.js';
 import { baseUrl, listen } from '../server/listen.js';
 import { AgentError, describeError } from '../shared/errors.js';
-import { isPlainObject } from '../shared/json.js';
+import { isPlainObject, MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.js';
 import { errorData, parseAction } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
+import { WsPeer } from './ws-peer.js';
 
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** Finished episodes whose rewards stay readable at /episodes/<id>/rewards (delayed ones keep arriving). */
+/** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Finished episodes whose rewards stay readable (delayed ones keep arriving). */
 const KEPT_EPISODES = 10_000;
+/** Bytes queued to one WebSocket peer past which it is no longer read (ws-peer.ts), and under which reading goes on. */
+const PEER_HIGH_WATER = 4 * 1024 * 1024;
+const PEER_LOW_WATER = 1024 * 1024;
+/** Requests one socket may have being answered at once. */
+const PEER_IN_FLIGHT = 32;
+/** A client-chosen episode id: it reaches file names, logs and Redis keys, so letters, digits, `.`, `_` and `-` only. */
+const EPISODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** How a reset chooses the episode's start: the server's answer to {seed, task_id}. */
 export interface EpisodeOpener {
   /** A new episode (not yet started) for these reset options; a typed error for a bad one. */
-  open(options: { readonly seed?: number; readonly episodeId?: string; readonly taskId?: string }): ServedEpisode;
+  open(options: { readonly seed?: number; readonly episodeId: string; readonly taskId?: string }): ServedEpisode;
   /** Hands it to the run, which resets its instance. */
   start(episode: ServedEpisode): void;
 }
@@ -49,6 +67,8 @@ export interface ServeServerOptions {
   readonly token: string | undefined;
   readonly maxSessions: number;
   readonly httpIdleMs: number;
+  /** A WebSocket peer from which nothing (no message, no pong) came for this long is cut off, its episode `client_lost`. */
+  readonly wsTimeoutMs: number;
   readonly runId: string;
   readonly opener: EpisodeOpener;
   /** The run's events: delayed rewards go to their episode's readers and subscribers. */
@@ -60,11 +80,39 @@ export interface ServeServerOptions {
   readonly metrics?: () => Promise<MetricsPage>;
 }
 
-/** What the server keeps of an episode for its reward readers and subscribers. */
+/** Who opened an episode: a socket (by its peer), or an HTTP client (by the session token it was given). */
+type Owner = WsPeer | { readonly token: string };
+
+/** What the server keeps of an episode for its owner: its rewards, and a subscriber to push them to. */
 interface EpisodeLog {
   readonly id: string;
+  readonly owner: Owner;
+  /** The run's index of the episode, once it started. */
+  index: number | undefined;
   readonly rewards: RewardLogRecord[];
   subscriber: ((record: RewardLogRecord) => void) | undefined;
+}
+
+interface HttpSession {
+  readonly episode: ServedEpisode;
+  readonly token: string;
+  readonly timer: NodeJS.Timeout;
+  readonly abort: AbortController;
+}
+
+/** 128 random bits: an id no other client can guess. */
+function drawId(prefix: string): string {
+  return `${prefix}${randomBytes(16).toString('hex')}`;
+}
+
+function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function unknownEpisode(id: string): AgentError {
+  return new AgentError('UNKNOWN_EPISODE', `no episode '${id}' in this session`, { hint: 'A session reads and drives only the episodes it opened (over HTTP: send the session_token its reset answered). The run folder keeps every episode (rewards.jsonl, trajectories.jsonl).' });
 }
 
 export class ServeServer implements AsyncDisposable {
@@ -72,29 +120,40 @@ export class ServeServer implements AsyncDisposable {
   readonly #http: Server;
   readonly #ws: WebSocketServer;
   readonly #guard: GuardOptions;
-  /** Live episodes by id (the client's, or `ep-<n>`). */
-  readonly #live = new Map<string, ServedEpisode>();
-  /** Reward logs by the run's episode index, oldest first (a Map keeps insertion order). */
+  /** Every id taken on this server (live, starting, or finished and kept), with what is kept of it. */
+  readonly #byId = new Map<string, EpisodeLog>();
+  /** The same logs by the run's episode index, oldest first (a Map keeps insertion order). */
   readonly #logs = new Map<number, EpisodeLog>();
-  readonly #byId = new Map<string, number>();
-  readonly #httpSessions = new Map<string, { timer: NodeJS.Timeout; abort: AbortController }>();
-  readonly #sockets = new Set<WebSocket>();
+  readonly #httpSessions = new Map<string, HttpSession>();
+  readonly #peers = new Set<WsPeer>();
+  readonly #liveness: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   port = 0;
 
   private constructor(options: ServeServerOptions) {
     this.#o = options;
     this.#guard = { host: options.host, ...(options.token !== undefined ? { token: options.token } : {}), open: new Set(['/health', '/metrics']), tokenHint: 'the token agent serve was given (--token or AGENT_TOKEN)' };
-    this.#ws = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+    this.#ws = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
     this.#http = createServer((req, res) => void this.#route(req, res).catch((err: unknown) => send(res, 500, { error: describeError(err) })));
     this.#http.keepAliveTimeout = 5_000;
     this.#http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => this.#upgrade(req, socket, head));
     this.#unsubscribe = options.events.onAny((e) => this.#onRunEvent(e));
+    // One timer for every peer: a tick at a sixth of the timeout pings the quiet ones and cuts off the silent ones.
+    this.#liveness = setInterval(() => {
+      const now = performance.now();
+      for (const peer of this.#peers) peer.check(now, options.wsTimeoutMs);
+    }, Math.max(10, Math.floor(options.wsTimeoutMs / 6)));
+    this.#liveness.unref();
   }
 
   static async start(options: ServeServerOptions): Promise<ServeServer> {
     const server = new ServeServer(options);
-    server.port = await listen(server.#http, options.host, options.port);
+    try {
+      server.port = await listen(server.#http, options.host, options.port);
+    } catch (err) {
+      await server[Symbol.asyncDispose]();
+      throw err;
+    }
     return server;
   }
 
@@ -103,17 +162,18 @@ export class ServeServer implements AsyncDisposable {
   }
 
   get sessions(): number {
-    return this.#sockets.size + this.#httpSessions.size;
+    return this.#peers.size + this.#httpSessions.size;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.#unsubscribe();
+    clearInterval(this.#liveness);
     for (const s of this.#httpSessions.values()) {
       clearTimeout(s.timer);
       s.abort.abort();
     }
     this.#httpSessions.clear();
-    for (const ws of this.#sockets) ws.terminate();
+    for (const peer of this.#peers) peer.ws.terminate();
     this.#ws.close();
     this.#http.closeAllConnections();
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
@@ -129,46 +189,53 @@ export class ServeServer implements AsyncDisposable {
   }
 
   /** A reset: the new episode, once the run has reset its instance. */
-  async #reset(data: unknown, current?: ServedEpisode): Promise<ServedEpisode> {
+  async #reset(data: unknown, owner: Owner, current?: ServedEpisode): Promise<ServedEpisode> {
     const o = isPlainObject(data) ? data : {};
     const field = (name: string, ok: (v: unknown) => boolean, want: string): void => {
       if (o[name] !== undefined && o[name] !== null && !ok(o[name])) throw new AgentError('PARAMS_INVALID', `reset /${name} must be ${want}`, { hint: 'Reset takes {"seed"?: integer, "episode_id"?: string, "task_id"?: string}.' });
     };
     field('seed', Number.isInteger, 'an integer');
-    field('episode_id', (v) => typeof v === 'string' && v !== '', 'a non-empty string');
+    field('episode_id', (v) => typeof v === 'string' && EPISODE_ID.test(v), '1 to 128 letters, digits, ".", "_" or "-" (starting with a letter or digit)');
     field('task_id', (v) => typeof v === 'string', 'a string (a task id of the served suite)');
-    const episodeId = o['episode_id'] as string | undefined;
-    if (episodeId !== undefined && this.#live.has(episodeId) && this.#live.get(episodeId) !== current) {
-      throw new AgentError('BAD_USAGE', `episode '${episodeId}' is live in another session`, { hint: 'Give each episode its own id, or none (the server names it).' });
+    const asked = typeof o['episode_id'] === 'string' ? o['episode_id'] : undefined;
+    if (asked !== undefined && this.#byId.has(asked)) {
+      throw new AgentError('EPISODE_EXISTS', `reset /episode_id: episode '${asked}' already exists on this server`, { hint: 'An id names a new episode: give each one its own, or none (the server draws one).' });
     }
+    const id = asked ?? drawId('ep-');
+    const episode = this.#o.opener.open({ episodeId: id, ...(typeof o['seed'] === 'number' ? { seed: o['seed'] } : {}), ...(typeof o['task_id'] === 'string' ? { taskId: o['task_id'] } : {}) });
+    // The id is taken from now on: a second reset naming it while this one starts is refused.
+    const log: EpisodeLog = { id, owner, index: undefined, rewards: [], subscriber: undefined };
+    this.#byId.set(id, log);
     current?.end();
-    const episode = this.#o.opener.open({ ...(typeof o['seed'] === 'number' ? { seed: o['seed'] } : {}), ...(episodeId !== undefined ? { episodeId } : {}), ...(typeof o['task_id'] === 'string' ? { taskId: o['task_id'] } : {}) });
     this.#o.opener.start(episode);
-    const control = await episode.started;
-    this.#live.set(episode.id, episode);
-    this.#logs.set(control.episode, { id: episode.id, rewards: [], subscriber: undefined });
-    this.#byId.set(episode.id, control.episode);
+    let control;
+    try {
+      control = await episode.started;
+    } catch (err) {
+      this.#byId.delete(id);
+      throw err;
+    }
+    log.index = control.episode;
+    this.#logs.set(control.episode, log);
     this.#trimLogs();
-    void episode.closed.then(() => {
-      if (this.#live.get(episode.id) === episode) this.#live.delete(episode.id);
-    });
     return episode;
   }
 
+  /** Keeps the logs of the last {@link KEPT_EPISODES} episodes (and every live one). */
   #trimLogs(): void {
     for (const [index, log] of this.#logs) {
       if (this.#logs.size <= KEPT_EPISODES) break;
-      if (this.#live.has(log.id)) continue;
+      if (this.#httpSessions.has(log.id) || (log.owner instanceof WsPeer && this.#peers.has(log.owner))) continue;
       this.#logs.delete(index);
-      if (this.#byId.get(log.id) === index) this.#byId.delete(log.id);
+      this.#byId.delete(log.id);
     }
   }
 
-  #rewardsOf(id: string): { episode_id: string; episode: number; rewards: RewardLogRecord[] } {
-    const index = this.#byId.get(id);
-    const log = index === undefined ? undefined : this.#logs.get(index);
-    if (index === undefined || !log) throw new AgentError('EPISODE_UNKNOWN', `no episode '${id}' on this server`, { hint: `The server keeps the rewards of its last ${KEPT_EPISODES} episodes; the run folder keeps all of them (rewards.jsonl).` });
-    return { episode_id: id, episode: index, rewards: log.rewards };
+  /** An episode's rewards, for its owner only. */
+  #rewardsOf(id: string, owner: (log: EpisodeLog) => boolean): { episode_id: string; episode: number; rewards: RewardLogRecord[] } {
+    const log = this.#byId.get(id);
+    if (!log || log.index === undefined || !owner(log)) throw unknownEpisode(id);
+    return { episode_id: id, episode: log.index, rewards: log.rewards };
   }
 
   // ── WebSocket ────────────────────────────────────────────────────────────────────────────
@@ -191,22 +258,24 @@ export class ServeServer implements AsyncDisposable {
   }
 
   #connect(ws: WebSocket): void {
-    this.#sockets.add(ws);
     const abort = new AbortController();
     let episode: ServedEpisode | undefined;
     /** Rewards are pushed only once asked for: OpenEnv's client reads the next message as its reply. */
     let subscribed = false;
     let inOrder: Promise<void> = Promise.resolve();
-    const reply = (message: object): void => {
-      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
-    };
+    const reply = (message: object): void => peer.send(JSON.stringify(message));
+    const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>): Promise<object | undefined> => {
       const data = message['data'] ?? {};
       const args = isPlainObject(data) ? data : {};
       switch (message['type']) {
-        case 'reset':
-          episode = await this.#reset(data, episode);
+        case 'reset': {
+          episode = await this.#reset(data, peer, episode);
+          // Rewards of every episode this socket opened go to it once it subscribed.
+          const log = this.#byId.get(episode.id);
+          if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: { ...record, episode_id: log.id } });
           return { type: 'observation', data: episode.resetEnvelope() };
+        }
         case 'step':
           return { type: 'observation', data: await need(episode).step(parseAction(data, '/data'), abort.signal) };
         case 'dispatch':
@@ -226,7 +295,7 @@ export class ServeServer implements AsyncDisposable {
           return { type: 'state', data: await need(episode).stateAt(seq as number, abort.signal) };
         }
         case 'rewards':
-          return { type: 'rewards', data: this.#rewardsOf(typeof args['episode_id'] === 'string' ? args['episode_id'] : need(episode).id) };
+          return { type: 'rewards', data: this.#rewardsOf(typeof args['episode_id'] === 'string' ? args['episode_id'] : need(episode).id, mine) };
         case 'subscribe':
           subscribed = true;
           return { type: 'subscribed', data: {} };
@@ -237,38 +306,45 @@ export class ServeServer implements AsyncDisposable {
           return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe or close.' } };
       }
     };
-    // Rewards of every episode this socket opened go to it once it subscribed.
-    const attach = (e: ServedEpisode): void => {
-      const index = e.index;
-      const log = index === undefined ? undefined : this.#logs.get(index);
-      if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: { ...record, episode_id: log.id } });
-    };
-    ws.on('message', (raw: RawData, isBinary: boolean) => {
+    const onMessage = (raw: RawData, isBinary: boolean): Promise<void> => {
+      const text = isBinary ? Buffer.from(raw as Buffer).toString('utf8') : String(raw);
       let message: unknown;
-      try {
-        message = JSON.parse(isBinary ? Buffer.from(raw as Buffer).toString('utf8') : String(raw));
-      } catch (err) {
-        return reply({ type: 'error', data: { message: `invalid JSON: ${(err as Error).message}`, code: 'INVALID_JSON' } });
+      if (nestsDeeperThan(text)) {
+        reply({ type: 'error', data: { message: `message nests deeper than ${MAX_JSON_DEPTH} levels`, code: 'VALIDATION_ERROR', hint: 'Params, states and observations are JSON documents, not deep chains: flatten the value.' } });
+        return Promise.resolve();
       }
-      if (!isPlainObject(message)) return reply({ type: 'error', data: { message: 'a message must be an object {"type", "data"}', code: 'VALIDATION_ERROR' } });
-      const id = message['id'];
+      try {
+        message = JSON.parse(text);
+      } catch (err) {
+        reply({ type: 'error', data: { message: `invalid JSON: ${(err as Error).message}`, code: 'INVALID_JSON' } });
+        return Promise.resolve();
+      }
+      if (!isPlainObject(message)) {
+        reply({ type: 'error', data: { message: 'a message must be an object {"type", "data"}', code: 'VALIDATION_ERROR' } });
+        return Promise.resolve();
+      }
+      const request = message;
+      const id = request['id'];
       const run = (): Promise<void> =>
-        handle(message).then(
+        handle(request).then(
           (answer) => {
-            if (message['type'] === 'reset' && episode) attach(episode);
             if (answer) reply(id === undefined ? answer : { ...answer, id });
           },
           (err: unknown) => reply({ type: 'error', data: errorData(err), ...(id === undefined ? {} : { id }) }),
         );
-      if (id === undefined) inOrder = inOrder.then(run);
-      else void run();
-    });
+      if (id !== undefined) return run();
+      inOrder = inOrder.then(run);
+      return inOrder;
+    };
+    const peer = new WsPeer(ws, { highWater: PEER_HIGH_WATER, lowWater: PEER_LOW_WATER, maxInFlight: PEER_IN_FLIGHT, maxMessageBytes: MAX_MESSAGE_BYTES, onMessage });
+    this.#peers.add(peer);
     ws.on('close', () => {
-      this.#sockets.delete(ws);
+      this.#peers.delete(peer);
       abort.abort(new AgentError('INTERRUPTED', 'the client went away'));
-      episode?.end();
+      episode?.end(peer.lost ? 'client_lost' : 'client_closed');
     });
-    ws.on('error', () => ws.terminate());
+    // ws closes the socket itself on a protocol error (1009 for a message over the limit, 1002 …): let that close go out.
+    ws.on('error', () => undefined);
   }
 
   // ── HTTP ─────────────────────────────────────────────────────────────────────────────────
@@ -287,26 +363,32 @@ export class ServeServer implements AsyncDisposable {
         return;
       }
       if (req.method === 'GET' && path === '/tasks') return send(res, 200, { tasks: (this.#o.tasks ?? []).map((t) => ({ id: t.id, instruction: t.instruction })) });
-      if (req.method === 'GET' && path === '/state') return send(res, 200, this.#httpEpisode(url.searchParams.get('episode_id')).state());
+      const queryToken = url.searchParams.get('session_token');
+      if (req.method === 'GET' && path === '/state') return send(res, 200, this.#httpSession(url.searchParams.get('episode_id'), sessionToken(req, queryToken)).episode.state());
       const rewards = /^\/episodes\/([^/]+)\/rewards$/.exec(path);
-      if (req.method === 'GET' && rewards) return send(res, 200, this.#rewardsOf(decodeURIComponent(rewards[1] as string)));
+      if (req.method === 'GET' && rewards) {
+        const token = sessionToken(req, queryToken);
+        return send(res, 200, this.#rewardsOf(decodeId(rewards[1] as string), (log) => token !== undefined && !(log.owner instanceof WsPeer) && sameToken(log.owner.token, token)));
+      }
       if (req.method !== 'POST' || !['/reset', '/step', '/close'].includes(path)) {
         return send(res, 404, { error: `no route ${req.method ?? ''} ${path}: POST /reset, POST /step, POST /close, GET /state, GET /schema, GET /health, GET /metrics, GET /tasks, GET /episodes/<id>/rewards, or a WebSocket at /ws` });
       }
       const body = await readJson(req);
+      const o = isPlainObject(body) ? body : {};
       if (path === '/reset') {
         if (this.sessions >= this.#o.maxSessions) throw new AgentError('CAPACITY_REACHED', `every session of this server is taken (${this.#o.maxSessions})`, { hint: 'Close a session (POST /close), or start the server with a larger --max-sessions.' });
-        const episode = await this.#reset(body);
-        this.#keepHttp(episode);
-        return send(res, 200, episode.resetEnvelope());
+        const token = drawId('');
+        const episode = await this.#reset(body, { token });
+        this.#openHttp(episode, token);
+        return send(res, 200, { ...episode.resetEnvelope(), session_token: token });
       }
-      const o = isPlainObject(body) ? body : {};
-      const episode = this.#httpEpisode(typeof o['episode_id'] === 'string' ? o['episode_id'] : null);
+      const session = this.#httpSession(typeof o['episode_id'] === 'string' ? o['episode_id'] : null, sessionToken(req, typeof o['session_token'] === 'string' ? o['session_token'] : queryToken));
+      const { episode } = session;
       if (path === '/close') {
         episode.end();
         return send(res, 200, { episode_id: episode.id, closed: true });
       }
-      const session = this.#keepHttp(episode);
+      session.timer.refresh();
       const timeoutS = o['timeout_s'];
       const envelope = typeof timeoutS === 'number' && timeoutS >= 0 ? (await episode.resolve([episode.dispatch(parseAction(o['action'], '/action'))], { signal: session.abort.signal, timeoutMs: timeoutS * 1000 }))[0] : await episode.step(parseAction(o['action'], '/action'), session.abort.signal);
       return send(res, 200, envelope as object);
@@ -316,21 +398,17 @@ export class ServeServer implements AsyncDisposable {
     }
   }
 
-  #httpEpisode(id: string | null): ServedEpisode {
-    if (id === null) throw new AgentError('PARAMS_INVALID', 'episode_id is missing', { hint: 'Send the episode_id that POST /reset answered (in its observation), as ?episode_id= or in the body.' });
-    const episode = this.#live.get(id);
-    if (!episode || !this.#httpSessions.has(id)) throw new AgentError('EPISODE_UNKNOWN', `no live HTTP episode '${id}'`, { hint: 'POST /reset starts one; an HTTP episode ends when done, closed, or idle for the server\'s --http-idle.' });
-    return episode;
+  /** The live HTTP session of `id`, for the holder of its token; every other case is the same UNKNOWN_EPISODE. */
+  #httpSession(id: string | null, token: string | undefined): HttpSession {
+    if (id === null) throw new AgentError('PARAMS_INVALID', 'episode_id is missing', { hint: 'Send the episode_id that POST /reset answered (in its observation), as ?episode_id= or in the body, with its session_token.' });
+    const session = this.#httpSessions.get(id);
+    if (!session || token === undefined || !sameToken(session.token, token)) throw unknownEpisode(id);
+    return session;
   }
 
   /** An HTTP session lives while requests come: each one restarts its idle timer. */
-  #keepHttp(episode: ServedEpisode): { timer: NodeJS.Timeout; abort: AbortController } {
-    const existing = this.#httpSessions.get(episode.id);
-    if (existing) {
-      existing.timer.refresh();
-      return existing;
-    }
-    const session = { timer: setTimeout(() => episode.end(), this.#o.httpIdleMs), abort: new AbortController() };
+  #openHttp(episode: ServedEpisode, token: string): void {
+    const session: HttpSession = { episode, token, timer: setTimeout(() => episode.end(), this.#o.httpIdleMs), abort: new AbortController() };
     session.timer.unref();
     this.#httpSessions.set(episode.id, session);
     void episode.closed.then(() => {
@@ -338,15 +416,29 @@ export class ServeServer implements AsyncDisposable {
       session.abort.abort(new AgentError('INTERRUPTED', 'the episode ended'));
       if (this.#httpSessions.get(episode.id) === session) this.#httpSessions.delete(episode.id);
     });
-    return session;
   }
 }
 
-const STATUS: Readonly<Record<string, number>> = { EPISODE_UNKNOWN: 404, CAPACITY_REACHED: 503, INTERNAL: 500, INTERRUPTED: 503 };
+const STATUS: Readonly<Record<string, number>> = { UNKNOWN_EPISODE: 404, EPISODE_EXISTS: 409, CAPACITY_REACHED: 503, INTERNAL: 500, INTERRUPTED: 503 };
 
 function need(episode: ServedEpisode | undefined): ServedEpisode {
   if (!episode) throw new AgentError('EPISODE_DONE', 'no episode yet: send reset first');
   return episode;
+}
+
+/** An HTTP session's token: the `X-Session-Token` header, else the one in the body or query. */
+function sessionToken(req: IncomingMessage, fallback: string | null | undefined): string | undefined {
+  const header = req.headers['x-session-token'];
+  if (typeof header === 'string' && header !== '') return header;
+  return fallback ?? undefined;
+}
+
+function decodeId(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new AgentError('PARAMS_INVALID', `'${raw}' has a malformed percent-escape`, { hint: 'Ask for /episodes/<episode_id>/rewards with the id reset answered.' });
+  }
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
@@ -354,11 +446,12 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new AgentError('PARAMS_INVALID', `body over ${MAX_BODY_BYTES} bytes`);
+    if (size > MAX_MESSAGE_BYTES) throw new AgentError('PARAMS_INVALID', `body over ${MAX_MESSAGE_BYTES} bytes`);
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8').trim();
   if (text === '') return {};
+  if (nestsDeeperThan(text)) throw new AgentError('PARAMS_INVALID', `body nests deeper than ${MAX_JSON_DEPTH} levels`, { hint: 'Params are JSON documents, not deep chains: flatten the value.' });
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -37,7 +37,7 @@ async function serve(env: string, options: Partial<ServeOptions> = {}): Promise<
 }
 
 /** A WebSocket client as OpenEnv's: one request, then its reply. */
-async function client(url: string, headers: Record<string, string> = {}): Promise<{ ask(message: object): Promise<{ type: string; data: JsonObject }>; close(): Promise<void> }> {
+async function client(url: string, headers: Record<string, string> = {}): Promise<{ ask(message: object): Promise<{ type: string; data: JsonObject }>; askRaw(text: string): Promise<{ type: string; data: JsonObject }>; close(): Promise<void> }> {
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers });
   const inbox: string[] = [];
   let waiter: ((m: string) => void) | undefined;
@@ -51,12 +51,14 @@ async function client(url: string, headers: Record<string, string> = {}): Promis
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
+  const askRaw = async (text: string): Promise<{ type: string; data: JsonObject }> => {
+    ws.send(text);
+    const raw = inbox.shift() ?? (await new Promise<string>((r) => (waiter = r)));
+    return JSON.parse(raw) as { type: string; data: JsonObject };
+  };
   return {
-    ask: async (message) => {
-      ws.send(JSON.stringify(message));
-      const raw = inbox.shift() ?? (await new Promise<string>((r) => (waiter = r)));
-      return JSON.parse(raw) as { type: string; data: JsonObject };
-    },
+    ask: (message) => askRaw(JSON.stringify(message)),
+    askRaw,
     close: () => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : (ws.once('close', () => resolve()), ws.close()))),
   };
 }
@@ -73,13 +75,13 @@ describe('agent serve', () => {
     const { url } = await serve('fixtures/weather');
     const c = await client(url);
     const reset = await c.ask({ type: 'reset', data: {} });
-    expect(reset).toMatchObject({ type: 'observation', data: { observation: { observation: null, episode_id: 'ep-0', trace_id: null, step: 0 }, reward: null, done: false } });
+    expect(reset).toMatchObject({ type: 'observation', data: { observation: { observation: null, episode_id: expect.stringMatching(/^ep-[0-9a-f]{32}$/), trace_id: null, step: 0 }, reward: null, done: false } });
     expect((reset.data['observation'] as JsonObject)['actions']).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]);
     const step = await c.ask({ type: 'step', data: { name: 'get_weather', params: { city: 'Paris' } } });
     expect(step).toMatchObject({ type: 'observation', data: { observation: { observation: { city: 'Paris' }, trace_id: 'ep-0:1', step: 1 }, done: false, rewards: { api_latency: { status: 'arrived' }, llm_score: { status: 'pending' } } } });
     expect(Object.keys(step.data).slice(0, 3)).toEqual(['observation', 'reward', 'done']);
     expect(typeof step.data['reward']).toBe('number');
-    expect(await c.ask({ type: 'state' })).toMatchObject({ type: 'state', data: { episode_id: 'ep-0', step_count: 1, seq: 1 } });
+    expect(await c.ask({ type: 'state' })).toMatchObject({ type: 'state', data: { episode_id: (reset.data['observation'] as JsonObject)['episode_id'], step_count: 1, seq: 1 } });
     expect(await c.ask({ type: 'step', data: { name: 'nope' } })).toMatchObject({ type: 'error', data: { code: 'ACTION_UNKNOWN', message: expect.stringContaining('nope') } });
     expect(await c.ask({ type: 'warp' })).toMatchObject({ type: 'error', data: { code: 'UNKNOWN_TYPE' } });
     await c.close();
@@ -127,7 +129,7 @@ describe('agent serve', () => {
     expect((await lines(path.join(served.dir, 'trajectories.jsonl'))).map((s) => s['action'])).toEqual(['get_weather', 'get_weather', 'get_weather']);
   });
 
-  it('serves the stateless HTTP routes with sessions kept by episode id', async () => {
+  it('serves the stateless HTTP routes with sessions kept by episode id and session token', async () => {
     const { url } = await serve('fixtures/weather');
     const post = async (route: string, body: object): Promise<{ status: number; body: JsonObject }> => {
       const res = await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -136,13 +138,16 @@ describe('agent serve', () => {
     expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'healthy', sessions: 0 });
     const reset = await post('/reset', { seed: 0 });
     const id = (reset.body['observation'] as JsonObject)['episode_id'] as string;
-    const step = await post('/step', { episode_id: id, action: { name: 'get_weather', params: { city: 'Paris' } } });
+    const token = reset.body['session_token'] as string;
+    expect(token).toMatch(/^[0-9a-f]{32}$/);
+    const step = await post('/step', { episode_id: id, session_token: token, action: { name: 'get_weather', params: { city: 'Paris' } } });
     expect(step).toMatchObject({ status: 200, body: { observation: { observation: { city: 'Paris' } }, done: false } });
-    expect(await (await fetch(`${url}/state?episode_id=${id}`)).json()).toMatchObject({ episode_id: id, step_count: 1 });
-    expect(await post('/step', { action: { name: 'get_weather', params: { city: 'Paris' } } })).toMatchObject({ status: 400, body: { code: 'PARAMS_INVALID', error: 'episode_id is missing' } });
-    expect(await post('/step', { episode_id: id, action: { name: 'get_weather', params: { city: 3 } } })).toMatchObject({ status: 400, body: { code: 'PARAMS_INVALID', pointer: '/city' } });
-    expect(await post('/close', { episode_id: id })).toMatchObject({ status: 200, body: { closed: true } });
-    expect(await post('/step', { episode_id: id, action: { name: 'get_weather', params: { city: 'Paris' } } })).toMatchObject({ status: 404, body: { code: 'EPISODE_UNKNOWN' } });
+    expect(await (await fetch(`${url}/state?episode_id=${id}`, { headers: { 'x-session-token': token } })).json()).toMatchObject({ episode_id: id, step_count: 1 });
+    expect(await (await fetch(`${url}/state?episode_id=${id}&session_token=${token}`)).json()).toMatchObject({ episode_id: id, step_count: 1 });
+    expect(await post('/step', { session_token: token, action: { name: 'get_weather', params: { city: 'Paris' } } })).toMatchObject({ status: 400, body: { code: 'PARAMS_INVALID', error: 'episode_id is missing' } });
+    expect(await post('/step', { episode_id: id, session_token: token, action: { name: 'get_weather', params: { city: 3 } } })).toMatchObject({ status: 400, body: { code: 'PARAMS_INVALID', pointer: '/city' } });
+    expect(await post('/close', { episode_id: id, session_token: token })).toMatchObject({ status: 200, body: { closed: true } });
+    expect(await post('/step', { episode_id: id, session_token: token, action: { name: 'get_weather', params: { city: 'Paris' } } })).toMatchObject({ status: 404, body: { code: 'UNKNOWN_EPISODE' } });
     expect(((await (await fetch(`${url}/schema`)).json()) as JsonObject)['action']).toMatchObject({ oneOf: [{ properties: { name: { const: 'get_weather' } } }] });
   });
 
@@ -161,5 +166,122 @@ describe('agent serve', () => {
     const ok = await client(guarded.url, { authorization: 'Bearer a-long-enough-secret-token' });
     expect(await ok.ask({ type: 'reset' })).toMatchObject({ type: 'observation' });
     await ok.close();
+  });
+});
+
+describe('agent serve: one session never touches another', () => {
+  const post = async (url: string, route: string, body: object): Promise<{ status: number; body: JsonObject }> => {
+    const res = await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as JsonObject };
+  };
+  const step = { name: 'get_weather', params: { city: 'Paris' } };
+
+  it('an HTTP session is driven and read only with its token: a guessed id is UNKNOWN_EPISODE, and the owner goes on', async () => {
+    const { url } = await serve('fixtures/weather');
+    const a = await post(url, '/reset', {});
+    const id = (a.body['observation'] as JsonObject)['episode_id'] as string;
+    const token = a.body['session_token'] as string;
+    const b = await post(url, '/reset', {});
+    const other = b.body['session_token'] as string;
+    for (const attempt of [undefined, other, 'x'.repeat(32)]) {
+      const withToken = attempt === undefined ? {} : { session_token: attempt };
+      expect(await post(url, '/step', { episode_id: id, action: step, ...withToken })).toMatchObject({ status: 404, body: { code: 'UNKNOWN_EPISODE' } });
+      expect(await post(url, '/close', { episode_id: id, ...withToken })).toMatchObject({ status: 404, body: { code: 'UNKNOWN_EPISODE' } });
+      const headers: Record<string, string> = attempt === undefined ? {} : { 'x-session-token': attempt };
+      expect((await fetch(`${url}/state?episode_id=${id}`, { headers })).status).toBe(404);
+      expect(await (await fetch(`${url}/episodes/${id}/rewards`, { headers })).json()).toMatchObject({ code: 'UNKNOWN_EPISODE' });
+    }
+    expect(await post(url, '/step', { episode_id: id, session_token: token, action: step })).toMatchObject({ status: 200, body: { observation: { step: 1 } } });
+    expect(await (await fetch(`${url}/episodes/${id}/rewards`, { headers: { 'x-session-token': token } })).json()).toMatchObject({ episode_id: id, rewards: expect.any(Array) });
+  });
+
+  it("a socket reads only its own episodes' rewards, over WebSocket and HTTP alike", async () => {
+    const { url } = await serve('fixtures/weather');
+    const a = await client(url);
+    const id = ((await a.ask({ type: 'reset' })).data['observation'] as JsonObject)['episode_id'] as string;
+    await a.ask({ type: 'step', data: step });
+    expect(await a.ask({ type: 'rewards', data: { episode_id: id } })).toMatchObject({ type: 'rewards', data: { episode_id: id } });
+    const b = await client(url);
+    await b.ask({ type: 'reset' });
+    expect(await b.ask({ type: 'rewards', data: { episode_id: id } })).toMatchObject({ type: 'error', data: { code: 'UNKNOWN_EPISODE' } });
+    expect((await fetch(`${url}/episodes/${id}/rewards`)).status).toBe(404);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a client-chosen id names a new episode or is refused (EPISODE_EXISTS), and is checked before it goes anywhere', async () => {
+    const { url } = await serve('fixtures/weather');
+    const a = await client(url);
+    const b = await client(url);
+    expect(await a.ask({ type: 'reset', data: { episode_id: 'ep-4' } })).toMatchObject({ type: 'observation', data: { observation: { episode_id: 'ep-4' } } });
+    expect(await b.ask({ type: 'reset', data: { episode_id: 'ep-4' } })).toMatchObject({ type: 'error', data: { code: 'EPISODE_EXISTS' } });
+    expect(await a.ask({ type: 'reset', data: { episode_id: 'ep-4' } })).toMatchObject({ type: 'error', data: { code: 'EPISODE_EXISTS' } });
+    expect(await post(url, '/reset', { episode_id: 'ep-4' })).toMatchObject({ status: 409, body: { code: 'EPISODE_EXISTS' } });
+    // A later unnamed session is never ep-4: it gets an id of its own.
+    const unnamed = await b.ask({ type: 'reset' });
+    expect((unnamed.data['observation'] as JsonObject)['episode_id']).toMatch(/^ep-[0-9a-f]{32}$/);
+    for (const bad of ['../../etc/passwd', 'a:b', 'x'.repeat(129), '-leading', 'sp ace', 'é']) {
+      expect(await b.ask({ type: 'reset', data: { episode_id: bad } })).toMatchObject({ type: 'error', data: { code: 'PARAMS_INVALID', message: expect.stringContaining('/episode_id') } });
+    }
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a client that stops answering is cut off after --ws-timeout: its episode ends client_lost, its slot is freed', async () => {
+    const served = await serve('fixtures/weather', { maxSessions: 1, wsTimeoutMs: 300 });
+    // A peer that vanished: it never answers the server's pings.
+    const ghost = new WebSocket(`${served.url.replace(/^http/, 'ws')}/ws`, { autoPong: false });
+    await new Promise((r) => ghost.once('open', r));
+    const replied = new Promise((r) => ghost.once('message', r));
+    ghost.send(JSON.stringify({ type: 'reset' }));
+    await replied;
+    const closed = await new Promise<number>((r) => ghost.once('close', (code) => r(code)));
+    expect(closed).toBe(1006);
+    const next = await client(served.url);
+    expect(await next.ask({ type: 'reset' })).toMatchObject({ type: 'observation' });
+    await next.close();
+    while (((await (await fetch(`${served.url}/health`)).json()) as { sessions: number }).sessions > 0) await new Promise((r) => setTimeout(r, 10));
+    const summary = await served.stop();
+    expect(summary.episodes.by_reason).toEqual({ client_lost: 1, client_closed: 1 });
+  });
+
+  it('refuses a message over the limit with 1009 and the limit, not a bare close', async () => {
+    const { url } = await serve('fixtures/weather');
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+    await new Promise((r) => ws.once('open', r));
+    const closed = new Promise<[number, string]>((r) => ws.once('close', (code, reason) => r([code, String(reason)])));
+    ws.send(JSON.stringify({ type: 'step', data: { name: 'get_weather', params: { city: 'x'.repeat(17 * 1024 * 1024) } } }));
+    const [code, reason] = await closed;
+    expect(code).toBe(1009);
+    expect(reason).toMatch(/message over 16777216 bytes/);
+  });
+
+  it('answers a request nested 300,000 deep with an error naming the limit, and the episode goes on', async () => {
+    const { url } = await serve('fixtures/weather');
+    const c = await client(url);
+    const id = ((await c.ask({ type: 'reset' })).data['observation'] as JsonObject)['episode_id'];
+    const deep = `{"type":"step","data":{"name":"get_weather","params":{"city":${'['.repeat(300_000)}${']'.repeat(300_000)}}}}`;
+    expect(await c.askRaw(deep)).toMatchObject({ type: 'error', data: { code: 'VALIDATION_ERROR', message: expect.stringContaining('512 levels') } });
+    expect(await c.ask({ type: 'step', data: step })).toMatchObject({ type: 'observation', data: { observation: { episode_id: id, step: 1 } } });
+    const res = await fetch(`${url}/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"seed":${'['.repeat(300_000)}${']'.repeat(300_000)}}` });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'PARAMS_INVALID', error: expect.stringContaining('512 levels') });
+    await c.close();
+  });
+
+  it('a client that asks for 50 states of 3 MB and reads nothing stalls only itself: /health answers, and every reply comes once it reads', async () => {
+    const { url } = await serve('tau-bench/airline');
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+    await new Promise((r) => ws.once('open', r));
+    const replies: { id: number; type: string }[] = [];
+    ws.on('message', (m) => replies.push(JSON.parse(String(m)) as { id: number; type: string }));
+    ws.send(JSON.stringify({ type: 'reset', id: 0, data: { task_id: 'airline-test-0' } }));
+    while (replies.length === 0) await new Promise((r) => setTimeout(r, 5));
+    ws.pause();
+    for (let id = 1; id <= 50; id++) ws.send(JSON.stringify({ type: 'state', id }));
+    for (let i = 0; i < 3; i++) expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'healthy', sessions: 1 });
+    ws.resume();
+    while (replies.length < 51) await new Promise((r) => setTimeout(r, 10));
+    expect(replies.slice(1).map((r) => r.type)).toEqual(Array.from({ length: 50 }, () => 'state'));
+    expect(new Set(replies.map((r) => r.id)).size).toBe(51);
+    ws.close();
   });
 });

@@ -32,6 +32,8 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
   readonly maxSessions?: number;
   /** An HTTP session with no request for this long ends (default 5 minutes). */
   readonly httpIdleMs?: number;
+  /** A WebSocket peer from which nothing came (no message, no pong to the server's pings) for this long is cut off, its episode `client_lost` (default 30 s). */
+  readonly wsTimeoutMs?: number;
   /** A suite's split whose tasks `reset {task_id}` runs (default `test`). */
   readonly split?: string;
   /** Also start the run's own server (POST /rewards, GET /events) on this port. */
@@ -60,17 +62,17 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   const run = await Run.prepare({ ...options, env: served.dir, sessions: queue, initialStates: served.initialStates, maxSteps: options.maxSteps ?? 100, ...(options.runPort !== undefined ? { port: options.runPort } : {}) });
   let roundRobin = 0;
   const opener = {
-    open: (o: { readonly seed?: number; readonly episodeId?: string; readonly taskId?: string }): ServedEpisode => {
+    open: (o: { readonly seed?: number; readonly episodeId: string; readonly taskId?: string }): ServedEpisode => {
       if (o.taskId !== undefined) {
         const entry = served.tasks.get(o.taskId);
         if (!entry) {
           throw new AgentError('PARAMS_INVALID', `reset /task_id: no task '${o.taskId}'${served.tasks.size === 0 ? ' (this env is not a suite: it has no tasks)' : ''}`, { hint: served.tasks.size === 0 ? 'Serve a suite (an env with tasks/<split>.jsonl, e.g. tau-bench/airline) to reset by task.' : `Task ids look like '${[...served.tasks.keys()][0] ?? ''}': GET /tasks lists them.` });
         }
-        return new ServedEpisode(entry.index, { ...(o.episodeId !== undefined ? { episodeId: o.episodeId } : {}), task: entry.task });
+        return new ServedEpisode(entry.index, { episodeId: o.episodeId, task: entry.task });
       }
       const n = served.initialStates.length;
       const index = o.seed !== undefined ? ((o.seed % n) + n) % n : roundRobin++ % n;
-      return new ServedEpisode(index, o.episodeId !== undefined ? { episodeId: o.episodeId } : {});
+      return new ServedEpisode(index, { episodeId: o.episodeId });
     },
     start: (episode: ServedEpisode) => queue.open(episode),
   };
@@ -90,6 +92,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       token: options.token,
       maxSessions,
       httpIdleMs: options.httpIdleMs ?? 300_000,
+      wsTimeoutMs: options.wsTimeoutMs ?? 30_000,
       runId: run.runId,
       opener,
       events: run.events,

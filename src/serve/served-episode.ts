@@ -30,7 +30,8 @@ export interface ServedState {
 export class ServedEpisode implements EpisodeDriver {
   readonly initialIndex: number;
   readonly task: ServedTask | undefined;
-  readonly #requestedId: string | undefined;
+  /** The episode's public id: the client's, or one the server drew (never the instance's `ep-<n>`, which is guessable). */
+  readonly id: string;
   #control: EpisodeControl | undefined;
   #ready!: (control: EpisodeControl) => void;
   #failed!: (err: unknown) => void;
@@ -43,10 +44,10 @@ export class ServedEpisode implements EpisodeDriver {
   #dispatched = 0;
   #settled = 0;
 
-  constructor(initialIndex: number, options: { readonly episodeId?: string; readonly task?: ServedTask } = {}) {
+  constructor(initialIndex: number, options: { readonly episodeId: string; readonly task?: ServedTask }) {
     this.initialIndex = initialIndex;
     this.task = options.task;
-    this.#requestedId = options.episodeId;
+    this.id = options.episodeId;
     this.started = new Promise((resolve, reject) => {
       this.#ready = resolve;
       this.#failed = reject;
@@ -54,11 +55,6 @@ export class ServedEpisode implements EpisodeDriver {
     // Nobody may wait on it (a run that stopped before the episode started): never unhandled.
     this.started.catch(() => undefined);
     this.#ended = new Promise((resolve) => (this.#finish = resolve));
-  }
-
-  /** The client's id for the episode, or the instance's (`ep-<n>`). */
-  get id(): string {
-    return this.#requestedId ?? this.#control?.agent.id ?? '';
   }
 
   /** The run's index of the episode (its `episode` in every record), once it started. */
@@ -94,7 +90,7 @@ export class ServedEpisode implements EpisodeDriver {
     if (!this.#control) this.#failed(new AgentError(finished.error?.code === 'INTERRUPTED' ? 'INTERRUPTED' : 'INTERNAL', `the episode could not start: ${finished.error?.message ?? finished.reason}`));
   }
 
-  /** Ends the episode (a no-op once ended): `client_closed` when its client leaves before it is done. */
+  /** Ends the episode (a no-op once ended): `client_closed` when its client leaves before it is done, `client_lost` when it stopped answering. */
   end(reason: EpisodeEndReason = 'client_closed'): void {
     if (this.#endReason !== undefined) return;
     this.#endReason = reason;

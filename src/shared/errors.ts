@@ -48,8 +48,10 @@ export type ErrorCode =
   | 'RECORD_INVALID'
   /** `agent serve`: every session is taken (`--max-sessions`). */
   | 'CAPACITY_REACHED'
-  /** `agent serve`: no live episode of that id (never opened, or ended and gone). */
-  | 'EPISODE_UNKNOWN'
+  /** `agent serve`: no episode of that id in the caller's sessions (never opened, another client's, or ended and gone). */
+  | 'UNKNOWN_EPISODE'
+  /** `agent serve`: a reset named an episode id that is already taken on this server. */
+  | 'EPISODE_EXISTS'
   | 'POLICY_FAILED'
   | 'INTERRUPTED'
   | 'INTERNAL';

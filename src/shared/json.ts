@@ -80,6 +80,30 @@ function kindOf(value: object): string {
 }
 
 /**
+ * Whether JSON text nests deeper than `max` arrays and objects, read as bytes before it is parsed:
+ * a message from the network that nests 300,000 deep parses (V8's JSON.parse does not recurse),
+ * then overflows the stack of whatever walks it next (a schema validator, a copy), and that
+ * failure lands far from the request that caused it. Strings are skipped, escapes included.
+ */
+export function nestsDeeperThan(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Inside a string: only an unescaped quote ends it.
+      for (i++; i < text.length; i++) {
+        const s = text.charCodeAt(i);
+        if (s === 0x5c) i++;
+        else if (s === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
  * Copy an untrusted value into frozen plain JSON, in one pass, and refuse anything else: a tool,
  * a policy or a caller hands us objects we must neither keep by reference (the log would change
  * under us) nor trust (getters, Proxies, prototypes). Object properties whose value is
