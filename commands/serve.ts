@@ -51,7 +51,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--reward-source <name=binding>', 'rebind a reward source (repeatable), as for agent run', rewardSource, {})
     .addHelpText(
       'after',
-      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import Env\n  with Env("http://127.0.0.1:8000").sync() as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
+      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import SyncEnv\n  with SyncEnv("http://127.0.0.1:8000") as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
     )
     .action(async (envSpec: string, flags: Flags) => {
       const { serveEnv, otelConfig } = await core();

@@ -8,6 +8,7 @@ VENV="${AGENT_PY_VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
+VENV="$(cd "$VENV" && pwd)"
 # Prefer the machine's local indexes when it has them: pip then never waits on a registry it cannot reach.
 PIP_ARGS=()
 for index in /opt/pypi/simple /opt/pypi-more/simple; do
@@ -16,12 +17,14 @@ done
 if [ ${#PIP_ARGS[@]} -gt 0 ]; then PIP_ARGS=(--index-url "file:///opt/pypi/simple" "${PIP_ARGS[@]:2}"); fi
 has() { "$VENV/bin/python" -c "import $1" 2>/dev/null; }
 pip_install() { "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PIP_ARGS[@]}" "$@"; }
-if ! has 'agentic_rl, pytest, pytest_asyncio, websockets, prometheus_client'; then
-  pip_install -e clients/python pytest pytest-asyncio prometheus-client
+if ! has 'agentic_rl, pytest, pytest_asyncio, websockets, prometheus_client, gymnasium, mypy' || ! [ -x "$VENV/bin/ruff" ]; then
+  pip_install -e 'clients/python[test]' prometheus-client
 fi
 # The examples' and the export readers' heavy dependencies (torch CPU, TRL, pyarrow, datasets,
 # polars): their tests skip, saying so, where these cannot be installed.
 if ! has 'torch, matplotlib, trl, pyarrow, datasets, polars'; then
   pip_install torch matplotlib trl pyarrow datasets polars || echo "test-python: torch/matplotlib/trl/pyarrow/datasets/polars could not be installed: the tests that need them will skip" >&2
 fi
+# The client's own checks first: lint, and strict types over the package.
+(cd clients/python && "$VENV/bin/ruff" check agentic_rl tests && "$VENV/bin/python" -m mypy)
 exec "$VENV/bin/python" -m pytest -q clients/python "$@"

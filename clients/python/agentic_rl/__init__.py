@@ -1,11 +1,23 @@
 """Python client for agentic-rl-toolkit's ``agent serve``: drive an env live from a trainer."""
+from .actions import Action
 from .client import Env
-from .errors import AgentRLError, CapacityReached, ConnectionLost, EpisodeOver, InvalidAction, UnknownEpisode
+from .errors import (
+    AgentRLError,
+    CapacityReached,
+    ConnectionLost,
+    EpisodeExists,
+    EpisodeOver,
+    InvalidAction,
+    ProtocolError,
+    RequestTimeout,
+    UnknownEpisode,
+)
 from .gym import GymEnv
 from .sync import SyncEnv
 from .types import Reward, RewardEntry, State, StepResult
 
 __all__ = [
+    "Action",
     "Env",
     "SyncEnv",
     "GymEnv",
@@ -16,7 +28,10 @@ __all__ = [
     "AgentRLError",
     "InvalidAction",
     "EpisodeOver",
+    "EpisodeExists",
     "CapacityReached",
     "UnknownEpisode",
     "ConnectionLost",
+    "RequestTimeout",
+    "ProtocolError",
 ]

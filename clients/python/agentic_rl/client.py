@@ -2,21 +2,33 @@
 
 Requests carry an id, so many can be in flight at once on one socket (dispatch while a resolve
 waits); replies are matched by id. Delayed rewards come only after ``subscribe()`` — the server
-never sends anything unasked — and are read with ``next_reward()`` or ``async for r in env.rewards_stream()``.
+never sends anything unasked — and are read with ``next_reward()`` or ``async for r in
+env.rewards_stream()``.
+
+Every call ends: each request's timeout covers its send and its answer (``RequestTimeout``), a
+lost connection fails every waiter at once, reward readers included (``ConnectionLost``), a frame
+the client cannot read is logged and the reader goes on, and frames over ``max_size`` are refused.
+Every failure is one of :mod:`agentic_rl.errors`; none of the ``websockets`` library's escapes.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
-from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Union
+import logging
+from typing import Any, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, Union
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from .errors import AgentRLError, ConnectionLost, error_from
-from .types import Reward, State, StepResult
+from .actions import Action, to_wire
+from .errors import AgentRLError, ConnectionLost, ProtocolError, RequestTimeout, error_from
+from .types import ObsT, Reward, State, StateT, StepResult
 
-Action = Union[Mapping[str, Any], str]
+log = logging.getLogger("agentic_rl")
+
+#: The largest frame the client takes by default: a τ-bench state is 3 MB; past this the server is answered 1009.
+DEFAULT_MAX_SIZE = 64 * 1024 * 1024
 
 
 def _ws_url(base_url: str) -> str:
@@ -28,146 +40,221 @@ def _ws_url(base_url: str) -> str:
     return url if url.endswith("/ws") else url + "/ws"
 
 
-def _action(action: Action, params: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """``"get_weather", {"city": …}``, ``{"name", "params"}`` or an OpenAI tool call: sent as given."""
-    if isinstance(action, str):
-        return {"name": action, "params": dict(params or {})}
-    return dict(action)
-
-
-class Env:
+class Env(Generic[ObsT, StateT]):
     """An async session of `agent serve`.
 
     >>> async with Env("http://127.0.0.1:8000") as env:
     ...     r = await env.reset(seed=0)
     ...     r = await env.step("get_weather", {"city": "Paris"})
-    ...     ids = [env.dispatch_nowait(...)]  # or: ids = await env.dispatch_many([...])
+    ...     ids = await env.dispatch_many([("get_weather", {"city": c}) for c in ("Rome", "Oslo")])
+
+    ``timeout_s`` bounds each request, its send included; ``max_size`` the frames the client takes.
     """
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", token: Optional[str] = None, timeout_s: float = 300.0):
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        token: Optional[str] = None,
+        timeout_s: float = 300.0,
+        max_size: Optional[int] = DEFAULT_MAX_SIZE,
+        open_timeout_s: float = 30.0,
+    ):
         self.url = _ws_url(base_url)
         self.token = token
         self.timeout_s = timeout_s
+        self.max_size = max_size
+        self.open_timeout_s = open_timeout_s
         self._ws: Optional[ClientConnection] = None
         self._reader: Optional[asyncio.Task[None]] = None
         self._pending: Dict[int, asyncio.Future[Dict[str, Any]]] = {}
         self._ids = itertools.count(1)
-        self._rewards: asyncio.Queue[Reward] = asyncio.Queue()
+        self._rewards: asyncio.Queue[Union[Reward, ConnectionLost]] = asyncio.Queue()
+        self._lost: Optional[ConnectionLost] = None
+        self._closing = False
         self.episode_id: Optional[str] = None
 
-    async def connect(self) -> "Env":
+    async def connect(self) -> Env[ObsT, StateT]:
+        if self._lost is not None:
+            raise self._lost
         if self._ws is None:
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             try:
-                self._ws = await connect(self.url, additional_headers=headers, max_size=None, open_timeout=30)
+                self._ws = await connect(self.url, additional_headers=headers, max_size=self.max_size, open_timeout=self.open_timeout_s)
             except Exception as err:  # noqa: BLE001 - any failure to connect is one error for the caller
-                raise ConnectionLost(f"cannot connect to {self.url}: {err}", "CONNECTION_FAILED") from err
-            self._reader = asyncio.create_task(self._read())
+                raise ConnectionLost(f"cannot connect to {self.url}: {err}", "CONNECTION_FAILED", "Is `agent serve` running there? Check the URL and the token.") from err
+            self._reader = asyncio.create_task(self._read(self._ws))
         return self
 
     async def close(self) -> None:
         """Ends the session: its episode, if still running, is recorded as truncated."""
+        self._closing = True
         if self._ws is not None:
-            await self._ws.close()
+            try:
+                await self._ws.close()
+            except WebSocketException as err:  # already broken: nothing left to close
+                log.debug("agentic_rl: closing a broken connection: %s", err)
             self._ws = None
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
             self._reader = None
 
-    async def __aenter__(self) -> "Env":
+    async def __aenter__(self) -> Env[ObsT, StateT]:
         return await self.connect()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def sync(self) -> "SyncEnv":
-        from .sync import SyncEnv
+    def _why_closed(self, ws: ClientConnection) -> str:
+        sent = ws.protocol.close_sent
+        if sent is not None and sent.code == 1009:
+            return f"the server sent a frame over max_size ({self.max_size} bytes); the client closed the connection (pass a larger Env(max_size=…))"
+        rcvd = ws.protocol.close_rcvd
+        if rcvd is not None:
+            return f"the server closed the connection (code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})"
+        return "the connection to the server was lost (no close frame: the server died or the network dropped)"
 
-        return SyncEnv(self)
-
-    async def _read(self) -> None:
-        assert self._ws is not None
+    async def _read(self, ws: ClientConnection) -> None:
+        reason = "the connection to the server closed"
         try:
-            async for raw in self._ws:
-                msg = json.loads(raw)
-                if msg.get("type") == "reward":
-                    self._rewards.put_nowait(Reward.parse(msg.get("data", {})))
-                    continue
-                fut = self._pending.pop(msg.get("id", -1), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(msg)
-        except Exception:  # noqa: BLE001 - the socket closed under us: every waiter hears it below
-            pass
+            async for raw in ws:
+                self._take(raw)
+            reason = self._why_closed(ws)
+        except ConnectionClosed:
+            reason = self._why_closed(ws)
+        except Exception as err:  # noqa: BLE001 - the reader must end by failing its waiters, whatever broke
+            reason = f"the client's reader failed: {err!r}"
+            log.exception("agentic_rl: the reader failed")
         finally:
+            self._lost = ConnectionLost("the session was closed" if self._closing else reason, "CONNECTION_LOST", "The episode is over on the server (truncated); open a new Env to go on.")
             for fut in self._pending.values():
                 if not fut.done():
-                    fut.set_exception(ConnectionLost("the connection to the server closed", "CONNECTION_CLOSED"))
+                    fut.set_exception(self._lost)
             self._pending.clear()
+            self._rewards.put_nowait(self._lost)
+
+    def _take(self, raw: Union[str, bytes]) -> None:
+        """One frame: a reply to its request, or a pushed reward. One the client cannot read is logged; reading goes on."""
+        try:
+            msg = json.loads(raw)
+        except ValueError as err:
+            log.warning("agentic_rl: dropped a frame that is not JSON (%s): %.200r", err, raw)
+            return
+        if not isinstance(msg, dict):
+            log.warning("agentic_rl: dropped a frame that is not an object: %.200r", msg)
+            return
+        if msg.get("type") == "reward":
+            try:
+                self._rewards.put_nowait(Reward.parse(msg.get("data", {})))
+            except ProtocolError as err:
+                log.warning("agentic_rl: dropped a reward push: %s", err)
+            return
+        rid = msg.get("id")
+        fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
+        if fut is None:
+            log.warning("agentic_rl: dropped a frame no request waits for: %.200r", msg)
+        elif not fut.done():
+            fut.set_result(msg)
 
     async def _request(self, type_: str, data: Any = None) -> Dict[str, Any]:
         await self.connect()
-        assert self._ws is not None
+        ws = self._ws
+        if ws is None:
+            raise ConnectionLost("the session was closed", "CONNECTION_LOST")
         rid = next(self._ids)
         fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         message: Dict[str, Any] = {"type": type_, "id": rid}
         if data is not None:
             message["data"] = data
-        await self._ws.send(json.dumps(message))
-        reply = await asyncio.wait_for(fut, self.timeout_s)
+        try:
+            return await asyncio.wait_for(self._exchange(ws, json.dumps(message), fut), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestTimeout(f"{type_} had no answer within {self.timeout_s} s (its send included)", "TIMEOUT", "The server is busy or does not read; raise Env(timeout_s=…) for long tool calls.") from None
+        finally:
+            self._pending.pop(rid, None)
+
+    async def _exchange(self, ws: ClientConnection, text: str, fut: asyncio.Future[Dict[str, Any]]) -> Dict[str, Any]:
+        try:
+            await ws.send(text)
+        except WebSocketException as err:
+            raise self._lost or ConnectionLost(f"cannot send: {err}", "CONNECTION_LOST") from err
+        reply = await fut
         if reply.get("type") == "error":
             raise error_from(reply.get("data", {}))
-        return reply.get("data", {})
+        data = reply.get("data", {})
+        if not isinstance(data, dict):
+            raise ProtocolError(f"the answer's data is not an object: {data!r:.200}", "PROTOCOL")
+        return data
 
-    async def reset(self, seed: Optional[int] = None, task_id: Optional[str] = None, episode_id: Optional[str] = None) -> StepResult:
+    async def reset(self, seed: Optional[int] = None, task_id: Optional[str] = None, episode_id: Optional[str] = None) -> StepResult[ObsT]:
         """Starts a new episode (ending the session's current one): from a seed's initial state, or a suite's task."""
         data = {k: v for k, v in {"seed": seed, "task_id": task_id, "episode_id": episode_id}.items() if v is not None}
-        result = StepResult.parse(await self._request("reset", data))
+        result: StepResult[ObsT] = StepResult.parse(await self._request("reset", data))
         self.episode_id = result.episode_id
         return result
 
-    async def step(self, action: Action, params: Optional[Mapping[str, Any]] = None) -> StepResult:
+    async def step(self, action: Action, params: Optional[Mapping[str, Any]] = None) -> StepResult[ObsT]:
         """Dispatches an action and waits for it to settle."""
-        return StepResult.parse(await self._request("step", _action(action, params)))
+        return StepResult.parse(await self._request("step", to_wire(action, params)))
 
     async def dispatch(self, action: Action, params: Optional[Mapping[str, Any]] = None) -> str:
         """Starts a call and returns its trace id at once; ``resolve`` settles it later."""
-        return str((await self._request("dispatch", _action(action, params)))["trace_id"])
+        trace_id = (await self._request("dispatch", to_wire(action, params))).get("trace_id")
+        if not isinstance(trace_id, str):
+            raise ProtocolError(f"dispatch answered no trace id: {trace_id!r:.100}", "PROTOCOL")
+        return trace_id
 
     async def dispatch_many(self, actions: Iterable[Action]) -> List[str]:
         """Dispatches every action at once (one round trip each, overlapped)."""
-        return list(await asyncio.gather(*(self.dispatch(a) for a in actions)))
+        wire = [to_wire(a) for a in actions]
+        return list(await asyncio.gather(*(self.dispatch(a) for a in wire)))
 
-    async def resolve(self, trace_ids: Iterable[str], timeout_ms: Optional[float] = None) -> List[StepResult]:
+    async def resolve(self, trace_ids: Iterable[str], timeout_ms: Optional[float] = None) -> List[StepResult[ObsT]]:
         """Settles many calls at once; with ``timeout_ms``, a call still running comes back with ``status == "timeout"``."""
         data: Dict[str, Any] = {"trace_ids": list(trace_ids)}
         if timeout_ms is not None:
             data["timeout_ms"] = timeout_ms
-        return [StepResult.parse(r) for r in (await self._request("resolve", data))["results"]]
+        results = (await self._request("resolve", data)).get("results")
+        if not isinstance(results, list):
+            raise ProtocolError(f"resolve answered no results: {results!r:.200}", "PROTOCOL")
+        return [StepResult.parse(r) for r in results]
 
-    async def state(self) -> State:
+    async def state(self) -> State[StateT]:
         return State.parse(await self._request("state"))
 
-    async def state_at(self, seq: int) -> State:
+    async def state_at(self, seq: int) -> State[StateT]:
         """Time travel: the episode's state as it stood at ``seq``."""
         return State.parse(await self._request("state_at", {"seq": seq}))
 
     async def rewards(self, episode_id: Optional[str] = None) -> List[Reward]:
-        """Every delayed reward that has landed on the episode's steps so far (this one, or an earlier one by id)."""
+        """Every delayed reward that has landed on the episode's steps so far (this one, or an earlier one of this session by id)."""
         data = await self._request("rewards", {"episode_id": episode_id} if episode_id else {})
-        return [Reward.parse(r, data.get("episode_id", "")) for r in data.get("rewards", [])]
+        rewards = data.get("rewards", [])
+        if not isinstance(rewards, list):
+            raise ProtocolError(f"rewards answered no list: {rewards!r:.200}", "PROTOCOL")
+        return [Reward.parse(r, str(data.get("episode_id", ""))) for r in rewards]
 
     async def subscribe(self) -> None:
         """From now on, delayed rewards of this session's episodes are pushed as they land."""
         await self._request("subscribe")
 
     async def next_reward(self, timeout_s: Optional[float] = None) -> Reward:
-        """The next pushed reward (after ``subscribe``)."""
-        return await asyncio.wait_for(self._rewards.get(), timeout_s)
+        """The next pushed reward (after ``subscribe``); ``ConnectionLost`` once the connection is gone."""
+        if self._ws is None and self._lost is None:
+            raise ConnectionLost("not connected: subscribe() first", "CONNECTION_LOST")
+        try:
+            item = await asyncio.wait_for(self._rewards.get(), timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestTimeout(f"no reward landed within {timeout_s} s", "TIMEOUT") from None
+        if isinstance(item, ConnectionLost):
+            self._rewards.put_nowait(item)  # every other reader hears it too
+            raise item
+        return item
 
     async def rewards_stream(self) -> AsyncIterator[Reward]:
+        """Pushed rewards as they land; ends with ``ConnectionLost`` when the connection goes."""
         while True:
-            yield await self._rewards.get()
+            yield await self.next_reward()
 
 
-__all__ = ["Env", "AgentRLError"]
+__all__ = ["Env", "AgentRLError", "DEFAULT_MAX_SIZE"]

@@ -1,11 +1,16 @@
-"""Errors the server answers, as exceptions: one class per kind, each carrying the server's code."""
+"""Every failure of the client, as one exception class per kind, each carrying a code.
+
+The server's errors keep the server's code (``ACTION_UNKNOWN``, ``PARAMS_INVALID``, …); failures of
+the connection itself have the client's own (``CONNECTION_FAILED``, ``CONNECTION_LOST``,
+``TIMEOUT``, ``PROTOCOL``). Nothing from the ``websockets`` library reaches the caller.
+"""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional, Type
 
 
 class AgentRLError(Exception):
-    """An error the server answered: ``code`` is agentic-rl-toolkit's (``ACTION_UNKNOWN``, ``PARAMS_INVALID``, …)."""
+    """An error of the client or the server: ``code`` says which (``ACTION_UNKNOWN``, ``CONNECTION_LOST``, …)."""
 
     def __init__(self, message: str, code: str = "INTERNAL", hint: Optional[str] = None, pointer: Optional[str] = None):
         super().__init__(f"{code}: {message}" + (f" ({hint})" if hint else ""))
@@ -16,7 +21,7 @@ class AgentRLError(Exception):
 
 
 class InvalidAction(AgentRLError):
-    """The action is unknown, disabled in this state, or its params break its schema."""
+    """The action is unknown, disabled in this state, malformed, or its params break its schema."""
 
 
 class EpisodeOver(AgentRLError):
@@ -28,25 +33,44 @@ class CapacityReached(AgentRLError):
 
 
 class UnknownEpisode(AgentRLError):
-    """No episode of that id on the server."""
+    """No episode of that id in this session (never opened here, another client's, or gone)."""
+
+
+class EpisodeExists(AgentRLError):
+    """A reset named an episode id that is already taken on the server."""
 
 
 class ConnectionLost(AgentRLError):
-    """The connection to the server closed while a request was waiting."""
+    """The connection could not be made, or closed: every request waiting on it fails at once with this."""
 
 
-_BY_CODE = {
+class RequestTimeout(AgentRLError, TimeoutError):
+    """A request (its send included) took longer than its timeout; the connection stays usable."""
+
+
+class ProtocolError(AgentRLError):
+    """The server sent something the client cannot read (not JSON, or not the shape asked for)."""
+
+
+_BY_CODE: Mapping[str, Type[AgentRLError]] = {
     "ACTION_UNKNOWN": InvalidAction,
     "ACTION_DISABLED": InvalidAction,
     "PARAMS_INVALID": InvalidAction,
     "EPISODE_DONE": EpisodeOver,
     "CAPACITY_REACHED": CapacityReached,
-    "EPISODE_UNKNOWN": UnknownEpisode,
+    "UNKNOWN_EPISODE": UnknownEpisode,
     "TRACE_UNKNOWN": UnknownEpisode,
+    "EPISODE_EXISTS": EpisodeExists,
 }
 
 
-def error_from(data: Dict[str, Any]) -> AgentRLError:
-    code = str(data.get("code", "INTERNAL"))
+def error_from(data: Any) -> AgentRLError:
+    """The exception for an error the server answered (``{message, code, hint?, pointer?}``)."""
+    if not isinstance(data, dict):
+        return ProtocolError(f"the server answered an error that is not an object: {data!r:.200}", "PROTOCOL")
+    d: Dict[str, Any] = data
+    code = str(d.get("code", "INTERNAL"))
     cls = _BY_CODE.get(code, AgentRLError)
-    return cls(str(data.get("message", "unknown error")), code, data.get("hint"), data.get("pointer"))
+    hint = d.get("hint")
+    pointer = d.get("pointer")
+    return cls(str(d.get("message", "unknown error")), code, hint if isinstance(hint, str) else None, pointer if isinstance(pointer, str) else None)

@@ -1,8 +1,38 @@
-"""Typed results: what `agent serve` answers, as dataclasses (the raw JSON stays at hand in ``raw``)."""
+"""Typed results: what `agent serve` answers, as dataclasses (the raw JSON stays at hand in ``raw``).
+
+``StepResult`` is generic over the tool's observation and ``State`` over the env's state, so a
+trainer can say what its env holds: ``Env[WeatherObs, WeatherState]``. A reply that is not of the
+shape asked for is a :class:`~agentic_rl.errors.ProtocolError`, not a ``KeyError`` later.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Generic, List, Mapping, Optional, TypeVar
+
+from .errors import ProtocolError
+
+ObsT = TypeVar("ObsT")
+StateT = TypeVar("StateT")
+
+
+def _object(d: Any, what: str) -> Dict[str, Any]:
+    if not isinstance(d, dict):
+        raise ProtocolError(f"{what} is not an object: {d!r:.200}", "PROTOCOL")
+    return d
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ProtocolError(f"{what} is not a number: {v!r:.100}", "PROTOCOL")
+    return int(v)
+
+
+def _number(v: Any) -> Optional[float]:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) else None
 
 
 @dataclass(frozen=True)
@@ -14,15 +44,16 @@ class RewardEntry:
     delay_ms: Optional[float] = None
 
     @staticmethod
-    def parse(d: Dict[str, Any]) -> "RewardEntry":
-        return RewardEntry(status=d.get("status", "pending"), value=d.get("value"), delay_ms=d.get("delay_ms"))
+    def parse(d: Any) -> RewardEntry:
+        o = _object(d, "a reward entry")
+        return RewardEntry(status=str(o.get("status", "pending")), value=_number(o.get("value")), delay_ms=_number(o.get("delay_ms")))
 
 
 @dataclass(frozen=True)
-class StepResult:
+class StepResult(Generic[ObsT]):
     """A reply to reset or step. ``observation`` is the tool's output (None on reset and for a failed step)."""
 
-    observation: Any
+    observation: Optional[ObsT]
     reward: Optional[float]
     done: bool
     truncated: bool
@@ -39,43 +70,50 @@ class StepResult:
 
     @property
     def action_names(self) -> List[str]:
-        return [a["function"]["name"] for a in self.actions]
+        return [str(a.get("function", {}).get("name", "")) for a in self.actions]
 
     @staticmethod
-    def parse(d: Dict[str, Any]) -> "StepResult":
-        obs = d.get("observation") or {}
-        info = d.get("info") or {}
+    def parse(d: Any) -> StepResult[Any]:
+        o = _object(d, "a step result")
+        obs = _object(o.get("observation") or {}, "a step result's observation")
+        info = _object(o.get("info") or {}, "a step result's info")
+        actions = obs.get("actions", [])
+        if not isinstance(actions, list) or not all(isinstance(a, dict) for a in actions):
+            raise ProtocolError(f"a step result's actions are not a list of tools: {actions!r:.200}", "PROTOCOL")
+        rewards = _object(o.get("rewards") or {}, "a step result's rewards")
+        error = obs.get("error")
         return StepResult(
             observation=obs.get("observation"),
-            reward=d.get("reward"),
-            done=bool(d.get("done", False)),
-            truncated=bool(d.get("truncated", False)),
-            episode_id=obs.get("episode_id", ""),
-            trace_id=obs.get("trace_id"),
-            step=int(obs.get("step", 0)),
-            actions=list(obs.get("actions", [])),
-            rewards={k: RewardEntry.parse(v) for k, v in (d.get("rewards") or {}).items()},
-            status=info.get("status"),
-            error=obs.get("error"),
-            instruction=obs.get("instruction"),
-            task_id=obs.get("task_id"),
-            raw=d,
+            reward=_number(o.get("reward")),
+            done=bool(o.get("done", False)),
+            truncated=bool(o.get("truncated", False)),
+            episode_id=str(obs.get("episode_id", "")),
+            trace_id=_str(obs.get("trace_id")),
+            step=_int(obs.get("step", 0), "a step result's step"),
+            actions=list(actions),
+            rewards={str(k): RewardEntry.parse(v) for k, v in rewards.items()},
+            status=_str(info.get("status")),
+            error=error if isinstance(error, dict) else None,
+            instruction=_str(obs.get("instruction")),
+            task_id=_str(obs.get("task_id")),
+            raw=o,
         )
 
 
 @dataclass(frozen=True)
-class State:
+class State(Generic[StateT]):
     """OpenEnv's state (``episode_id``, ``step_count``) with the env's full state and its seq."""
 
     episode_id: str
     step_count: int
-    state: Any
+    state: StateT
     seq: int
     done: bool
 
     @staticmethod
-    def parse(d: Dict[str, Any]) -> "State":
-        return State(episode_id=d.get("episode_id", ""), step_count=int(d.get("step_count", 0)), state=d.get("state"), seq=int(d.get("seq", 0)), done=bool(d.get("done", False)))
+    def parse(d: Any) -> State[Any]:
+        o = _object(d, "a state")
+        return State(episode_id=str(o.get("episode_id", "")), step_count=_int(o.get("step_count", 0), "a state's step_count"), state=o.get("state"), seq=_int(o.get("seq", 0), "a state's seq"), done=bool(o.get("done", False)))
 
 
 @dataclass(frozen=True)
@@ -92,14 +130,15 @@ class Reward:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
-    def parse(d: Dict[str, Any], episode_id: str = "") -> "Reward":
+    def parse(d: Any, episode_id: str = "") -> Reward:
+        o: Mapping[str, Any] = _object(d, "a reward")
         return Reward(
-            type=d.get("type", ""),
-            episode_id=d.get("episode_id", episode_id),
-            trace_id=d.get("trace_id", ""),
-            step=int(d.get("step", 0)),
-            source=d.get("source", ""),
-            value=d.get("value"),
-            reward=d.get("reward"),
-            raw=d,
+            type=str(o.get("type", "")),
+            episode_id=str(o.get("episode_id", episode_id)),
+            trace_id=str(o.get("trace_id", "")),
+            step=_int(o.get("step", 0), "a reward's step"),
+            source=str(o.get("source", "")),
+            value=_number(o.get("value")),
+            reward=_number(o.get("reward")),
+            raw=dict(o),
         )

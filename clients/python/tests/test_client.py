@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentic_rl import Env, EpisodeOver, GymEnv, InvalidAction, UnknownEpisode
+from agentic_rl import Env, EpisodeExists, EpisodeOver, GymEnv, InvalidAction, SyncEnv, UnknownEpisode
 
 from .conftest import tasks
 
@@ -63,6 +63,9 @@ async def test_errors_are_typed_and_name_the_field(weather) -> None:
         assert bad.value.code == "PARAMS_INVALID" and bad.value.pointer == "/city"
         with pytest.raises(UnknownEpisode):
             await env.rewards("no-such-episode")
+        with pytest.raises(InvalidAction) as malformed:
+            await env.step(("get_weather",))  # type: ignore[arg-type]
+        assert malformed.value.pointer == ""
         # The episode is untouched by the refused calls.
         assert (await env.state()).step_count == 0
 
@@ -78,12 +81,13 @@ async def test_delayed_rewards_are_pushed_to_a_subscriber_on_the_right_step(weat
 
 
 def test_sync_client_and_gym_wrapper(weather) -> None:
-    with Env(weather.url).sync() as env:
+    with SyncEnv(weather.url) as env:
         assert env.reset().action_names == ["get_weather"]
         assert env.step("get_weather", {"city": "Paris"}).observation["city"] == "Paris"
     gym = GymEnv(weather.url)
     obs, info = gym.reset(seed=1)
-    assert obs is None and info["actions"] == ["get_weather"]
+    # The initial observation is the episode's initial state, as the session's state() has it.
+    assert obs == gym.client.state().state and isinstance(obs, dict) and info["actions"] == ["get_weather"]
     obs, reward, terminated, truncated, info = gym.step({"name": "get_weather", "params": {"city": "Oslo"}})
     assert obs["city"] == "Oslo" and reward > 0 and not terminated and not truncated and info["trace_id"]
     gym.close()
@@ -115,7 +119,7 @@ def test_served_episodes_are_in_the_run_folder(tmp_path) -> None:
 
     served = Served("fixtures/weather", tmp_path)
     try:
-        with Env(served.url).sync() as env:
+        with SyncEnv(served.url) as env:
             env.reset()
             env.step("get_weather", {"city": "Paris"})
             env.reset()  # ends the first episode, truncated by its client
@@ -127,3 +131,15 @@ def test_served_episodes_are_in_the_run_folder(tmp_path) -> None:
     assert [s["action"] for s in steps] == ["get_weather"]
     episodes = [json.loads(line) for line in (served.dir / "episodes.jsonl").read_text().splitlines()]
     assert {e["truncated"] for e in episodes} == {True}
+
+
+async def test_an_episode_id_names_one_episode_and_another_session_cannot_read_it(weather) -> None:
+    async with Env(weather.url) as a, Env(weather.url) as b:
+        first = await a.reset(episode_id="py-owned")
+        await a.step("get_weather", {"city": "Paris"})
+        with pytest.raises(EpisodeExists):
+            await b.reset(episode_id="py-owned")
+        await b.reset()
+        with pytest.raises(UnknownEpisode):
+            await b.rewards(first.episode_id)
+        assert (await a.state()).step_count == 1

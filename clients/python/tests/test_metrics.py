@@ -5,11 +5,11 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from agentic_rl import Env
+from agentic_rl import SyncEnv
 
 
 def test_metrics_parse_and_count_the_steps_served(weather) -> None:
-    with Env(weather.url).sync() as env:
+    with SyncEnv(weather.url) as env:
         env.reset(seed=1)
         env.step("get_weather", {"city": "Paris"})
     weather.wait_idle()
