@@ -52,7 +52,7 @@ describe('agent mcp-serve', () => {
     ]);
   });
 
-  it('answers every request: an oversized message, params that are not an object; lists actions at once; a cancelled queued call never runs', async () => {
+  it('answers every request: an oversized message, params that are not an object, arguments nested 300,000 deep; lists actions at once; a cancelled queued call never runs', async () => {
     const out = await mkdtemp(path.join(os.tmpdir(), 'mcp-raw-'));
     dirs.push(out);
     const child = spawn(process.execPath, ['bin/agent.js', 'mcp-serve', 'fixtures/weather', '--out', out, '--tool-option', 'latency_scale=0.01'], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -84,12 +84,17 @@ describe('agent mcp-serve', () => {
       expect(await reply(5)).toMatchObject({ result: { structuredContent: { step: 1 } } });
       send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Kyiv' } } });
       expect(await reply(7)).toMatchObject({ result: { structuredContent: { step: 2 } } });
+      // Arguments nested 300,000 deep: answered with the limit, and the same episode goes on.
+      send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":${'['.repeat(300_000)}${']'.repeat(300_000)}}}}`);
+      expect(await reply(8)).toMatchObject({ error: { code: -32600, message: expect.stringContaining('deeper than 512 levels') } });
+      send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Rome' } } });
+      expect(await reply(9)).toMatchObject({ result: { structuredContent: { step: 3, trace_id: 'ep-0:3' } } });
     } finally {
       child.stdin.end();
     }
     await new Promise((resolve) => child.once('exit', resolve));
     const [runId] = await readdir(out);
     const steps = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => (JSON.parse(l) as { params: { city: string } }).params.city);
-    expect(steps).toEqual(['Oslo', 'Kyiv']);
+    expect(steps).toEqual(['Oslo', 'Kyiv', 'Rome']);
   });
 });

@@ -7,11 +7,17 @@
  * - a line over `maxMessageBytes` is skipped as it streams in (never buffered whole) and answered
  *   `-32600` with the request's id when its head names one;
  * - a line that is not JSON is answered `-32700` (id null);
+ * - a line that nests deeper than {@link MAX_JSON_DEPTH} levels is answered `-32600` with its id,
+ *   before it is parsed: walking it (the SDK's schema, our validator) would overflow the stack far
+ *   from the request, leaving it unanswered and the episode ended;
  * - a request that is JSON but not a valid JSON-RPC message is answered `-32602` when its params
- *   are the problem, `-32600` otherwise; an invalid notification is reported to `onerror`.
+ *   are the problem, `-32600` otherwise; an invalid notification is reported to `onerror`;
+ * - while the client does not read what we write (stdout over its high-water mark), its requests
+ *   are not read either: what it sends waits in the pipe, not in our memory.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.js';
 
 /** What one message may weigh: a call's params are small JSON (a 10 MiB state goes the other way, as a result). */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -45,6 +51,9 @@ export class LineTransport implements Transport {
   #size = 0;
   /** Set while skipping an oversized line: its head, for the id. */
   #skipping: string | undefined;
+  /** Set while the output is over its high-water mark: resolves at its next 'drain'. */
+  #drained: Promise<void> | undefined;
+  #closed = false;
 
   /** `check`: the SDK's JSON-RPC message schema's `safeParse` (passed in so that this module loads no SDK code). */
   constructor(check: (value: unknown) => { success: boolean }, options: { readonly input?: NodeJS.ReadableStream; readonly output?: NodeJS.WritableStream; readonly maxMessageBytes?: number } = {}) {
@@ -88,6 +97,10 @@ export class LineTransport implements Transport {
     this.#pieces = [];
     this.#size = 0;
     if (line.trim() === '') return;
+    if (nestsDeeperThan(line)) {
+      void this.send(errorReply(idInHead(line.slice(0, HEAD_BYTES)), -32600, `message nests deeper than ${MAX_JSON_DEPTH} levels: send flatter params (the message was dropped; the server goes on)`));
+      return;
+    }
     let value: unknown;
     try {
       value = JSON.parse(line);
@@ -118,13 +131,20 @@ export class LineTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#output.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.#output.once('drain', resolve);
+    if (this.#output.write(`${JSON.stringify(message)}\n`)) return this.#drained ?? Promise.resolve();
+    this.#drained ??= new Promise<void>((resolve) => {
+      this.#input.pause();
+      this.#output.once('drain', () => {
+        this.#drained = undefined;
+        if (!this.#closed) this.#input.resume();
+        resolve();
+      });
     });
+    return this.#drained;
   }
 
   close(): Promise<void> {
+    this.#closed = true;
     this.#input.off('data', this.#onData);
     this.#input.off('error', this.#onError);
     if (this.#input.listenerCount('data') === 0) this.#input.pause();
