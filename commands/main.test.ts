@@ -3,7 +3,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { validate } from '../src/index.js';
+import { otelConfig, validate } from '../src/index.js';
 import { FakeOtlpCollector } from '../src/observe/fake-otlp-collector.js';
 import { createProgram } from './main.js';
 import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';
@@ -67,6 +67,30 @@ describe('agent', () => {
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+
+  it('an endpoint with credentials: sent as an Authorization header, never printed or written, whether the collector takes the spans or refuses them', async () => {
+    await using collector = await FakeOtlpCollector.start();
+    await using refusing = await FakeOtlpCollector.start({ status: 400 });
+    for (const base of [collector.url, refusing.url]) {
+      const secret = base.replace('http://', 'http://trainer:s3cr%40t@');
+      for (const [flags, env] of [[['--otel', secret], undefined], [[], secret]] as const) {
+        if (env) vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', env);
+        try {
+          const out = await tmpOut();
+          const { code, stdout, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '1', '--max-steps', '2', '--out', out, '--tool-option', 'latency_scale=0', ...flags]);
+          expect(code).toBe(0);
+          const [runId] = await readdir(out);
+          const written = await readFile(path.join(out, runId as string, 'summary.json'), 'utf8');
+          for (const text of [stdout, stderr, written]) expect(text).not.toMatch(/s3cr|trainer:/);
+          expect(stdout).toContain(`sent to ${base}/v1/traces`);
+        } finally {
+          vi.unstubAllEnvs();
+        }
+      }
+    }
+    for (const c of [collector, refusing]) expect(new Set(c.authorizations)).toEqual(new Set([`Basic ${Buffer.from('trainer:s3cr@t').toString('base64')}`]));
+    expect(() => otelConfig({}, 'ftp://trainer:s3cret@c:4318')).toThrow(/got "ftp:\/\/\*\*\*@c:4318"/);
   });
 
   it.each([

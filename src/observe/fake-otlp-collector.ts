@@ -53,6 +53,8 @@ export class FakeOtlpCollector implements AsyncDisposable {
   readonly points: ReceivedPoint[] = [];
   /** The content type of every request, in order. */
   readonly contentTypes: string[] = [];
+  /** The Authorization header of each request (empty when it had none). */
+  readonly authorizations: string[] = [];
   readonly #server: Server;
   readonly #options: FakeCollectorOptions;
 
@@ -84,6 +86,7 @@ export class FakeOtlpCollector implements AsyncDisposable {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const type = req.headers['content-type'] ?? '';
     this.contentTypes.push(type);
+    this.authorizations.push(req.headers.authorization ?? '');
     if (req.method !== 'POST' || (req.url !== '/v1/traces' && req.url !== '/v1/metrics')) {
       res.writeHead(404).end();
       return;

@@ -3,6 +3,10 @@
  * `--otel <url>`. Read before anything loads, so a run without them never imports the SDK. The
  * endpoints are resolved here and handed to the exporters; the variables they read themselves
  * (headers, timeout, compression, certificates) are left to them.
+ *
+ * An endpoint's credentials (`http://user:pass@collector:4318`) never travel with it: they are
+ * taken out of the URL into an `Authorization: Basic` header, so the endpoint that is printed,
+ * written to `summary.json` or quoted in an exporter's error holds no secret.
  */
 import { UsageError } from '../shared/errors.js';
 import type { TraceSampling } from './trace-context.js';
@@ -10,8 +14,10 @@ import type { TraceSampling } from './trace-context.js';
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 export interface OtelConfig {
-  /** Where the traces go (OTLP/HTTP, the full URL). */
+  /** Where the traces go (OTLP/HTTP, the full URL, without credentials: safe to show and store). */
   readonly endpoint: string;
+  /** Headers the exporters send besides those of OTEL_EXPORTER_OTLP_HEADERS: the endpoint's credentials, if its URL had some. Never shown. */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly protocol: OtlpProtocol;
   readonly sampling: TraceSampling;
   /** Metrics pushed over OTLP too: with `--otel`, OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, unless OTEL_METRICS_EXPORTER=none. */
@@ -32,7 +38,33 @@ export function otelConfig(env: Env = process.env, flagUrl?: string): OtelConfig
   const flag = flagUrl === undefined ? undefined : parseUrl(flagUrl, '--otel');
   const endpoint = flag ? tracesUrl(flag) : tracesEndpoint !== undefined ? parseUrl(tracesEndpoint, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT').href : tracesUrl(parseUrl(baseEndpoint ?? '', 'OTEL_EXPORTER_OTLP_ENDPOINT'));
   const metrics = metricsOf(env, flag, baseEndpoint);
-  return { endpoint, protocol: protocolOf(env), sampling: samplingOf(env), ...(metrics ? { metrics } : {}) };
+  const traces = withoutCredentials(endpoint);
+  const pushed = metrics ? withoutCredentials(metrics.endpoint) : undefined;
+  // One collector, one set of credentials: those of the traces URL, else the metrics one's.
+  const authorization = traces.authorization ?? pushed?.authorization;
+  return {
+    endpoint: traces.url,
+    protocol: protocolOf(env),
+    sampling: samplingOf(env),
+    ...(authorization ? { headers: { Authorization: authorization } } : {}),
+    ...(metrics && pushed ? { metrics: { ...metrics, endpoint: pushed.url } } : {}),
+  };
+}
+
+/** A URL with its userinfo taken out, as a Basic authorization. */
+function withoutCredentials(href: string): { url: string; authorization?: string } {
+  const url = new URL(href);
+  if (url.username === '' && url.password === '') return { url: href };
+  const user = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  url.username = '';
+  url.password = '';
+  return { url: url.href, authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` };
+}
+
+/** An endpoint as it may be shown: its credentials replaced by `***` (for a URL read before otelConfig cleaned it, as in an error). */
+export function redactEndpoint(value: string): string {
+  return value.replace(/^(\w+:\/\/)[^/@\s]*@/, '$1***@');
 }
 
 function metricsOf(env: Env, flag: URL | undefined, baseEndpoint: string | undefined): OtelConfig['metrics'] {
@@ -58,7 +90,7 @@ function parseUrl(value: string, name: string): URL {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new UsageError(`${name} must be an http(s) URL of an OTLP/HTTP receiver (got ${JSON.stringify(value)})`, 'For example http://localhost:4318 (a collector, Jaeger or Tempo listening for OTLP over HTTP).');
+    throw new UsageError(`${name} must be an http(s) URL of an OTLP/HTTP receiver (got ${JSON.stringify(redactEndpoint(value))})`, 'For example http://localhost:4318 (a collector, Jaeger or Tempo listening for OTLP over HTTP).');
   }
   return url;
 }

@@ -82,7 +82,7 @@ export class RunTracer implements AsyncDisposable {
 
   /** A tracer exporting over OTLP/HTTP as `config` says. */
   static async start(config: OtelConfig, ids: RunTraceIds, run: TracedRun): Promise<RunTracer> {
-    const options = { url: config.endpoint };
+    const options = { url: config.endpoint, ...(config.headers ? { headers: { ...config.headers } } : {}) };
     const exporter =
       config.protocol === 'http/json'
         ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options)

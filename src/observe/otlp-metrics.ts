@@ -45,7 +45,7 @@ export class OtlpMetricsPush {
   static async start(config: OtelConfig, metrics: RunMetrics): Promise<OtlpMetricsPush | undefined> {
     const target = config.metrics;
     if (!target) return undefined;
-    const options = { url: target.endpoint, temporalityPreference: AggregationTemporality.CUMULATIVE };
+    const options = { url: target.endpoint, temporalityPreference: AggregationTemporality.CUMULATIVE, ...(config.headers ? { headers: { ...config.headers } } : {}) };
     const exporter =
       config.protocol === 'http/json'
         ? new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter(options)
