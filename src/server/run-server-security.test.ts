@@ -1,7 +1,7 @@
 /** The run server lets in only its owner, answers bad input with what is wrong, and stays up under clients that never read. */
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RewardLedger, type RewardDelivery } from '../reward/ledger.js';
 import type { RewardSourceDefinition } from '../schema/definition.js';
 import { Emitter } from '../shared/emitter.js';
@@ -163,11 +163,42 @@ describe('clients that never read', () => {
       expect((await raw(server.port, { path: '/events', headers: auth })).status).toBe(503);
       // The ring turns over past what the stalled clients have read: they are cut off, with the reason.
       for (let i = 0; i < 2_000; i++) events.emit({ type: 'tick', pad });
-      expect(dropped).toHaveLength(20);
+      // Clients are written (and cut off) at the next flush, not inside the emit.
+      await vi.waitFor(() => expect(dropped).toHaveLength(20), { timeout: 5_000, interval: 5 });
       expect(dropped[0]).toMatch(/fell more than 2000 events behind on \/events: cut off/);
       expect((await raw(server.port, { path: '/health' })).status).toBe(200);
     } finally {
       for (const s of sockets) s.destroy();
+    }
+  });
+
+  it('clients that read get every event in order, in batches shared round-robin, while stalled ones hold their place', async () => {
+    const { server, events } = await start({ replay: 5_000, maxSubscribers: 8 });
+    const sockets = await Promise.all(Array.from({ length: 4 }, () => stalled(server.port)));
+    const readers = Array.from({ length: 3 }, () => {
+      const seen: number[] = [];
+      let text = '';
+      const socket = connect(server.port, '127.0.0.1', () => socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`));
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        for (let m = /\nid: (\d+)\n/.exec(text); m; m = /\nid: (\d+)\n/.exec(text)) {
+          seen.push(Number(m[1]));
+          text = text.slice(m.index + m[0].length);
+        }
+      });
+      return { socket, seen };
+    });
+    try {
+      // A reader that connects late is replayed the ring (5,000 deep), so none misses the start.
+      // 4,000 events of 2 kB: 8 MB for each reader, many flushes of at most 1 MB for all of them together.
+      const pad = 'x'.repeat(2_000);
+      for (let i = 0; i < 4_000; i++) events.emit({ type: 'tick', pad });
+      await vi.waitFor(() => expect(readers.map((r) => r.seen.length)).toEqual([4_000, 4_000, 4_000]), { timeout: 20_000, interval: 20 });
+      for (const r of readers) expect(r.seen).toEqual(Array.from({ length: 4_000 }, (_, i) => i + 1));
+      expect((await raw(server.port, { path: '/health' })).status).toBe(200);
+    } finally {
+      for (const s of [...sockets, ...readers.map((r) => r.socket)]) s.destroy();
     }
   });
 });

@@ -74,10 +74,13 @@ const REPLAY = 10_000;
 const MAX_SUBSCRIBERS = 64;
 /**
  * What one client may have waiting in its socket: past this, frames stay in the shared ring and
- * are written as the client drains, so a client that never reads holds ~64 KiB, not the stream.
+ * are written at a later flush, so a client that never reads holds ~64 KiB, not the stream.
  */
 const CLIENT_HIGH_WATER = 64 * 1024;
 const HEARTBEAT_MS = 15_000;
+/** How often the clients of /events are written, and how much at most each time (all clients together). */
+const FLUSH_MS = 10;
+const FLUSH_BYTES = 1024 * 1024;
 
 interface Subscriber {
   readonly res: ServerResponse;
@@ -86,7 +89,15 @@ interface Subscriber {
   next: number;
 }
 
-/** The run's events as server-sent events: numbered, kept in a ring for late joiners, written to each client as fast as it reads. */
+/**
+ * The run's events as server-sent events: numbered, kept in a ring for late joiners, written to
+ * each client as fast as it reads. An event only goes into the ring; every {@link FLUSH_MS} the
+ * clients are written, each with one write of the frames it lacks (up to its high-water mark),
+ * round-robin within {@link FLUSH_BYTES} per flush. Writing each event to each client as it came
+ * cost a run at 10k steps/s a syscall per event per client, and slowed its event loop to ~30
+ * turns a second with 300 clients that never read: Node accepts one connection per turn, so
+ * /health waited seconds behind the clients' reconnections.
+ */
 class EventStream implements Disposable {
   /** A ring of the last `replay` frames: frame n sits at (n - 1) % replay (shift() per event would be O(n)). */
   readonly #recent: string[] = [];
@@ -97,6 +108,7 @@ class EventStream implements Disposable {
   readonly #clients = new Set<Subscriber>();
   readonly #off: () => void;
   readonly #heartbeat: NodeJS.Timeout;
+  #flush: NodeJS.Timeout | undefined;
 
   constructor(events: NonNullable<RunServerOptions['events']>, replay: number, max: number, onDrop: (reason: string) => void) {
     this.#replay = Math.max(1, replay);
@@ -105,7 +117,7 @@ class EventStream implements Disposable {
     this.#off = events.onAny((e) => {
       const id = this.#next++;
       this.#recent[(id - 1) % this.#replay] = `id: ${id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-      for (const c of this.#clients) this.#pump(c);
+      if (this.#clients.size > 0) this.#schedule();
     });
     this.#heartbeat = setInterval(() => {
       for (const c of this.#clients) if (c.next === this.#next && c.res.writableLength < CLIENT_HIGH_WATER) c.res.write(': ping\n\n');
@@ -117,17 +129,45 @@ class EventStream implements Disposable {
     return this.#clients.size >= this.#max;
   }
 
-  /** Write what the client has not had yet, up to its high-water mark; the rest waits for 'drain'. */
-  #pump(c: Subscriber): void {
+  readonly #flushAll = (): void => {
+    this.#flush = undefined;
+    let budget = FLUSH_BYTES;
+    for (const c of [...this.#clients]) {
+      if (budget <= 0) break;
+      const written = this.#pump(c, budget);
+      if (written === 0) continue;
+      budget -= written;
+      // Served: to the back of the line, so that the next flush starts with those this one did not reach.
+      this.#clients.delete(c);
+      this.#clients.add(c);
+    }
+    if (budget <= 0) this.#schedule();
+  };
+
+  #schedule(): void {
+    if (this.#flush) return;
+    this.#flush = setTimeout(this.#flushAll, FLUSH_MS);
+    this.#flush.unref();
+  }
+
+  /** Writes what the client has not had yet, in one write, within its high-water mark and `budget` bytes; returns the bytes written. */
+  #pump(c: Subscriber, budget = CLIENT_HIGH_WATER): number {
     const oldest = Math.max(1, this.#next - this.#replay);
     if (c.next < oldest) {
       this.#drop(c, `client ${c.address} fell more than ${this.#replay} events behind on /events: cut off (it may reconnect with Last-Event-ID)`);
-      return;
+      return 0;
     }
-    while (c.next < this.#next && c.res.writableLength < CLIENT_HIGH_WATER) {
-      c.res.write(this.#recent[(c.next - 1) % this.#replay] as string);
+    let room = Math.min(budget, CLIENT_HIGH_WATER - c.res.writableLength);
+    if (room <= 0 || c.next >= this.#next) return 0;
+    let batch = '';
+    while (c.next < this.#next && room > 0) {
+      const frame = this.#recent[(c.next - 1) % this.#replay] as string;
+      batch += frame;
+      room -= frame.length;
       c.next++;
     }
+    c.res.write(batch);
+    return batch.length;
   }
 
   #drop(c: Subscriber, reason: string): void {
@@ -141,7 +181,9 @@ class EventStream implements Disposable {
     res.write('retry: 1000\n\n');
     const c: Subscriber = { res, address: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`, next: Math.max(1, this.#next - this.#replay, since + 1) };
     this.#clients.add(c);
-    res.on('drain', () => this.#pump(c));
+    // A drained client waits for the next flush: pumping it from 'drain' fed a socket whose kernel buffer
+    // still had room from process.nextTick, write after write, without ever yielding to I/O.
+    res.on('drain', () => this.#schedule());
     req.on('close', () => this.#clients.delete(c));
     this.#pump(c);
   }
@@ -149,6 +191,7 @@ class EventStream implements Disposable {
   [Symbol.dispose](): void {
     this.#off();
     clearInterval(this.#heartbeat);
+    clearTimeout(this.#flush);
     for (const c of this.#clients) c.res.end();
     this.#clients.clear();
   }
