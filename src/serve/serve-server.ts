@@ -42,7 +42,7 @@ import type { ServedEpisode, ServedTask } from './served-episode.js';
 import { WsPeer } from './ws-peer.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
-export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Finished episodes whose rewards stay readable (delayed ones keep arriving). */
 const KEPT_EPISODES = 10_000;
 /** Bytes queued to one WebSocket peer past which it is no longer read (ws-peer.ts), and under which reading goes on. */
