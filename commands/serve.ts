@@ -26,13 +26,14 @@ interface Flags {
   toolOption: Record<string, JsonValue>;
   rewardSource: Record<string, JsonValue>;
   otel?: string;
+  resume?: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
   program
     .command('serve')
     .description("Serve an env (or a benchmark suite) for trainers to drive live, over OpenEnv's protocol: WebSocket /ws and HTTP; every session a recorded episode.")
-    .argument('<env>', 'environment folder, a suite folder, or a suite shipped with the toolkit (tau-bench/airline, tau-bench/retail)')
+    .argument('[env]', 'environment folder, a suite folder, or a suite shipped with the toolkit (tau-bench/airline, tau-bench/retail); not with --resume')
     .option('--port <port>', 'port to listen on (0: any free one)', integer, 8000)
     .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', '127.0.0.1')
     .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
@@ -44,6 +45,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--seed <s>', 'seed for the tools and simulated latency', integer, 0)
     .option('--out <dir>', 'parent folder of run folders', 'runs')
     .option('--store <url>', "where episode states live: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
+    .option('--resume <run-id>', 'serve a run again after its process stopped (killed, crashed), from its journal in the Redis --store: every step its clients were answered is kept, episodes open then end client_lost, new sessions continue the run')
     .option('--run-port <port>', "also serve the run's POST /rewards and GET /events on 127.0.0.1:<port> (agent debug --attach follows it)", integer)
     .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print the address and then the run summary as JSON on stdout')
@@ -51,9 +53,14 @@ export function registerServe(program: Command, io: Io): void {
     .option('--reward-source <name=binding>', 'rebind a reward source (repeatable), as for agent run', rewardSource, {})
     .addHelpText(
       'after',
-      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import SyncEnv\n  with SyncEnv("http://127.0.0.1:8000") as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
+      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n  agent serve fixtures/weather --store redis://127.0.0.1:6379/0\n  agent serve --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import SyncEnv\n  with SyncEnv("http://127.0.0.1:8000") as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
     )
-    .action(async (envSpec: string, flags: Flags) => {
+    .action(async (envSpec: string | undefined, flags: Flags) => {
+      if ((envSpec === undefined) === (flags.resume === undefined)) {
+        io.stderr.write(`error: ${flags.resume === undefined ? "missing required argument 'env'" : 'pass an env or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
+        io.exitCode = 2;
+        return;
+      }
       const { serveEnv, otelConfig } = await core();
       const otel = otelConfig(process.env, flags.otel);
       const controller = new AbortController();
@@ -62,7 +69,8 @@ export function registerServe(program: Command, io: Io): void {
       try {
         const summary = await serveEnv(
           {
-            env: envSpec,
+            env: envSpec ?? '',
+            ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
             listen: flags.port,
             host: flags.host,
             ...(flags.token !== undefined ? { token: flags.token } : {}),
@@ -81,8 +89,10 @@ export function registerServe(program: Command, io: Io): void {
             onListening: ({ url, dir, tasks }) => {
               folder = dir;
               if (flags.json) io.stdout.write(`${JSON.stringify({ type: 'listening', url, ws: `${url.replace(/^http/, 'ws')}/ws`, dir, tasks })}\n`);
-              io.stderr.write(`agent serve: ${envSpec} on ${url} (WebSocket ${url.replace(/^http/, 'ws')}/ws)${tasks > 0 ? `, ${tasks} tasks (reset with task_id)` : ''}; recording to ${dir}\n`);
+              io.stderr.write(`agent serve: ${envSpec ?? `run ${flags.resume ?? ''}`} on ${url} (WebSocket ${url.replace(/^http/, 'ws')}/ws)${tasks > 0 ? `, ${tasks} tasks (reset with task_id)` : ''}; recording to ${dir}\n`);
             },
+            onResumed: ({ steps, episodesFinished, lostSteps }) =>
+              io.stderr.write(`agent serve: resumed: ${episodesFinished} episode(s) finished before, ${steps} step(s) kept${lostSteps > 0 ? `, ${lostSteps} step(s) the folder showed that Redis had lost` : ''}; episodes open when it stopped end client_lost\n`),
           },
           controller.signal,
         );

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { RunEvent } from '../events/run-events.js';
+import { raceAbort } from '../shared/abort.js';
 import type { Clock } from '../shared/clock.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import { hashSeed } from '../shared/rng.js';
@@ -15,7 +16,7 @@ import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import type { EpisodeHooks } from './episode-runner.js';
 import type { EpisodeQueue } from './episode-queue.js';
 import type { FencedJournal } from './fenced-journal.js';
-import { RunJournal, type JournalContents } from './run-journal.js';
+import { RunJournal, type JournalContents, type JournalRun } from './run-journal.js';
 
 /** How long a durable run waits for an unreachable Redis before it stops, by default. */
 export const DEFAULT_STORE_WAIT_MS = 60_000;
@@ -63,18 +64,40 @@ export async function newJournal(spec: unknown, clock: Clock, seed: number, out:
   return durableOn(spec, redis, runId, out);
 }
 
-/** The Redis side of a run to resume: its journal read back, and the run taken (refused while another process holds it). */
-export async function resumeJournal(runId: string, spec: unknown, signal: AbortSignal | undefined): Promise<Durable> {
+/** The Redis of a run to resume, connected; the run id and the store checked first. */
+async function openForResume(runId: string, spec: unknown, signal: AbortSignal | undefined): Promise<{ url: string; redis: Redis }> {
   if (!isRedisUrl(spec)) throw new UsageError('resuming a run needs the Redis store it ran on', 'Pass --store redis://host:port/db (or set AGENT_STORE) as when the run started.');
   if (!/^[\w.-]+$/.test(runId)) throw new UsageError(`'${runId}' is not a run id`, 'Pass the name of the run folder (runs/<run-id>).');
   const redis = await openRedis(spec, signal);
   redis.options.maxRetriesPerRequest = null;
+  return { url: spec, redis };
+}
+
+function noSuchRun(runId: string, url: string): UsageError {
+  return new UsageError(`Redis at ${redactUrl(url)} has no run '${runId}'`, 'Check the run id (the name of its folder under runs/) and that --store names the Redis the run used. A run that completed is gone from Redis: its folder has summary.json.');
+}
+
+/** What a run to resume was started with (its env, settings, served suite), read without taking the run. */
+export async function readJournalRun(runId: string, spec: unknown, signal: AbortSignal | undefined): Promise<JournalRun> {
+  const { url, redis } = await openForResume(runId, spec, signal);
+  try {
+    const run = await new RunJournal(redis, runId).readRun(signal);
+    if (!run) throw noSuchRun(runId, url);
+    return run;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** The Redis side of a run to resume: its journal read back, and the run taken (refused while another process holds it). */
+export async function resumeJournal(runId: string, spec: unknown, signal: AbortSignal | undefined): Promise<Durable> {
+  const { url, redis } = await openForResume(runId, spec, signal);
   try {
     const journal = new RunJournal(redis, runId);
     const resumed = await journal.read(signal);
-    if (!resumed) throw new UsageError(`Redis at ${redactUrl(spec)} has no run '${runId}'`, 'Check the run id (the name of its folder under runs/) and that --store names the Redis the run used. A run that completed is gone from Redis: its folder has summary.json.');
+    if (!resumed) throw noSuchRun(runId, url);
     await journal.acquire(signal);
-    return { ...durableOn(spec, redis, runId, resumed.run.out, resumed), journal };
+    return { ...durableOn(url, redis, runId, resumed.run.out, resumed), journal };
   } catch (err) {
     redis.disconnect();
     throw err;
@@ -101,16 +124,17 @@ export async function archiveAndDrop({ store, archive }: Pick<Durable, 'store' |
 }
 
 /** A durable run journals each episode's start and each call before it is dispatched, and rewinds its Redis history on resume. */
-export function durableHooks({ journal, store }: Durable<RunJournal | FencedJournal>): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind'> {
+export function durableHooks({ journal, store }: Durable<RunJournal | FencedJournal>): Pick<EpisodeHooks, 'starting' | 'dispatching' | 'rewind' | 'committed'> {
   return {
     starting: (i, entry, signal) => journal.episodeStarted(i, entry, signal),
     dispatching: (i, call, signal) => journal.dispatching(i, call, signal),
     rewind: async (instanceId, seq, signal) => void (await store.rewind(instanceId, seq, signal)),
+    // A step's journal write was issued as it settled: once every write so far is answered, it is in Redis.
+    committed: (signal) => raceAbort(journal.flushed(), signal),
   };
 }
 
 export interface StoreWatch {
-  readonly runId: string;
   readonly clock: Clock;
   /** How long Redis may stay away before the run stops (resumable). */
   readonly waitMs: number;
@@ -118,6 +142,8 @@ export interface StoreWatch {
   /** True once the run is stopping anyway (nothing to report then). */
   readonly stopping: () => boolean;
   readonly fail: (err: AgentError) => void;
+  /** The command that continues the run (its hint once the run stops). */
+  readonly resume: string;
 }
 
 /**
@@ -135,7 +161,7 @@ export function watchStore(durable: Durable<RunJournal | FencedJournal>, o: Stor
     o.emit({ type: 'store_unavailable', time: since, store, since });
     timer = setTimeout(() => {
       const wait = o.waitMs;
-      o.fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${wait < 1000 ? `${wait} ms` : `${Math.round(wait / 1000)} s`}`, { hint: `Check Redis, then continue with: agent run --resume ${o.runId} --store ${store}` }));
+      o.fail(new AgentError('STORE_UNAVAILABLE', `Redis at ${store} was unreachable for ${wait < 1000 ? `${wait} ms` : `${Math.round(wait / 1000)} s`}`, { hint: `Check Redis, then continue with: ${o.resume}` }));
     }, o.waitMs);
   };
   const onReady = (): void => {

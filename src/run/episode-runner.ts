@@ -61,6 +61,8 @@ export interface EpisodeHooks {
   prior?(index: number): PriorSteps | undefined;
   /** With `prior`: drop the instance's history after `seq` (deltas of a step whose commit never reached the journal). */
   rewind?(instanceId: string, seq: number, signal: AbortSignal): Promise<void>;
+  /** Resolves once every step committed so far is durable where the run keeps them (a durable run's journal has acknowledged it). */
+  committed?(signal: AbortSignal): Promise<void>;
   /** The episode's initial state, once the instance holds it. */
   initialState(stateId: string, state: JsonValue): void;
   /** A step settled without a call (one lost in a crash): into the run like any settled step. */
@@ -103,6 +105,8 @@ export interface EpisodeControl {
   steps(): number;
   /** Dispatch an action (the actions enabled now go into its trajectory record); returns its trace id. */
   dispatch(action: Action): string;
+  /** Resolves once the steps settled so far are durable where the run keeps them: a driver acknowledges a step to its client only then. */
+  committed(signal: AbortSignal): Promise<void>;
 }
 
 export interface EpisodeRunnerOptions {
@@ -199,10 +203,20 @@ export class EpisodeRunner {
       else if (driver) {
         const offeredNow = (): string[] => agent.availableActions().map((a) => a.name);
         const end = await driver.drive(
-          { agent, episode: index, initialStateId, maxSteps: this.#o.maxSteps, steps: () => counts.steps, dispatch: (action) => this.#record(agent.dispatch(action), offeredNow()) },
+          {
+            agent,
+            episode: index,
+            initialStateId,
+            maxSteps: this.#o.maxSteps,
+            steps: () => counts.steps,
+            dispatch: (action) => this.#record(agent.dispatch(action), offeredNow()),
+            committed: (s) => hooks.committed?.(s) ?? Promise.resolve(),
+          },
           signal,
         );
-        ({ reason, reward } = end);
+        // A driver sums what it settled; a resumed episode's earlier steps count too.
+        reason = end.reason;
+        reward += end.reward;
         error = end.error;
       } else {
         for (let step = counts.steps; step < this.#o.maxSteps; step++) {

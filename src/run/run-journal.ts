@@ -42,6 +42,13 @@ export interface JournalRun {
   readonly distributed?: { readonly queue: string };
   /** The coordinator's env (see env-fingerprint.ts): a worker whose env differs refuses the run's episodes. */
   readonly env_fingerprint?: string;
+  /** Set when the run was served (`agent serve`): the env or suite folder and the split its tasks came from, to serve them again on resume. */
+  readonly served?: ServedFrom;
+}
+
+export interface ServedFrom {
+  readonly spec: string;
+  readonly split: string;
 }
 
 export type EpisodeFinishedEvent = Extract<RunEvent, { type: 'episode_finished' }>;
@@ -188,6 +195,12 @@ export class RunJournal implements Disposable {
       (this.#redis as unknown as { agentLeaseRenew: (...a: (string | number)[]) => Promise<number> }).agentLeaseRenew(this.#keys.lease, owner, LEASE_MS).catch(() => undefined);
     }, LEASE_MS / 3);
     this.#renewal.unref();
+  }
+
+  /** The run's options as journaled, or undefined when Redis has no run of that id. */
+  async readRun(signal?: AbortSignal): Promise<JournalRun | undefined> {
+    const run = await raceAbort(this.#redis.hget(this.#keys.meta, 'run'), signal);
+    return run === null ? undefined : parseRun(run, this.#keys.meta);
   }
 
   /** Everything in the journal, or undefined when Redis has no run of that id. */
@@ -351,7 +364,8 @@ const isString = (v: unknown): boolean => typeof v === 'string';
 
 function isJournalRun(v: Record<string, unknown>): boolean {
   const c = v['config'];
-  return (v['env_fingerprint'] === undefined || isString(v['env_fingerprint'])) && isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['max_steps']) && isInt(c['seed']) && isString(c['policy']);
+  const served = v['served'];
+  return (served === undefined || (isObject(served) && isString(served['spec']) && isString(served['split']))) && (v['env_fingerprint'] === undefined || isString(v['env_fingerprint'])) && isString(v['run_id']) && isString(v['env_dir']) && isString(v['out']) && typeof v['started_at'] === 'number' && isObject(c) && isInt(c['episodes']) && isInt(c['concurrency']) && isInt(c['max_steps']) && isInt(c['seed']) && isString(c['policy']);
 }
 
 function isJournalEpisode(v: Record<string, unknown>): boolean {

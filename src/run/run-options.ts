@@ -10,6 +10,7 @@ import type { OtelConfig } from '../observe/otel-config.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import type { EpisodeDriver } from './episode-runner.js';
 import type { Policy } from './policy.js';
+import type { ServedFrom } from './run-journal.js';
 
 /** The run's local server: where it listens and the token its clients send. */
 export interface ServerSettings {
@@ -73,6 +74,8 @@ export interface RunOptions {
    * client instead of a policy; the run goes on until `execute`'s signal aborts.
    */
   readonly sessions?: EpisodeSource;
+  /** A served run's env or suite folder and split, journaled (with a Redis store) so that `agent serve --resume` serves the same tasks again. */
+  readonly served?: ServedFrom;
   /**
    * Send the run's traces (and, when the endpoint takes them, its metrics) over OTLP (`otelConfig()`
    * reads OpenTelemetry's variables): a trace per episode, a span per step, tool and model call,

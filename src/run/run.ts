@@ -130,14 +130,19 @@ export class Run implements AsyncDisposable {
     const storeWaitMs = options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS;
     if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
     if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
-    if (options.sessions && (options.distributed || options.resume !== undefined)) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed and --resume.');
+    if (options.sessions && options.distributed) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed.');
     if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
     const server = options.port === undefined ? undefined : serverOptions(options.port, options.host, options.token);
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
     const saved = durable?.resumed?.run;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
-      if (saved?.config.policy === SERVED_POLICY) throw new UsageError(`run ${saved.run_id} was served (agent serve): its clients are gone, so it cannot be resumed`, 'Its folder holds every episode that finished; serve the env again for new ones.');
+      const store = durable ? redactUrl(durable.url) : '<redis-url>';
+      if (saved && (saved.config.policy === SERVED_POLICY) !== (options.sessions !== undefined)) {
+        throw saved.config.policy === SERVED_POLICY
+          ? new UsageError(`run ${saved.run_id} was served (agent serve): its episodes are driven by clients, not a policy`, `Serve it again: agent serve --resume ${saved.run_id} --store ${store} (episodes that were open end client_lost, with every step their clients were answered).`)
+          : new UsageError(`run ${saved.run_id} was not served: its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${store}`);
+      }
       if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
       const episodes = options.sessions ? 0 : positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
       const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
@@ -155,7 +160,7 @@ export class Run implements AsyncDisposable {
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
       const rewardSources = saved ? saved.reward_sources : options.rewardSources;
       const owned = durable ? undefined : await memoryOrGiven(options.store);
-      const store = durable?.store ?? (typeof options.store === 'object' ? options.store : undefined);
+      const stateStore = durable?.store ?? (typeof options.store === 'object' ? options.store : undefined);
       const otel = options.otel ? { config: options.otel, ids: new RunTraceIds(runId, options.otel.sampling) } : undefined;
       const env = await AgentEnv.open(saved?.env_dir ?? options.env, {
         seed,
@@ -165,7 +170,7 @@ export class Run implements AsyncDisposable {
         ...(rewardSources ? { rewardSources } : {}),
         ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
         // A run keeps one instance per episode; trim each history so long runs stay bounded.
-        ...(store ? { store } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
+        ...(stateStore ? { store: stateStore } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
         ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
@@ -180,10 +185,13 @@ export class Run implements AsyncDisposable {
         ...(toolOptions ? { tool_options: toolOptions } : {}),
         ...(rewardSources ? { reward_sources: rewardSources } : {}),
         ...(queueName !== undefined ? { distributed: { queue: queueName }, env_fingerprint: await envFingerprint(env.definition.dir) } : {}),
+        ...(options.served ? { served: options.served } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
       return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd, sessions: options.sessions, otel });
     } catch (err) {
+      // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.
+      await durable?.journal.release();
       await closeDurable(durable);
       throw err;
     }
@@ -264,7 +272,7 @@ export class Run implements AsyncDisposable {
       else if (e.type !== 'trace_settled') durable.journal.after(() => writer.write(e));
     };
     const unsubscribe = [this.events.onAny(toWriter), this.#env.events.onAny((e) => this.#forward(e))];
-    const unwatch = durable ? watchStore(durable, { runId, clock: this.#clock, waitMs: this.#setup.storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err) }) : undefined;
+    const unwatch = durable ? watchStore(durable, { clock: this.#clock, waitMs: this.#setup.storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err), resume: this.#resumeCommand }) : undefined;
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), started_at: started, run_id: runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       if (resumed && !queue) {
@@ -305,7 +313,7 @@ export class Run implements AsyncDisposable {
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
-      // A served run ends when its server is stopped: that is its normal end (it cannot be resumed).
+      // A served run ends when its server is stopped: that is its normal end (only a crash leaves it to resume).
       const status = signal.aborted && (!this.#setup.sessions || this.#failure) ? 'interrupted' : 'completed';
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
@@ -314,7 +322,7 @@ export class Run implements AsyncDisposable {
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), run_id: runId, status });
       await durable?.journal.flushed().catch(() => undefined);
       const sent = await telemetry?.finish();
-      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: `agent run --resume ${runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}` } : {}) })), writer.loss);
+      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: this.#resumeCommand } : {}) })), writer.loss);
       await writer.finish(summary);
       if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
@@ -325,6 +333,11 @@ export class Run implements AsyncDisposable {
       this.#writer = undefined;
       await this[Symbol.asyncDispose]();
     }
+  }
+
+  /** What continues this run after it stopped. */
+  get #resumeCommand(): string {
+    return `agent ${this.#setup.sessions ? 'serve' : 'run'} --resume ${this.runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}`;
   }
 
   /** Stop the run on a store failure (once): episodes end as interrupted, the folder is marked, the run can be resumed. */
@@ -473,14 +486,27 @@ export class Run implements AsyncDisposable {
     return this.#runner.run(index, this.#hooks, signal, driver);
   }
 
-  /** A served run: each episode a client opens runs at once, until the signal aborts (they end interrupted). */
+  /**
+   * A served run: each episode a client opens runs at once, until the signal aborts (they end
+   * interrupted). A resumed one first ends the episodes that were open when its process stopped:
+   * their clients are gone, so each ends `client_lost` with the steps it committed (every step its
+   * client was answered), its keys archived and dropped; new episodes are numbered after them.
+   */
   async #serve(sessions: EpisodeSource, signal: AbortSignal): Promise<void> {
     const running = new Set<Promise<unknown>>();
-    for (let index = 0; !signal.aborted; index++) {
-      const driver = await sessions.next(signal).catch(() => undefined);
-      if (!driver) break;
+    const start = (index: number, driver: EpisodeDriver): void => {
       const episode: Promise<unknown> = this.#episode(index, signal, driver).finally(() => running.delete(episode));
       running.add(episode);
+    };
+    let index = 0;
+    for (const [i, entry] of this.#durable?.resumed?.episodes ?? []) {
+      index = Math.max(index, i + 1);
+      if (entry.status === 'running') start(i, clientGone(entry.initial_state_id));
+    }
+    for (; !signal.aborted; index++) {
+      const driver = await sessions.next(signal).catch(() => undefined);
+      if (!driver) break;
+      start(index, driver);
     }
     await Promise.all(running);
   }
@@ -499,7 +525,7 @@ export class Run implements AsyncDisposable {
       await this.#env.store.drop(instanceId);
       return true;
     }
-    // An interrupted episode keeps its history to continue on resume; a served one is never resumed.
+    // An interrupted episode keeps its history to continue on resume; a served one ends with its server (its client is gone).
     if ((finished.reason === 'interrupted' && !this.#setup.sessions) || this.#failure) {
       // After a store failure the journal takes no more writes: a record now would count steps the
       // folder never got. The episode is not over; a resume writes its record.
@@ -542,6 +568,11 @@ const SERVED_POLICY = 'client';
 
 /** A served run has no policy: its episodes are driven by their clients (this is never asked). */
 const servedPolicy: Policy = () => null;
+
+/** A served episode open when the run's process stopped, resumed without its client: it ends at once, `client_lost`. */
+function clientGone(initialStateId: string): EpisodeDriver {
+  return { initialIndex: Number(initialStateId.slice('initial-'.length)), drive: () => Promise.resolve({ reason: 'client_lost', reward: 0 }) };
+}
 
 /**
  * `<run>/server.json`: the live server's URL and token for local clients (`agent debug --attach

@@ -16,7 +16,7 @@ import { Emitter } from '../shared/emitter.js';
 import { AgentError, isAgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { diffStates } from '../state/diff.js';
-import { openRedis, RedisStateStore } from '../state/redis-store.js';
+import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import { RunTraceIds } from '../observe/trace-context.js';
 import { distributedKeys } from './distributed-keys.js';
 import { closeDurable, DEFAULT_STORE_WAIT_MS, durableHooks, stopRetrying, watchStore, type Durable } from './durable.js';
@@ -100,7 +100,7 @@ export class WorkerRun implements AsyncDisposable {
     journal.onFailure = (err) => this.#fail(err);
     journal.onLeaseLost = (episode) => this.#leaseLost(episode);
     const unpublish = this.events.onAny((e) => this.#publish(e));
-    const unwatch = watchStore(setup.durable, { runId: this.runId, clock: systemClock, waitMs: storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err) });
+    const unwatch = watchStore(setup.durable, { clock: systemClock, waitMs: storeWaitMs, emit: (e) => this.events.emit(e), stopping: () => this.#failure !== undefined || this.#internal.signal.aborted, fail: (err) => this.#fail(err), resume: `agent run --resume ${this.runId} --store ${redactUrl(setup.durable.url)}` });
     const unforward = this.#env.events.onAny((e) => this.#forward(e));
     this.#detach = () => {
       unpublish();

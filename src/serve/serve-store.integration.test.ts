@@ -35,7 +35,7 @@ describe.runIf(available)('agent serve --store redis://…', () => {
     await ask(ws, { type: 'reset' });
     expect(await ask(ws, { type: 'step', data: { name: 'get_weather', params: { city: 'Paris' } } })).toMatchObject({ data: { info: { status: 'resolved' } } });
     expect(await admin.keys(`agent:${runId}:{ep-0}:*`)).not.toEqual([]);
-    // Stopped with a session still open: its episode ends interrupted, and the run is over (a served run is never resumed).
+    // Stopped with a session still open: its episode ends interrupted, and the run is over (Ctrl-C is a served run's normal end; only a crash leaves it to resume).
     controller.abort();
     const summary = await done;
     ws.terminate();

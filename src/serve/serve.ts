@@ -17,6 +17,9 @@ import type { EnvDefinition } from '../schema/definition.js';
 import { RunMetrics } from '../observe/prometheus.js';
 import { Run, type RunOptions } from '../run/run.js';
 import type { RunSummary } from '../run/run-summary.js';
+import { readJournalRun } from '../run/durable.js';
+import type { ServedFrom } from '../run/run-journal.js';
+import { redactUrl } from '../state/redis-store.js';
 import { isLoopback } from '../server/http-guard.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
@@ -25,7 +28,16 @@ import { generate } from '../generate/generate.js';
 import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
 import { ServeServer } from './serve-server.js';
 
-export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' | 'episodes' | 'sessions' | 'port' | 'distributed' | 'resume' | 'initialStates'> {
+export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' | 'episodes' | 'sessions' | 'served' | 'port' | 'distributed' | 'resume' | 'initialStates'> {
+  /**
+   * Serve a run again after its process stopped (killed, crashed, Redis lost), from its journal in
+   * the Redis `store`: every step its clients were answered is kept, the episodes that were open
+   * end `client_lost` (their clients are gone), and new sessions continue the run in its folder.
+   * The env, split, seed and step limit come from the journal; `env` is ignored.
+   */
+  readonly resume?: string;
+  /** Called once a resumed run has replayed its journal: what it kept. */
+  readonly onResumed?: (info: { readonly steps: number; readonly episodesFinished: number; readonly lostSteps: number }) => void;
   /** The port to listen on (0: any free one). */
   readonly listen: number;
   /** Sessions at once, WebSocket and HTTP together (default 1,024). */
@@ -44,6 +56,8 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
 
 /** A served suite's tasks and the distinct initial states they start from. */
 interface Served {
+  /** What the journal keeps to serve the same tasks on resume. */
+  readonly from: ServedFrom;
   readonly dir: string;
   readonly initialStates: readonly JsonValue[];
   readonly tasks: ReadonlyMap<string, { readonly task: ServedTask; readonly index: number }>;
@@ -57,9 +71,21 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   if (!isLoopback(host) && (options.token === undefined || options.token === '')) {
     throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients; or keep the default host 127.0.0.1.');
   }
-  const served = await loadServed(options.env, options.split ?? 'test', options.seed ?? 0);
+  const saved = options.resume === undefined ? undefined : await readJournalRun(options.resume, options.store, signal);
+  if (saved && !saved.served) throw new UsageError(`run ${saved.run_id} was not served (agent serve): its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${redactUrl(String(options.store))}`);
+  const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? 'test', saved?.config.seed ?? options.seed ?? 0);
   const queue = new SessionQueue();
-  const run = await Run.prepare({ ...options, env: served.dir, sessions: queue, initialStates: served.initialStates, maxSteps: options.maxSteps ?? 100, ...(options.runPort !== undefined ? { port: options.runPort } : {}) });
+  const run = await Run.prepare({
+    ...options,
+    env: served.dir,
+    sessions: queue,
+    served: served.from,
+    initialStates: served.initialStates,
+    maxSteps: options.maxSteps ?? 100,
+    ...(options.runPort !== undefined ? { port: options.runPort } : {}),
+    ...(options.resume !== undefined ? { resume: options.resume } : {}),
+    signal,
+  });
   let roundRobin = 0;
   const opener = {
     open: (o: { readonly seed?: number; readonly episodeId: string; readonly taskId?: string }): ServedEpisode => {
@@ -102,6 +128,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     });
     metrics.gauge('agent_serve_sessions', 'Sessions open on this server (WebSocket and HTTP).', () => server.sessions);
     run.events.on('run_started', (e) => options.onListening?.({ url: server.url, dir: e.dir, runId: run.runId, tasks: served.tasks.size }));
+    run.events.on('run_resumed', (e) => options.onResumed?.({ steps: e.steps, episodesFinished: e.episodes_finished, lostSteps: e.lost_steps }));
     return await run.execute(serving.signal);
   } finally {
     signal.removeEventListener('abort', stop);
@@ -111,7 +138,8 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
 
 /** An env folder, or a suite (its tasks by id, their initial states deduplicated). */
 async function loadServed(spec: string, split: string, seed: number): Promise<Served> {
-  const dir = existsSync(spec) ? spec : resolveSuite(spec);
+  const dir = path.resolve(existsSync(spec) ? spec : resolveSuite(spec));
+  const from = { spec: dir, split };
   const definition = await loadEnvDefinition(dir);
   let initialStates: readonly JsonValue[] = definition.initialStates;
   if (initialStates.length === 0) {
@@ -119,7 +147,7 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
     if (generated === undefined) throw new UsageError(`env '${definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
     initialStates = [generated];
   }
-  if (!existsSync(path.join(dir, 'tasks', `${split}.jsonl`))) return { dir, initialStates, tasks: new Map() };
+  if (!existsSync(path.join(dir, 'tasks', `${split}.jsonl`))) return { from, dir, initialStates, tasks: new Map() };
   const suite = await loadSuite(dir, split, initialStates[0] ?? null);
   // Tasks that share their database share one initial state (one line of states.jsonl, not hundreds).
   const states: JsonValue[] = [];
@@ -130,7 +158,7 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
     if (index === undefined) indexOf.set(t.initialState, (index = states.push(t.initialState) - 1));
     tasks.set(t.id, { task: { id: t.id, instruction: t.instruction }, index });
   }
-  return { dir: suite.envDir, initialStates: states, tasks };
+  return { from, dir: suite.envDir, initialStates: states, tasks };
 }
 
 /** GET /schema: an action is one of the env's actions with its parameters; the observation our envelope; the state the env's. */

@@ -120,6 +120,9 @@ export class ServedEpisode implements EpisodeDriver {
   async resolve(traceIds: readonly string[], options: { readonly timeoutMs?: number; readonly signal: AbortSignal }): Promise<StepEnvelope[]> {
     const control = this.#live();
     const results = await Promise.all(traceIds.map((id) => control.agent.resolve(id, { signal: options.signal, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) })));
+    // A step is acknowledged only once it is durable where the run keeps its steps (with a Redis
+    // store, in its journal): a server killed after answering loses nothing its client was told.
+    if (results.some((r) => r.info.status !== 'timeout')) await control.committed(options.signal);
     const envelopes: StepEnvelope[] = [];
     for (const result of results) {
       let truncated = false;
