@@ -75,6 +75,43 @@ describe('agent export on a damaged folder', () => {
   });
 });
 
+describe('agent export of text UTF-8 cannot encode', () => {
+  it('puts U+FFFD for a lone surrogate in every format alike, and says how many and where', async () => {
+    // A tool that cut its message in the middle of an emoji: half a UTF-16 pair, kept as an escape in the folder's JSON.
+    const cut = 'rate limited \u{1F600}'.slice(0, -1);
+    const dir = await damaged((l) =>
+      edited(l, 1, (r) => {
+        Object.assign(r, { status: 'failed', reward: 0, rewards: {}, observation: undefined, error: { code: 'TOOL_FAILED', message: cut } });
+        (r['params'] as Record<string, unknown>)['note'] = cut;
+      }),
+    );
+    const jsonl = await runAgent(['export', dir]);
+    expect(jsonl.code, jsonl.stderr).toBe(0);
+    const warning = /warning: 2 strings held a lone surrogate .*: exported with U\+FFFD in its place \(first: episode \d step \d at \/params\/note\)/;
+    expect(jsonl.stderr).toMatch(warning);
+    const records = jsonl.stdout.trim().split('\n').map((line) => JSON.parse(line) as { params: { note?: string }; error?: { message: string } });
+    const at = records.findIndex((r) => r.params.note !== undefined);
+    const step = records[at] as { params: { note: string }; error: { message: string } };
+    expect(step.error.message).toBe('rate limited \uFFFD');
+    expect(step.params.note).toBe('rate limited \uFFFD');
+
+    const file = path.join(dir, 'steps.parquet');
+    const parquet = await runAgent(['export', dir, '--format', 'parquet', '--out', file]);
+    expect(parquet.stderr).toMatch(warning);
+    const { asyncBufferFromFile, parquetReadObjects } = await import('hyparquet');
+    const rows = (await parquetReadObjects({ file: await asyncBufferFromFile(file) })) as { error_message: string | null; params_json: string }[];
+    expect(rows[at]?.error_message).toBe(step.error.message);
+    // JSON text columns too: no escaped half pair that json.loads would turn back into one.
+    expect(rows[at]?.params_json).not.toMatch(/\\ud83d/i);
+    expect((JSON.parse(rows[at]?.params_json ?? '{}') as { note: string }).note).toBe(step.params.note);
+
+    const chat = await runAgent(['export', dir, '--format', 'chat']);
+    expect(chat.stderr).toMatch(/warning: 2 strings held a lone surrogate/);
+    expect(chat.stdout).not.toMatch(/\\ud83d/i);
+    expect(chat.stdout).toContain('rate limited \uFFFD');
+  });
+});
+
 describe('agent export --out', () => {
   it('makes a missing folder (a fresh checkout has no runs/), for JSON lines and Parquet alike', async () => {
     const base = await tmp.dir('export-out-');

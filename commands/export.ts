@@ -93,6 +93,8 @@ export function registerExport(program: Command, io: Io): void {
         ...(flags.verdict !== undefined ? { verdict: flags.verdict } : {}),
         lenient: flags.lenient === true,
         onSkipped: (s: { records: number; first?: string }) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),
+        onReplaced: (r: { strings: number; first?: string }) =>
+          void io.stderr.write(`warning: ${r.strings} string${r.strings === 1 ? '' : 's'} held a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot encode): exported with U+FFFD in its place${r.first !== undefined ? ` (first: ${r.first})` : ''}\n`),
       };
       const refuse = (message: string): Error => new UsageError(message, 'Pass --out a file path you can write to (missing folders are made).');
       const parquet = PARQUET[flags.format];

@@ -17,9 +17,10 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JsonValue } from '../shared/json.js';
+import { WellFormed } from '../shared/well-formed.js';
 import { loadEnvDefinition } from '../env/load-env.js';
 import type { ChatTurn } from '../llm/chat-turns.js';
-import { exportRun, readVerdicts, verdictReader, type ExportOptions, type ExportRecord } from './export.js';
+import { exportSteps, readVerdicts, reportReplaced, wellFormedStep, verdictReader, type ExportOptions, type ExportRecord } from './export.js';
 import { list, scalar, struct, writeNestedParquet, type Field } from './parquet-schema.js';
 import { forEachLine, RecordReading } from './run-rewards.js';
 import { RUN_FILES, type EpisodeRecord, type StateRecord } from './run-writer.js';
@@ -47,7 +48,9 @@ export interface ChatRecord {
 
 /** Every episode of a run folder as a chat record, in episode order. */
 export async function exportChat(dir: string, options: Omit<ExportOptions, 'state' | 'gamma'> = {}): Promise<ChatRecord[]> {
-  const steps = await exportRun(dir, { ...options, state: 'none' });
+  // Text is made well-formed before it is quoted into a message (a tool call's arguments, a state as JSON), and each record once more (conversations, instructions, tools).
+  const text = new WellFormed();
+  const steps = (await exportSteps(dir, { ...options, state: 'none' })).map((s) => wellFormedStep(text, s));
   const manifest = JSON.parse(await readFile(path.join(dir, RUN_FILES.manifest), 'utf8')) as { run_id: string; env_dir: string };
   const verdicts = await readVerdicts(dir, manifest.env_dir);
   const verdictValue = verdictReader(verdicts, options.verdict ?? 'success', dir);
@@ -65,11 +68,15 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   const byEpisode = new Map<number, ExportRecord[]>();
   for (const s of steps) byEpisode.set(s.episode, [...(byEpisode.get(s.episode) ?? []), s]);
   const indices = [...new Set([...episodes.keys(), ...byEpisode.keys()])].sort((a, b) => a - b);
-  return indices.map((episode) => {
+  const records = indices.map((episode): ChatRecord => text.value(chatRecord(episode), `episode ${episode}`));
+  reportReplaced(text, options);
+  return records;
+
+  function chatRecord(episode: number): ChatRecord {
     const list = byEpisode.get(episode) ?? [];
     const record = episodes.get(episode);
     const verdict = verdicts.get(episode);
-    const user = verdict?.instruction ?? `The environment's state:\n${JSON.stringify(record ? (initial.get(record.initial_state_id) ?? null) : null)}`;
+    const user = verdict?.instruction ?? `The environment's state:\n${JSON.stringify(text.value(record ? (initial.get(record.initial_state_id) ?? null) : null, `episode ${episode} initial state`))}`;
     const conversation = conversations.get(episode);
     const messages: ChatTurn[] = conversation ?? [...(system ? [{ role: 'system' as const, content: system }] : []), { role: 'user', content: user }];
     if (!conversation) {
@@ -92,7 +99,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
       terminated: record?.terminated ?? last?.terminated ?? false,
       truncated: record?.truncated ?? last?.truncated ?? true,
     };
-  });
+  }
 }
 
 /** An `llm:` run's conversations by episode (conversations.jsonl, written by agent benchmark); empty for another run. */

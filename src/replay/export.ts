@@ -15,6 +15,7 @@ import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
 import type { RewardBasis } from '../reward/ledger.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import { WellFormed, type Replaced } from '../shared/well-formed.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import { forEachLine, openRunRewards, RecordReading, type RunRewards } from './run-rewards.js';
 import { RUN_FILES, type StateRecord, type TrajectoryRecord } from './run-writer.js';
@@ -78,6 +79,11 @@ export interface ExportOptions {
   readonly lenient?: boolean;
   readonly onSkipped?: (skipped: RunRewards['skipped']) => void;
   /**
+   * Told how many strings held a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot encode):
+   * every export puts U+FFFD in its place, in JSON lines as in Parquet, and says so here.
+   */
+  readonly onReplaced?: (replaced: Replaced) => void;
+  /**
    * Benchmark runs: which verdict is the episode's final reward, counted in its last step's reward
    * and the returns: `success` (default; 1 or 0) or the name of a custom metric (its value). The
    * others ride along in the last step's `rewards` without counting.
@@ -87,8 +93,25 @@ export interface ExportOptions {
 
 export type StateMode = 'patch' | 'full' | 'none';
 
-/** Every step of a run folder as an export record, episode by episode, steps in order. */
+/** Every step of a run folder as an export record, episode by episode, steps in order; its text well-formed (see `onReplaced`). */
 export async function exportRun(dir: string, options: ExportOptions = {}): Promise<ExportRecord[]> {
+  const text = new WellFormed();
+  const records = (await exportSteps(dir, options)).map((r) => wellFormedStep(text, r));
+  reportReplaced(text, options);
+  return records;
+}
+
+export function wellFormedStep(text: WellFormed, record: ExportRecord): ExportRecord {
+  return text.value(record, `episode ${record.episode} step ${record.step}`);
+}
+
+export function reportReplaced(text: WellFormed, options: Pick<ExportOptions, 'onReplaced'>): void {
+  const replaced = text.replaced;
+  if (replaced.strings > 0) options.onReplaced?.(replaced);
+}
+
+/** exportRun's records as the folder has them. */
+export async function exportSteps(dir: string, options: ExportOptions = {}): Promise<ExportRecord[]> {
   const run = await openRunRewards(dir, { ...(options.now !== undefined ? { now: options.now } : {}), lenient: options.lenient === true });
   const basis = options.rewards ?? 'final';
   const gamma = options.gamma ?? 1;
