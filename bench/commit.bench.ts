@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AgentEnv, applyPatch, loadEnvDefinition, validate, type JsonObject, type JsonValue, type ToolHandler } from '../src/index.js';
+import { AgentEnv, applyPatch, loadEnvDefinition, validate, type JsonObject, type JsonValue, type ToolHandler } from '../src/internal.js';
 import { target } from './lib/targets.js';
 
 const json = process.argv.includes('--json');

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { render } from 'ink-testing-library';
-import { FolderFeed, Run, RunIndex, type DebugFeed, type IndexedEvent } from '../src/index.js';
+import { FolderFeed, Run, RunIndex, type DebugFeed, type IndexedEvent } from '../src/internal.js';
 import { DebugConsole } from '../src/ui/debug/debug-console.js';
 import { historyOf } from '../src/replay/debug-feed.js';
 import { target } from './lib/targets.js';

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import type * as Lib from '../src/index.js';
+import type * as Lib from '../src/internal.js';
 import type * as RedisStoreModule from '../src/state/redis-store.js';
 import { target } from './lib/targets.js';
 

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Fuzzer } from '../src/index.js';
+import { Fuzzer } from '../src/internal.js';
 
 const json = process.argv.includes('--json');
 const store = await mkdtemp(path.join(os.tmpdir(), 'agent-fuzz-bench-'));

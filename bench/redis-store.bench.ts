@@ -3,7 +3,7 @@
  * instance appending in sequence (a round trip per append), and 256 instances appending at once,
  * whose appends ioredis pipelines per event-loop tick. Keys use a random prefix and are removed.
  */
-import { RedisStateStore } from '../src/index.js';
+import { RedisStateStore } from '../src/internal.js';
 
 const url = process.env['AGENT_BENCH_REDIS'] ?? 'redis://127.0.0.1:6379/0';
 const prefix = `agent-bench:${process.pid}:`;

@@ -4,7 +4,7 @@
  * as a run would (one delayed source with a deadline per step), then values are delivered by
  * trace id, some twice; then the rest expire.
  */
-import { ManualClock, RewardLedger, type RewardSourceDefinition } from '../src/index.js';
+import { ManualClock, RewardLedger, type RewardSourceDefinition } from '../src/internal.js';
 
 const json = process.argv.includes('--json');
 const STEPS = 1_000_000;

@@ -2,7 +2,7 @@
  * schema-diff speed: two 1,000-property schemas, 10 levels deep (100 properties per level, one of
  * them nesting the next level), with a handful of changes spread through them. Target: < 1 s.
  */
-import { diffSchema, type JsonSchema } from '../src/index.js';
+import { diffSchema, type JsonSchema } from '../src/internal.js';
 
 const json = process.argv.includes('--json');
 

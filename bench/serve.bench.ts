@@ -13,7 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { serveEnv } from '../src/index.js';
+import { serveEnv } from '../src/internal.js';
 
 const python = path.resolve('.venv/bin/python');
 if (!existsSync(python)) {

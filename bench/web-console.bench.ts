@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromiumOrSkip, withPage } from '../scripts/chromium.js';
-import { ConsoleServer, FolderFeed, Run } from '../src/index.js';
+import { ConsoleServer, FolderFeed, Run } from '../src/internal.js';
 
 const browser = chromiumOrSkip();
 if ('skip' in browser) {

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { validate } from '../src/index.js';
+import { validate } from '../src/internal.js';
 import { metaSchema } from '../src/schema/meta-schemas.js';
 import { runAgent, scratch } from './testing.js';
 

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/index.js';
+import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/internal.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';

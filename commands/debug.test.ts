@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { inspectState, randomPolicy, Run, type JsonValue, type Policy } from '../src/index.js';
+import { inspectState, randomPolicy, Run, type JsonValue, type Policy } from '../src/internal.js';
 import { runAgent, scratch } from './testing.js';
 
 const tmp = scratch();

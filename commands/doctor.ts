@@ -1,6 +1,6 @@
 /** `agent doctor --store redis://…`: the health of a Redis-backed store (memory, stream lengths, warnings). */
 import type { Command } from 'commander';
-import type { StoreHealth } from '../src/index.js';
+import type { StoreHealth } from '../src/internal.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 import { ratio, wholeNumber } from './options.js';

@@ -6,7 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { VerlRow } from '../src/index.js';
+import type { VerlRow } from '../src/internal.js';
 import { runAgent, scratch } from './testing.js';
 
 const tmp = scratch();

@@ -1,7 +1,7 @@
 /** `agent fuzz`: schema-driven fuzzing of an env's tools, or value generation from one schema. */
 import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import type { CheckName, FuzzCase, Fuzzer, JsonSchema, JsonValue } from '../src/index.js';
+import type { CheckName, FuzzCase, Fuzzer, JsonSchema, JsonValue } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';

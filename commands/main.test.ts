@@ -3,7 +3,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { otelConfig, validate } from '../src/index.js';
+import { otelConfig, validate } from '../src/internal.js';
 import { FakeOtlpCollector } from '../src/observe/fake-otlp-collector.js';
 import { createProgram } from './main.js';
 import { interruptAfterFirstEpisode, readRunSummary, runAgent, scratch } from './testing.js';

@@ -85,6 +85,7 @@ export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   return program;
 }
 
+/** Runs `agent <argv>` with the given streams and returns its exit code (0 ok, 1 failures found, 2 bad usage, 130 interrupted), never calling process.exit. */
 export async function main(argv: readonly string[], io: Io = { stdout: process.stdout, stderr: process.stderr, exitCode: 0 }): Promise<number> {
   // Commander prints the errors it finds while parsing; one a command's action throws it does not.
   let printed = false;

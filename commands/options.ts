@@ -1,7 +1,7 @@
 /** Flag parsers shared by the commands: each rejects bad input with a message commander prints (exit 2). */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
-import type { JsonValue } from '../src/index.js';
+import type { JsonValue } from '../src/internal.js';
 
 export function positiveInt(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');

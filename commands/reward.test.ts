@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { deliverToRunFolder, exportRun, FolderFeed, randomPolicy, Run, validate, type Policy } from '../src/index.js';
+import { deliverToRunFolder, exportRun, FolderFeed, randomPolicy, Run, validate, type Policy } from '../src/internal.js';
 import { metaSchema } from '../src/schema/meta-schemas.js';
 import { runAgent, scratch } from './testing.js';
 

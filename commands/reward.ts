@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import type { FolderDeliveryReport, SourceSla } from '../src/index.js';
+import type { FolderDeliveryReport, SourceSla } from '../src/internal.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 

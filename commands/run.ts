@@ -1,6 +1,6 @@
 /** `agent run <env-dir>`: run episodes of an env with a policy and write a run folder. */
 import type { Command } from 'commander';
-import type { JsonValue, RunSummary } from '../src/index.js';
+import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';

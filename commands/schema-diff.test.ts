@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { validate } from '../src/index.js';
+import { validate } from '../src/internal.js';
 import { runAgent, scratch } from './testing.js';
 
 const tmp = scratch();

@@ -1,6 +1,6 @@
 /** `agent schema-diff`: direction-aware breaking-change detection for env schemas. */
 import { Option, type Command } from 'commander';
-import type { DiffKind, DiffMode, DiffReport, Severity } from '../src/index.js';
+import type { DiffKind, DiffMode, DiffReport, Severity } from '../src/internal.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 

@@ -3,7 +3,7 @@
  * OpenEnv's protocol (WebSocket /ws and HTTP). Every session is a recorded episode of a run.
  */
 import type { Command } from 'commander';
-import type { JsonValue } from '../src/index.js';
+import type { JsonValue } from '../src/internal.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';

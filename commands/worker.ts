@@ -1,6 +1,6 @@
 /** `agent worker`: take episodes of distributed runs from Redis and run them, until stopped. */
 import type { Command } from 'commander';
-import type { WorkerEvent } from '../src/index.js';
+import type { WorkerEvent } from '../src/internal.js';
 import { core } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import { duration, integer, positiveInt } from './options.js';

@@ -1,9 +1,10 @@
 /**
  * Fails on an import cycle, and on imports that cross the architecture's boundaries:
- *   bin → commands → src/index.ts → feature folders → src/shared
+ *   bin → commands → src/internal.ts → the package's entries (src/*.ts) → feature folders → src/shared
  * - src/ never imports commands/ or bin/;
- * - commands/ import src/ only through its entry points (src/index.ts, src/ui/index.ts), and
+ * - commands/ import src/ only through the CLI's entry (src/internal.ts) and src/ui/index.ts, and
  *   values only lazily (`import()`), so that `agent --help` loads no library code;
+ * - nothing in a room imports an entry point (entries only re-export);
  * - src/shared imports nothing else internal;
  * - src/ui imports core *types* only (values only from inside src/ui and src/shared);
  * - the rooms of src/ import only down (types too): see ROOMS and docs/architecture.md.
@@ -64,7 +65,10 @@ function edgesOf(file: string): Edge[] {
   return edges;
 }
 
-const ENTRY_POINTS = new Set(['src/index.ts', 'src/ui/index.ts']);
+/** What commands/ may import: the CLI's private entry (everything public, and what only the CLI uses), and the terminal views. */
+const ENTRY_POINTS = new Set(['src/internal.ts', 'src/ui/index.ts']);
+/** The package's entries are src/*.ts (and src/ui/index.ts): they only re-export, and nothing inside src/ imports them. */
+const isEntry = (file: string): boolean => /^src\/[^/]+\.ts$/.test(file) || file === 'src/ui/index.ts';
 
 /**
  * The rooms of src/, lowest first. A module imports only from its own room or a lower floor (never
@@ -102,6 +106,7 @@ for (const [from, edges] of graph) {
     if (f.startsWith('src/') && (t.startsWith('commands/') || t.startsWith('bin/'))) problems.push(`${f} imports ${t}: src/ never imports commands/ or bin/`);
     if (f.startsWith('commands/') && t.startsWith('src/') && !ENTRY_POINTS.has(t)) problems.push(`${f} imports ${t}: commands use the public entry points (${[...ENTRY_POINTS].join(', ')})`);
     if (f.startsWith('commands/') && t.startsWith('src/') && !typeOnly && !dynamic) problems.push(`${f} imports values of ${t} statically: load the library with import() (commands/lib.ts) so that the CLI starts fast`);
+    if (f.startsWith('src/') && !isEntry(f) && !f.endsWith('.test.ts') && isEntry(t)) problems.push(`${f} imports ${t}: an entry point re-exports the rooms; a room imports the module it needs, never an entry`);
     if (f.startsWith('src/shared/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/shared imports nothing internal`);
     if (f.startsWith('src/ui/') && !typeOnly && !t.startsWith('src/ui/') && !t.startsWith('src/shared/')) problems.push(`${f} imports ${t}: src/ui imports core types only`);
     const [a, b] = [roomOf(f), roomOf(t)];

@@ -6,7 +6,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { readRunFolder, recordedSteps, Run } from '../src/index.js';
+import { readRunFolder, recordedSteps, Run } from '../src/internal.js';
 import { RECORDINGS } from '../src/run/recordings.js';
 
 const out = await mkdtemp(path.join(os.tmpdir(), 'agent-record-'));

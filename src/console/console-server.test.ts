@@ -8,7 +8,7 @@ import { appendFile, copyFile, mkdir, readFile, writeFile } from 'node:fs/promis
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import { ConsoleServer, FolderFeed, inspectState, Run, type Policy } from '../index.js';
+import { ConsoleServer, FolderFeed, inspectState, Run, type Policy } from '../internal.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import type { EpisodeTimeline, HistoryAnswer, Overview, RewardFlow, TracePage, ViolationPage } from './api-types.js';
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
 import { chromiumOrSkip, withPage, type Page } from '../../scripts/chromium.js';
-import { ConsoleServer, FolderFeed, inspectState, randomPolicy, Run, runBenchmark, type Policy } from '../index.js';
+import { ConsoleServer, FolderFeed, inspectState, randomPolicy, Run, runBenchmark, type Policy } from '../internal.js';
 
 const browser = chromiumOrSkip();
 if ('skip' in browser) console.warn(browser.skip);

@@ -19,8 +19,10 @@ import { mergeAllOf, sample, sampleOfType, typesOf } from '../generate/sample.js
 import { normalize, type Schema, type SchemaObject } from '../schema/normalize.js';
 import { instancePath, NONE, place, setAt, type Frame } from './payload-path.js';
 
+/** How bad a schema change is for consumers: `breaking` fails CI by default, `warning` is risky, `info` is safe. */
 export type Severity = 'breaking' | 'warning' | 'info';
 
+/** One difference between two JSON Schemas, before it is placed in an env (which schema, which action) and checked against ignores. */
 export interface RawFinding {
   readonly rule: string;
   readonly severity: Severity;
@@ -45,6 +47,7 @@ export interface CompareOptions {
 const ALL_TYPES = ['null', 'boolean', 'object', 'array', 'number', 'integer', 'string'];
 const EXTRA_KEY = 'undeclared_key';
 
+/** Compares a producer's schema with a consumer's and lists every difference with its rule, pointer and severity. */
 export function compareSchemas(producerRoot: JsonSchema, consumerRoot: JsonSchema, options: CompareOptions = {}): RawFinding[] {
   return new Comparer(producerRoot, consumerRoot, options, false).run();
 }

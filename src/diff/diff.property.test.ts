@@ -4,7 +4,7 @@
  * validate on the consumer's side.
  */
 import { describe, expect, it } from 'vitest';
-import { compileSchema, diffSchema, generate, Rng, type DiffKind } from '../index.js';
+import { compileSchema, diffSchema, generate, Rng, type DiffKind } from '../internal.js';
 
 type S = Record<string, unknown>;
 

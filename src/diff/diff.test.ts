@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileSchema, diffEnvFolders, diffSchema, RULES, type DiffKind, type DiffMode, type Finding, type JsonSchema } from '../index.js';
+import { compileSchema, diffEnvFolders, diffSchema, RULES, type DiffKind, type DiffMode, type Finding, type JsonSchema } from '../internal.js';
 
 const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ type: 'object', properties, ...extra });
 const x = (s: unknown): Record<string, unknown> => obj({ x: s });

@@ -21,9 +21,12 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { compareSchemas, type RawFinding, type Severity } from './compare.js';
 import { deepEqual } from '../state/patch.js';
 
+/** Which of an env's schemas a finding is about: its state, an action's parameters, or a reward source. */
 export type DiffKind = 'state' | 'action' | 'reward';
+/** Which direction a change must stay compatible in: `default` (actions backward, state and rewards forward), `backward` or `forward` for every kind, or `full` (both). */
 export type DiffMode = 'default' | 'backward' | 'forward' | 'full';
 
+/** One schema change between two env versions: its rule, severity, where it is (schema kind, action, JSON pointer) and what changed. */
 export interface Finding {
   readonly rule: string;
   readonly severity: Severity;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileCondition, diffEnvFolders, diffSchemaFiles, type Finding } from '../index.js';
+import { compileCondition, diffEnvFolders, diffSchemaFiles, type Finding } from '../internal.js';
 
 const brief = (fs: readonly Finding[]): string[] => fs.map((f) => `${f.severity} ${f.rule} ${f.location}`).sort();
 

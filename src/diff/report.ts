@@ -8,8 +8,10 @@ import { TOOLKIT_HOMEPAGE, TOOLKIT_VERSION } from '../shared/package-info.js';
 import type { Finding } from './diff.js';
 import type { Severity } from './compare.js';
 
+/** The version of the JSON report `agent schema-diff --format json` writes; it changes only when a field changes meaning. */
 export const REPORT_VERSION = 1;
 
+/** One entry of a schema-diff ignore file: the rule and location to accept, until when, and why. */
 export interface IgnoreEntry {
   readonly rule: string;
   readonly location: string;
@@ -18,6 +20,7 @@ export interface IgnoreEntry {
   readonly line: number;
 }
 
+/** A whole schema-diff: the findings kept, those ignored and why, the counts per severity, and whether it fails at `failOn`. */
 export interface DiffReport {
   readonly schema_version: typeof REPORT_VERSION;
   readonly old: string;
@@ -56,6 +59,7 @@ export function parseIgnoreFile(text: string, file: string): IgnoreEntry[] {
   return entries;
 }
 
+/** Turns findings into a report: applies the ignore entries, counts by severity and decides failure at `failOn`. */
 export function buildReport(findings: readonly Finding[], options: { old: string; new: string; mode: string; failOn: Severity; ignores?: readonly IgnoreEntry[]; today?: string }): DiffReport {
   const today = options.today ?? new Date().toISOString().slice(0, 10);
   const ignores = options.ignores ?? [];
@@ -100,6 +104,7 @@ function group(f: Finding): string {
   return f.kind === 'state' ? 'state' : `${f.kind === 'action' ? 'action' : 'reward'} ${f.subject ?? ''}`.trim();
 }
 
+/** A report as terminal text, one finding per line, coloured by severity when `color` says how. */
 export function renderText(r: DiffReport, color: (severity: Severity, s: string) => string = (_s, s) => s): string {
   const lines: string[] = [];
   let current = '';
@@ -121,6 +126,7 @@ export function renderText(r: DiffReport, color: (severity: Severity, s: string)
   return lines.join('\n').trimStart() + '\n';
 }
 
+/** A report as a Markdown table, for a pull-request comment. */
 export function renderMarkdown(r: DiffReport): string {
   const head = r.compatible
     ? `### ✅ Schema change is compatible\n\n${r.counts.breaking} breaking, ${r.counts.warning} warnings, ${r.counts.info} info (\`${r.old}\` → \`${r.new}\`).`
@@ -130,6 +136,7 @@ export function renderMarkdown(r: DiffReport): string {
   return `${head}\n\n| severity | rule | where | why |\n|---|---|---|---|\n${rows.join('\n')}\n`;
 }
 
+/** A report as GitHub Actions workflow commands (`::error` / `::warning` annotations). */
 export function renderGithub(r: DiffReport): string {
   const esc = (s: string): string => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
   const prop = (s: string): string => esc(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
@@ -143,6 +150,7 @@ export function renderGithub(r: DiffReport): string {
     .concat(r.findings.length > 0 ? '\n' : '');
 }
 
+/** A report as SARIF 2.1.0, for GitHub code scanning and other static-analysis viewers. */
 export function renderSarif(r: DiffReport, rules: Readonly<Record<string, string>>): string {
   const ruleIds = [...new Set(r.findings.map((f) => f.rule))].sort();
   const sarif = {

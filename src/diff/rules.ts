@@ -9,6 +9,7 @@ export interface RuleInfo {
   readonly after: string;
 }
 
+/** Every schema-diff rule by id: what it detects, its severity per direction, and an example. */
 export const RULES: Readonly<Record<string, RuleInfo>> = {
   'type-narrowed': { summary: 'a type is no longer allowed (number → integer included)', before: '{"type": ["string", "number"]}', after: '{"type": "string"}' },
   'type-widened': { summary: 'a type is now allowed', before: '{"type": "integer"}', after: '{"type": "number"}' },
@@ -92,4 +93,5 @@ export const RULES: Readonly<Record<string, RuleInfo>> = {
   'reward-weight-changed': { summary: 'a source’s weight in the scalar reward changed (warning)', before: '"weight": 1', after: '"weight": 0.5' },
 };
 
+/** Each rule's one-line summary by id (for SARIF rule metadata and `--help`). */
 export const RULE_SUMMARIES: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(RULES).map(([id, r]) => [id, r.summary]));

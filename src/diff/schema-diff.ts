@@ -13,6 +13,7 @@ import type { Severity } from './compare.js';
 import { diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './diff.js';
 import { buildReport, parseIgnoreFile, type DiffReport } from './report.js';
 
+/** What `schemaDiff` compares (two env folders or schema files), in which direction, and when it fails. */
 export interface SchemaDiffOptions {
   readonly old?: string;
   readonly new: string;
@@ -32,6 +33,7 @@ async function isDir(p: string): Promise<boolean | undefined> {
   return s?.isDirectory();
 }
 
+/** Compares two versions of an env's schemas (folders or files) and returns the report `agent schema-diff` prints. */
 export async function schemaDiff(options: SchemaDiffOptions): Promise<DiffReport> {
   const mode = options.mode ?? 'default';
   const failOn = options.failOn ?? 'breaking';

@@ -31,6 +31,7 @@ import type { EnvRuntime } from './runtime.js';
 import { StateValidator } from '../schema/state-validator.js';
 import { EnvRewards } from '../reward/env-rewards.js';
 
+/** How an env is opened: its store, clock, seed, tool options, handlers given in code, the event-loop watch and its threshold, tool timeouts, and trace propagation. */
 export interface EnvOptions {
   /** Where state histories live. Default: a MemoryStateStore owned (and closed) by the env. */
   readonly store?: StateStore;
@@ -58,6 +59,7 @@ export interface EnvOptions {
 /** Finished calls a `loop_lag` report can name (the most recent ones). */
 const RECENT_CALLS = 1_024;
 
+/** An env loaded from its folder (or defined in code): creates the instances episodes run on, routes their tool calls, collects rewards and emits what happens. Dispose it to cancel calls in flight. */
 export class AgentEnv implements AsyncDisposable {
   readonly definition: EnvDefinition;
   /** Every event of every instance, in order. */

@@ -30,6 +30,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 export { errorInfo } from './trace.js';
 
+/** One episode's env: its state, the actions enabled in it, and the async core: `dispatch` calls without waiting, `resolve` them as they settle (or `step` to do both), time travel with `stateAt`. */
 export class AgentInstance {
   readonly id: string;
   readonly #rt: EnvRuntime;

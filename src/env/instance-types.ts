@@ -3,6 +3,7 @@ import type { ActionDefinition } from '../schema/definition.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
 
+/** A call the policy chooses: the action's name and its parameters. */
 export interface Action {
   readonly name: string;
   readonly params?: JsonObject;
@@ -15,6 +16,7 @@ export interface AvailableAction {
   readonly parameters: ActionDefinition['parameters'];
 }
 
+/** What a settled call reports beside its reward: trace id, status, step and seq numbers, duration, attempts, and its error when it failed. */
 export interface StepInfo {
   readonly trace_id: string;
   readonly status: TraceStatus;
@@ -30,6 +32,7 @@ export interface StepInfo {
   readonly fallback?: string;
 }
 
+/** A settled call: the state after it, the tool's observation, its reward (and per source), whether the episode is done, and `info`. */
 export interface StepResult {
   readonly state: JsonValue;
   readonly observation?: JsonValue;
@@ -43,6 +46,7 @@ export interface StepResult {
   readonly info: StepInfo;
 }
 
+/** How `resolve` waits: an abort signal, and a timeout after which a call still running comes back with status `timeout`. */
 export interface ResolveOptions {
   /** Give up waiting after this long and return a partial result with status `timeout`; the call goes on. */
   readonly timeoutMs?: number;
@@ -58,6 +62,7 @@ export interface InstanceHooks {
   readonly onLifecycle?: (event: EnvEventOf<'lifecycle_changed'>) => void;
 }
 
+/** A call dispatched and not settled yet: its trace id, action, and when it started. */
 export interface PendingTrace {
   readonly traceId: string;
   readonly action: string;

@@ -56,8 +56,10 @@ export interface RewardImputation {
   readonly reason: string;
 }
 
+/** How a call settled: `resolved`, `failed`, or `timeout` (still running when `resolve` stopped waiting). */
 export type TraceStatus = 'resolved' | 'timeout' | 'failed';
 
+/** An error as records carry it: code and message, and when known the hint, the tool, whether a retry may succeed, and the validation issues with their pointers. */
 export interface ErrorInfo {
   readonly code: string;
   readonly message: string;
@@ -83,6 +85,7 @@ interface RewardBase extends Base {
 
 export type RewardEventType = 'reward_arrived' | 'reward_late' | 'reward_imputed' | 'reward_failed' | 'reward_expected';
 
+/** Everything an env emits, one union discriminated by `type`: tool calls starting and finishing, commits, rewards arriving, late or imputed, lifecycle changes, loop lag. */
 export type EnvEvent =
   | (Base & { readonly type: 'dispatched'; readonly trace_id: string; readonly action: string; readonly params: JsonObject; readonly episode: number })
   | (Base & { readonly type: 'tool_started'; readonly trace_id: string; readonly tool: string })
@@ -163,5 +166,7 @@ export type EnvEvent =
       readonly actions: { readonly added: readonly string[]; readonly removed: readonly string[]; readonly changed: readonly string[] };
     });
 
+/** The `type` of every env event. */
 export type EnvEventType = EnvEvent['type'];
+/** The env event of one `type`. */
 export type EnvEventOf<T extends EnvEventType> = Extract<EnvEvent, { type: T }>;

@@ -22,6 +22,7 @@ export interface WorkerRow {
   readonly concurrency: number;
 }
 
+/** A run's settings as recorded in run.json: env, episodes, concurrency, step limit, seed, policy, and trace sampling. */
 export interface RunConfig {
   readonly env: string;
   /** 0 for a served run (`agent serve`): its clients open as many episodes as they like. */
@@ -35,6 +36,7 @@ export interface RunConfig {
   readonly trace_sampling?: number;
 }
 
+/** Everything a run emits (its env's events too), one union discriminated by `type`: what the live view, `--json` and events.jsonl show. */
 export type RunEvent =
   | Exclude<EnvEvent, { type: 'trace_settled' }>
   | SettledStepEvent

@@ -3,6 +3,7 @@ import type { JsonObject, JsonValue } from '../shared/json.js';
 
 export type CaseKind = 'valid' | 'invalid' | 'boundary-inside' | 'boundary-outside' | 'disabled';
 
+/** One generated case: its id and seed, the action, its kind (valid, boundary, mutated), the params and the state it runs on. */
 export interface FuzzCase {
   /** `<action>#<seed>.<index>`; with the same env, the same id is the same case. */
   readonly id: string;
@@ -17,6 +18,7 @@ export interface FuzzCase {
   readonly pointer?: string;
 }
 
+/** The name of a fuzz check (`no-crash`, `state-valid`, `rejects-invalid`, …). */
 export type CheckName =
   | 'accepts-valid'
   | 'no-crash'
@@ -28,8 +30,10 @@ export type CheckName =
   | 'no-loop-block'
   | 'deterministic';
 
+/** Every fuzz check, in the order they run. */
 export const CHECKS: readonly CheckName[] = ['accepts-valid', 'no-crash', 'no-timeout', 'state-valid', 'result-contract', 'rejects-invalid', 'refuses-disabled', 'no-loop-block', 'deterministic'];
 
+/** What each fuzz check asserts, one sentence each. */
 export const CHECK_DESCRIPTIONS: Readonly<Record<CheckName, string>> = {
   'accepts-valid': 'a valid, enabled call is accepted',
   'no-crash': 'the tool does not crash or throw an untyped error',
@@ -42,6 +46,7 @@ export const CHECK_DESCRIPTIONS: Readonly<Record<CheckName, string>> = {
   deterministic: 'the same case has the same outcome when run again',
 };
 
+/** Why a case broke a check: the check, an error code and a message. */
 export interface Failure {
   readonly check: CheckName;
   /** Error code seen (or what went wrong, for checks without one). */

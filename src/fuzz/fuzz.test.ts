@@ -2,7 +2,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pr
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Fuzzer, type FuzzOptions, type FuzzSummary } from '../index.js';
+import { Fuzzer, type FuzzOptions, type FuzzSummary } from '../internal.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

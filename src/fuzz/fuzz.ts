@@ -19,6 +19,7 @@ import { runCase, type CaseResult } from './run-case.js';
 import { shrinkValue } from './shrink.js';
 import { loadSaved, removeCase, saveCase } from './store.js';
 
+/** What `Fuzzer` runs: the env, how many cases, the seed, actions and checks, a time budget, the share of invalid cases, tool timeouts and tool options. */
 export interface FuzzOptions {
   readonly env: string;
   /** Cases to run (default 500). */
@@ -48,6 +49,7 @@ export interface FuzzOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Failures of one check on one action with the same signature: how many, the shrunk case that shows it and the original, and the file it was saved to. */
 export interface FailureGroup {
   readonly signature: string;
   readonly check: CheckName;
@@ -65,6 +67,7 @@ export interface FailureGroup {
   readonly replayed: boolean;
 }
 
+/** A fuzz run's result: cases run by kind and how fast, the failure groups, saved failures that pass now, and whether it was interrupted. */
 export interface FuzzSummary {
   readonly env: string;
   readonly seed: number;
@@ -78,6 +81,7 @@ export interface FuzzSummary {
   readonly interrupted: boolean;
 }
 
+/** What a fuzz run emits while it works: cases started and finished, failures found, and the end. */
 export type FuzzEvent =
   | { readonly type: 'started'; readonly env: string; readonly seed: number; readonly runs: number; readonly saved: number }
   | { readonly type: 'case'; readonly case: FuzzCase; readonly failure?: Failure }
@@ -85,6 +89,7 @@ export type FuzzEvent =
   | { readonly type: 'failure'; readonly group: FailureGroup }
   | { readonly type: 'done'; readonly summary: FuzzSummary };
 
+/** Fuzzes an env's tools: cases generated from its schemas (valid, at the boundaries, mutated) run against every action, each checked, failures grouped with a replay. */
 export class Fuzzer {
   readonly events = new Emitter<FuzzEvent>();
   readonly #env: AgentEnv;

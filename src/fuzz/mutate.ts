@@ -30,6 +30,7 @@ export type Mutation =
   /** No targeted mutator applied: a value from the schema's complement, where ajv says it fails. */
   | 'complement';
 
+/** A boundary or mutated value of a schema: the value, where it differs (pointer), how (mutation), and whether the schema should accept it. */
 export interface Variant {
   readonly value: JsonValue;
   /** JSON pointer of the value that was changed. */

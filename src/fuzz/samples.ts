@@ -7,6 +7,7 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { generate } from '../generate/generate.js';
 import { mutants } from './mutate.js';
 
+/** A generated value: whether it should be valid, and for an invalid one the mutation and the pointer where it applies. */
 export interface Sample {
   readonly valid: boolean;
   readonly value: JsonValue;
@@ -15,6 +16,7 @@ export interface Sample {
   readonly pointer?: string;
 }
 
+/** Draws `count` values from a schema (valid, or with `invalid` ones breaking it), and says how many draws missed. */
 export function generateSamples(schema: JsonSchema, count: number, options: { invalid?: boolean; seed?: number } = {}): { samples: Sample[]; misses: number } {
   const unsat = findUnsatisfiable(schema);
   if (unsat) throw new AgentError('ACTION_UNSATISFIABLE', `the schema admits no value: ${unsat.reason} (at ${unsat.pointer || '/'})`, { hint: 'Fix the schema at that pointer.' });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { boundaries, compileSchema, generate, generateSamples, mutants, parseActionDocument, Rng, validate, type JsonSchema } from '../index.js';
+import { boundaries, compileSchema, generate, generateSamples, mutants, parseActionDocument, Rng, validate, type JsonSchema } from '../internal.js';
 
 const real = (f: string): unknown => JSON.parse(readFileSync(`fixtures/realworld/${f}`, 'utf8'));
 

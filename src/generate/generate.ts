@@ -14,6 +14,7 @@ import type { JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
 import { FORMAT_GENERATORS } from './formats.js';
 
+/** How `generate` draws: how deep it nests, how often it fills optional properties, how many attempts a value gets, and a pool of strings to draw from. */
 export interface GenerateOptions {
   /** Beyond this depth only required properties and minimal arrays are generated (recursive schemas end). */
   readonly maxDepth?: number;
@@ -29,6 +30,7 @@ export interface GenerateOptions {
   readonly pool?: { readonly byName: ReadonlyMap<string, readonly string[]>; readonly all: readonly string[] };
 }
 
+/** A value drawn from a schema (undefined when none could be), and how many draws missed. */
 export interface Generated {
   readonly value?: JsonValue;
   /** Draws the schema rejected before one passed (or all of them, when none did). */
@@ -49,6 +51,7 @@ export function normalizedOf(root: JsonSchema): Schema {
   return n;
 }
 
+/** Draws a value that satisfies a JSON Schema, deterministically from `rng`. */
 export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = {}): Generated {
   const validator = compileSchema(root);
   const schema = normalizedOf(root);

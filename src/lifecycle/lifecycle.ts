@@ -9,6 +9,7 @@
  */
 import { AgentError } from '../shared/errors.js';
 
+/** Where an instance is in its lifecycle: created → initialized → running ⇄ paused → terminated → archived. */
 export type LifecycleStatus = 'created' | 'initialized' | 'running' | 'paused' | 'terminated' | 'archived';
 
 const TRANSITIONS: Readonly<Record<LifecycleStatus, readonly LifecycleStatus[]>> = {

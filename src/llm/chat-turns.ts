@@ -5,12 +5,14 @@
  */
 import type { ChatMessage } from './client.js';
 
+/** A tool call in an assistant turn, in OpenAI's chat format (`function.arguments` a JSON string). */
 export interface ChatToolCall {
   readonly id: string;
   readonly type: 'function';
   readonly function: { readonly name: string; readonly arguments: string };
 }
 
+/** One turn of a chat in OpenAI's format: system, user, assistant (text and tool calls) or tool (the answer to a call id). */
 export type ChatTurn =
   | { readonly role: 'system' | 'user'; readonly content: string }
   | { readonly role: 'assistant'; readonly content: string; readonly tool_calls?: readonly ChatToolCall[] }

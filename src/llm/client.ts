@@ -28,6 +28,7 @@ export interface ToolSpec {
   readonly parameters: JsonSchema;
 }
 
+/** What a policy or judge asks a model: a system prompt, the messages, tools, a token limit, the temperature, and an abort signal. */
 export interface ChatRequest {
   readonly system?: string;
   readonly messages: readonly ChatMessage[];
@@ -37,6 +38,7 @@ export interface ChatRequest {
   readonly signal?: AbortSignal;
 }
 
+/** A model's answer: its text, its tool calls, and the tokens it used. */
 export interface ChatResponse {
   readonly text: string;
   readonly toolCalls: readonly ToolCall[];
@@ -44,6 +46,7 @@ export interface ChatResponse {
   readonly outputTokens: number;
 }
 
+/** A chat model behind one provider (OpenAI-compatible, Anthropic, or the embedded default), as policies and judges call it. */
 export interface LlmClient {
   readonly provider: LlmProvider;
   readonly model: string;
@@ -75,6 +78,7 @@ export async function reportedChat(client: LlmClient, request: ChatRequest, repo
   }
 }
 
+/** Which model a client talks to: provider, model, base URL, the variable holding its API key, retries and timeout. */
 export interface LlmClientOptions {
   readonly provider: LlmProvider;
   readonly model: string;
@@ -86,6 +90,7 @@ export interface LlmClientOptions {
   readonly timeoutMs?: number;
 }
 
+/** Creates the client for a provider; the embedded default needs no server. */
 export async function createLlmClient(options: LlmClientOptions): Promise<LlmClient> {
   const key = process.env[options.apiKeyEnv];
   if (!key && options.baseURL === undefined) {

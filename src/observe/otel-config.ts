@@ -11,8 +11,10 @@
 import { UsageError } from '../shared/errors.js';
 import type { TraceSampling } from './trace-context.js';
 
+/** How traces and metrics go to the collector: protobuf or JSON over HTTP. */
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
+/** Where and how a run sends its telemetry over OTLP: endpoint, headers, protocol, trace sampling, and the metrics endpoint and interval. */
 export interface OtelConfig {
   /** Where the traces go (OTLP/HTTP, the full URL, without credentials: safe to show and store). */
   readonly endpoint: string;

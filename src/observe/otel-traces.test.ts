@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { otelConfig, readRunFolder, Run, type OtelConfig, type RunEvent } from '../index.js';
+import { otelConfig, readRunFolder, Run, type OtelConfig, type RunEvent } from '../internal.js';
 import { FakeOtlpCollector, type ReceivedSpan } from './fake-otlp-collector.js';
 import { Emitter } from '../shared/emitter.js';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';

@@ -34,6 +34,7 @@ const REWARD_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3
 
 type PromClient = typeof PromClientModule;
 
+/** A run's Prometheus metrics (steps, tools, rewards, episodes, sessions), rendered for `/metrics`. */
 export class RunMetrics implements Disposable {
   readonly #registry: Registry;
   readonly #loop: IntervalHistogram;

@@ -27,8 +27,10 @@ import { RUN_FILES, type EpisodeRecord, type StateRecord } from './run-writer.js
 
 export type { ChatToolCall, ChatTurn } from '../llm/chat-turns.js';
 
+/** A tool as OpenAI's chat format declares one: a function with its name, description and JSON Schema parameters. */
 export type ChatTool = { readonly type: 'function'; readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue } };
 
+/** One episode as a chat for fine-tuning (`agent export --format chat`): its messages and tools, its reward and per-step rewards, and its end. */
 export interface ChatRecord {
   readonly run_id: string;
   readonly episode: number;

@@ -64,6 +64,7 @@ export interface Verdict {
   readonly metrics?: Readonly<Record<string, number>>;
 }
 
+/** How `exportRun` builds its records: the reward basis, what of the state to include, the discount, and what to do with damaged records. */
 export interface ExportOptions {
   readonly rewards?: RewardBasis;
   /**
@@ -91,6 +92,7 @@ export interface ExportOptions {
   readonly verdict?: string;
 }
 
+/** What each exported step holds of the state: `patch` (the seq it was chosen on and the patch it committed), `full` (the whole state), `none` (the seq). */
 export type StateMode = 'patch' | 'full' | 'none';
 
 /** Every step of a run folder as an export record, episode by episode, steps in order; its text well-formed (see `onReplaced`). */

@@ -17,6 +17,7 @@ import { RUN_FILES } from './run-writer.js';
 
 type Event = Record<string, unknown> & { readonly type: string; readonly time: number };
 
+/** One call in a run folder, as `agent debug` shows it: its action and params, status, timing, error, and the events of its life. */
 export interface TraceReport {
   readonly trace_id: string;
   readonly episode: number;
@@ -116,6 +117,7 @@ async function history(dir: string, episode: number): Promise<{ instanceId: stri
   return { instanceId, startedAt, initial, commits: await episodeCommits(dir, instanceId, committed) };
 }
 
+/** An episode's state at one seq, as `agent debug` shows it. */
 export interface StateReport {
   readonly episode: number;
   readonly instance_id: string;
@@ -145,6 +147,7 @@ export async function inspectState(dir: string, episode: number, point: { readon
   return { episode, instance_id: h.instanceId, seq, time: time === undefined ? null : new Date(time).toISOString(), state };
 }
 
+/** One change of a state field in an episode, as `agent debug` shows it: the seq and time, the trace that made it, and the new value. */
 export interface FieldChange {
   readonly seq: number;
   readonly time: string;

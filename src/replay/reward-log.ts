@@ -8,6 +8,7 @@ import { appendFile } from 'node:fs/promises';
 import type { RewardEvent } from '../reward/ledger.js';
 import type { CallCost } from '../events/env-events.js';
 
+/** One line of a run folder's rewards.jsonl: a reward that arrived (or was late, imputed or failed) for a step, by source. */
 export interface RewardLogRecord {
   readonly type: RewardEvent['type'];
   /** Event time of the change (epoch ms): the arrival, or the deadline that imputed. */
@@ -35,6 +36,7 @@ export function isLoggedReward(e: { readonly type: string; readonly key?: string
   return e.type.startsWith('reward_') && !(e.type === 'reward_arrived' && e.key === 'tool');
 }
 
+/** The rewards.jsonl line for a reward event. */
 export function rewardRecord(e: RewardEvent): RewardLogRecord {
   const base = { type: e.type, time: e.time, trace_id: e.trace_id, instance_id: e.instance_id, episode: e.episode, step: e.step, source: e.source };
   switch (e.type) {

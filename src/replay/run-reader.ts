@@ -7,6 +7,7 @@ import type { RewardLogRecord } from './reward-log.js';
 import { ValidationError, type Issue } from '../shared/errors.js';
 import { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord } from './run-writer.js';
 
+/** A run folder read whole: its manifest, events, trajectories, rewards, states, episodes and summary. */
 export interface RunFolder {
   readonly manifest: Record<string, unknown>;
   readonly events: readonly Record<string, unknown>[];

@@ -103,6 +103,7 @@ export async function forEachLine(file: string, onRecord: (record: Record<string
   }
 }
 
+/** Reads and checks a run folder's run.json. */
 export async function readManifest(dir: string): Promise<RunManifest> {
   const file = path.join(dir, RUN_FILES.manifest);
   let text: string;
@@ -143,6 +144,7 @@ function sourcesOf(manifest: RunManifest): Map<string, RewardSourceDefinition> {
   return out;
 }
 
+/** A run folder's steps and its reward ledger replayed from rewards.jsonl, with what was skipped as damaged. */
 export interface RunRewards {
   readonly dir: string;
   readonly manifest: RunManifest;
@@ -165,6 +167,7 @@ export interface OpenRunOptions {
   readonly lenient?: boolean;
 }
 
+/** Opens a run folder for its rewards: steps read and checked, the reward log replayed, deadlines applied as of `now`. */
 export async function openRunRewards(dir: string, options: OpenRunOptions = {}): Promise<RunRewards> {
   const manifest = await readManifest(dir);
   const reading = new RecordReading(options.lenient);
@@ -237,12 +240,14 @@ export function openTrajectoryStep(ledger: Ledger, t: TrajectoryRecord, sources:
   ledger.open({ traceId: t.trace_id, instanceId: t.instance_id, episode: t.episode, step: t.step, action: t.action, time: t.time }, immediate, expected);
 }
 
+/** One line of rewards to deliver into a run folder (`agent reward`): its line number, and the delivery as read (checked when delivered). */
 export interface FolderDelivery {
   /** Where the delivery came from (a line of a feedback file), for error messages. */
   readonly line: number;
   readonly delivery: unknown;
 }
 
+/** What delivering into a run folder did: the rewards that landed (on time, late, duplicates) by line, the lines refused and why, rewards imputed, lines written. */
 export interface FolderDeliveryReport {
   readonly landed: readonly ({ readonly line: number } & DeliveryResult)[];
   readonly errors: readonly { readonly line: number; readonly message: string; readonly pointer?: string }[];

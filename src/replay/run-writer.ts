@@ -27,6 +27,7 @@ import { isLoggedReward, rewardRecord, type RewardLogRecord } from './reward-log
 import { IndexEncoder } from './run-index-encoder.js';
 import { readIndexFile } from './run-index-file.js';
 
+/** The files of a run folder by role (trajectories.jsonl, episodes.jsonl, states.jsonl, rewards.jsonl, events.jsonl, run.json, summary.json). */
 export const RUN_FILES = {
   manifest: 'run.json',
   events: 'events.jsonl',
@@ -81,6 +82,7 @@ export interface EpisodeRecord {
   readonly finished_at: number;
 }
 
+/** One line of trajectories.jsonl: a settled step with what the policy saw and chose, the tool's result, its rewards and its end. */
 export interface TrajectoryRecord {
   readonly run_id: string;
   readonly episode: number;

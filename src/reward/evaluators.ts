@@ -20,6 +20,7 @@ export interface RestoredStep {
   readonly observation?: JsonValue;
 }
 
+/** A settled step as a reward source sees it: the action and params, the observation, the state before and after, the immediate reward, and the step's place. */
 export interface SettledStep extends StepRef {
   readonly params: JsonObject;
   readonly observation?: JsonValue;

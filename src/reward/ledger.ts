@@ -38,6 +38,7 @@ export interface StepRef {
 
 export type { RewardDelivery } from './delivery.js';
 
+/** What delivering one reward did: arrived, late or a duplicate, and the step it landed on (trace id, episode, step) with that step's reward now. */
 export interface DeliveryResult {
   readonly outcome: 'arrived' | 'late' | 'duplicate';
   readonly trace_id: string;
@@ -48,11 +49,13 @@ export interface DeliveryResult {
   readonly reward: number;
 }
 
+/** A reward event of the env (`reward_arrived`, `reward_late`, `reward_imputed`, `reward_failed`, `reward_expected`). */
 export type RewardEvent = EnvEventOf<RewardEventType>;
 
 /** Which values a step's scalar reward counts: `final` (imputed ones at the deadline, the contract) or `arrived` (only what really arrived, late included). */
 export type RewardBasis = 'final' | 'arrived';
 
+/** One reward source's service level: arrival latency percentiles, the shares on time, imputed, late and pending, and the counts. */
 export interface SourceSla extends Omit<SlaCounts, 'imputed'> {
   /** Arrival delay (ms) over arrived and late values; null when none arrived. */
   readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number; readonly max: number } | null;
@@ -102,6 +105,7 @@ interface DelayedSource {
   readonly check: (value: unknown) => boolean;
 }
 
+/** Every step's rewards by source as they arrive, late or imputed at their deadline: the step a delayed reward belongs to, and the total by basis. */
 export class RewardLedger {
   readonly #now: () => number;
   readonly #emit: ((event: RewardEvent) => void) | undefined;

@@ -19,6 +19,7 @@ import { raceAbort } from '../shared/abort.js';
 import { describeError } from '../shared/errors.js';
 import { distributedKeys } from './distributed-keys.js';
 
+/** The Redis queue a distributed run and its workers use unless told another (`--queue`). */
 export const DEFAULT_QUEUE = 'agent:queue';
 const GROUP = 'workers';
 
@@ -88,6 +89,7 @@ return 1`;
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
 
+/** A distributed run's queue in Redis: episodes claimed by workers under a lease, reclaimed when a worker stops renewing it. */
 export class EpisodeQueue {
   readonly name: string;
   readonly #redis: Redis;

@@ -14,6 +14,7 @@ import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Rng } from '../shared/rng.js';
 import type { ErrorInfo } from '../events/env-events.js';
 
+/** What a policy sees each step: the state, the enabled actions, the episode and step, and the last observation or error. */
 export interface Observation {
   readonly state: JsonValue;
   readonly actions: readonly AvailableAction[];
@@ -34,6 +35,7 @@ export interface PolicyTask {
   readonly user_id?: string;
 }
 
+/** What a policy gets beside the observation: a seeded random generator, an abort signal, and a way to report model calls. */
 export interface PolicyContext {
   /** Seeded per (episode, step). */
   readonly rng: Rng;
@@ -48,6 +50,7 @@ export interface PolicyContext {
 /** Return an action, or `null` to stop the episode. */
 export type Policy = (observation: Observation, ctx: PolicyContext) => Action | null | Promise<Action | null>;
 
+/** The default policy: an enabled action chosen at random, with parameters drawn from its schema. */
 export const randomPolicy: Policy = (obs, { rng }) => {
   const candidates = [...obs.actions];
   while (candidates.length > 0) {

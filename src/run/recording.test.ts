@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRunFolder, recordedSteps, Run } from '../index.js';
+import { readRunFolder, recordedSteps, Run } from '../internal.js';
 import { RECORDINGS } from './recordings.js';
 
 const dirs: string[] = [];

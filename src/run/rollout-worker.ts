@@ -26,6 +26,7 @@ import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-que
 import type { EpisodeEndReason, RunEvent } from '../events/run-events.js';
 import { WorkerRun } from './worker-run.js';
 
+/** What a rollout worker connects to (the Redis store, the queue), how many episodes it runs at once, which env folders it accepts, and its lease and retry limits. */
 export interface WorkerOptions {
   /** `redis://host:port/db`: the Redis of the runs to work on. */
   readonly store: string;
@@ -45,6 +46,7 @@ export interface WorkerOptions {
   readonly signal?: AbortSignal;
 }
 
+/** What a rollout worker emits: an episode claimed, done, handed back, its lease lost, given up after its attempts, and problems. */
 export type WorkerEvent =
   | { readonly type: 'claimed'; readonly runId: string; readonly episode: number; readonly attempts: number; readonly previousOwner?: string }
   | { readonly type: 'episode_done'; readonly runId: string; readonly episode: number; readonly reason: EpisodeEndReason; readonly steps: number }
@@ -53,6 +55,7 @@ export type WorkerEvent =
   | { readonly type: 'given_up'; readonly runId: string; readonly episode: number; readonly attempts: number; readonly cause: string }
   | { readonly type: 'problem'; readonly runId?: string; readonly message: string };
 
+/** A worker's totals when it stops: episodes finished, handed back, leases lost, given up, and writes its fence refused. */
 export interface WorkerSummary {
   readonly id: string;
   readonly finished: number;
@@ -68,6 +71,7 @@ const HEARTBEAT_MS = 1_000;
 const RUN_IDLE_MS = 30_000;
 const CLAIM_BLOCK_MS = 1_000;
 
+/** Takes episodes of distributed runs from the Redis queue, runs them with the run's env and policy, and commits every step through a fenced journal. */
 export class RolloutWorker {
   readonly id: string;
   readonly events = new Emitter<WorkerEvent>();

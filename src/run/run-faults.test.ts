@@ -7,7 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import { MemoryStateStore, readRunFolder, Run } from '../index.js';
+import { MemoryStateStore, readRunFolder, Run } from '../internal.js';
 
 const scratchDirs = scratch();
 afterAll(() => scratchDirs.cleanup());

@@ -19,6 +19,7 @@ export interface ServerSettings {
   readonly token: string;
 }
 
+/** What `Run.prepare` takes: the env, episodes, concurrency, policy, seed, store, server, and whether to resume or distribute. */
 export interface RunOptions {
   /** The env folder. */
   readonly env: string;

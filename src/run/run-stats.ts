@@ -7,12 +7,14 @@ import { oneLine } from '../shared/errors.js';
 import type { EpisodeEndReason, RunEvent, WorkerRow } from '../events/run-events.js';
 import type { SlaCounts } from '../reward/ledger.js';
 
+/** A call in flight, as the live view shows it: trace id, tool and when it started. */
 export interface PendingCall {
   readonly trace_id: string;
   readonly tool: string;
   readonly started_at: number;
 }
 
+/** Per tool in a live run: calls, failures, total time, and errors by code. */
 export interface ToolStats {
   calls: number;
   failed: number;
@@ -20,6 +22,7 @@ export interface ToolStats {
   errors: Record<string, number>;
 }
 
+/** A live run's statistics: episodes and steps done, calls in flight, rewards recent and pending, per-tool figures. */
 export interface RunProgress {
   readonly started_at: number;
   readonly now: number;
@@ -52,6 +55,7 @@ export interface RunProgress {
   readonly workers?: { readonly queue: string; readonly alive: readonly WorkerRow[]; readonly none_since?: number };
 }
 
+/** A reward that arrived lately, for the live view: its source, value, trace and status (arrived, late, imputed). */
 export interface RecentReward {
   readonly source: string;
   readonly value: number;

@@ -13,6 +13,7 @@ import type { RunWriter } from '../replay/run-writer.js';
 import type { RunProgress } from './run-stats.js';
 import type { TelemetrySummary } from '../observe/telemetry.js';
 
+/** A finished run's summary.json: status, timing, config, episodes by how they ended, steps, per-tool figures, rewards per source. */
 export interface RunSummary {
   readonly schema_version: 1;
   readonly run_id: string;

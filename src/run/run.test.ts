@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRunFolder, recordedSteps, Run, type Policy, type RunEvent } from '../index.js';
+import { readRunFolder, recordedSteps, Run, type Policy, type RunEvent } from '../internal.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

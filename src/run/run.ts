@@ -70,6 +70,7 @@ interface RunSetup {
   readonly otel: { readonly config: OtelConfig; readonly ids: RunTraceIds } | undefined;
 }
 
+/** Runs episodes of an env with a policy into a run folder: prepare (options checked, env loaded), then execute. With a Redis store it is durable and resumable. */
 export class Run implements AsyncDisposable {
   /** Names the run folder (`<out>/<run-id>/`) and, with a Redis store, the run's keys. */
   readonly runId: string;

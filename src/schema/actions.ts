@@ -14,6 +14,7 @@ import { findUnsatisfiable, type Unsatisfiable } from './satisfiable.js';
 import type { Issue } from '../shared/errors.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
 
+/** An action read from an action document: name, description, parameter schema, its `enabled_if` source, and where it was declared. */
 export interface ParsedAction {
   readonly name: string;
   readonly description?: string;
@@ -23,6 +24,7 @@ export interface ParsedAction {
   readonly unsatisfiable?: Unsatisfiable;
 }
 
+/** The actions of an action document, and the problems found in it (each naming its JSON pointer). */
 export interface ParseResult {
   readonly actions: ParsedAction[];
   readonly issues: Issue[];
@@ -40,6 +42,7 @@ export interface ParseActionsOptions {
 const OPENAI_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EMPTY_PARAMS: JsonSchema = Object.freeze({ type: 'object', properties: {} });
 
+/** Reads an action document (ours, OpenAI tools, MCP tools or BFCL), checking each action. */
 export function parseActionDocument(doc: unknown, options: ParseActionsOptions): ParseResult {
   const { file } = options;
   const base = options.pointer ?? '';

@@ -27,6 +27,7 @@ export interface ToolPolicy {
   readonly costUsd?: number;
 }
 
+/** Where an action's tool runs: a function of the tools module, a process, an HTTP endpoint, or an MCP server's tool. */
 export type ToolBinding =
   | { readonly kind: 'module'; readonly module: string; readonly exportName: string }
   | {
@@ -73,6 +74,7 @@ export type McpServerSpec = {
   | { readonly transport: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
 );
 
+/** An action of an env: its parameters schema, `enabled_if` condition, tool binding and policy (timeout, retries, idempotency). */
 export interface ActionDefinition {
   readonly name: string;
   readonly description?: string;
@@ -89,6 +91,7 @@ export interface ActionDefinition {
 
 export type RewardAggregation = 'sum' | 'mean' | 'last' | 'min' | 'max';
 
+/** A reward source of an env: its schema, binding (tool, module, judge, service), delay, deadline, aggregation, weight and fallback. */
 export interface RewardSourceDefinition {
   readonly name: string;
   readonly description?: string;
@@ -105,6 +108,7 @@ export interface RewardSourceDefinition {
   readonly binding: RewardBinding;
 }
 
+/** What a source's missing reward becomes at its deadline: a fixed value, or the mean of what has arrived. */
 export type RewardFallback = { readonly value: number } | { readonly strategy: 'historical_mean' };
 
 /**
@@ -133,6 +137,7 @@ export function isComputed(b: RewardBinding): b is ComputedBinding {
   return b.kind === 'module' || b.kind === 'judge' || b.kind === 'service';
 }
 
+/** An env as loaded from its folder: name, state schema, actions, reward sources, initial states, and warnings. */
 export interface EnvDefinition {
   readonly name: string;
   /** Absolute path of the env folder. */

@@ -10,6 +10,7 @@
 import { isPlainObject } from '../shared/json.js';
 import { escapePointerToken } from '../shared/json.js';
 
+/** The dialect of an action document: JSON Schema (ours, OpenAI, MCP) or BFCL's. */
 export type SchemaDialect = 'json-schema' | 'bfcl';
 
 const JSON_SCHEMA_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);

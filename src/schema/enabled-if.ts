@@ -21,6 +21,7 @@ import { deepEqual } from '../state/patch.js';
 import { isPlainObject } from '../shared/json.js';
 import type { JsonSchema } from './ajv.js';
 
+/** An `enabled_if` expression compiled: its source, the state paths it reads, and `evaluate` on a state. */
 export interface CompiledCondition {
   readonly source: string;
   /** Every state path the expression reads, as token lists (for load-time checks and schema-diff). */
@@ -40,6 +41,7 @@ export interface Comparison {
 export const MAX_CONDITION_LENGTH = 4_096;
 export const MAX_CONDITION_NESTING = 32;
 
+/** An `enabled_if` expression that does not parse, with the position of the problem. */
 export class ConditionSyntaxError extends Error {
   readonly column: number;
 

@@ -1,6 +1,7 @@
 /** The configuration of an LLM judge, as loaded from env.json `reward_sources.<name>.judge`. */
 export type LlmProvider = 'anthropic' | 'openai';
 
+/** A judge reward source's settings (judges/*.json): provider and model, the prompt template, token and retry limits, what a score out of range does, budget and prices. */
 export interface JudgeConfig {
   readonly provider: LlmProvider;
   readonly model: string;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AgentError, defineEnv, loadEnvDefinition, parseActionDocument, ValidationError, type Issue } from '../index.js';
+import { AgentError, defineEnv, loadEnvDefinition, parseActionDocument, ValidationError, type Issue } from '../internal.js';
 
 const REAL = 'fixtures/realworld';
 const readJson = (f: string): unknown => JSON.parse(readFileSync(path.join(REAL, f), 'utf8'));

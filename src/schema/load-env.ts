@@ -23,6 +23,7 @@ import { importMcpActions, mcpImportsOf, mcpServerSpecs, type McpToolLister } fr
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
 
+/** How an env folder is loaded: the action document's dialect, reward source rebindings, whether condition paths are checked, and an abort signal. */
 export interface LoadEnvOptions {
   /** How to read tool parameter schemas; overrides the manifest's `dialect`. */
   readonly dialect?: SchemaDialect;

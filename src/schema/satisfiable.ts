@@ -8,11 +8,13 @@
 import { compileSchema, type JsonSchema } from './ajv.js';
 import { escapePointerToken, isPlainObject } from '../shared/json.js';
 
+/** A schema no value can satisfy, and the pointer to the part that makes it so. */
 export interface Unsatisfiable {
   readonly pointer: string;
   readonly reason: string;
 }
 
+/** Finds a part of a schema no value can satisfy (an action that could never be called), or undefined. */
 export function findUnsatisfiable(schema: JsonSchema, pointer = ''): Unsatisfiable | undefined {
   if (schema === false) return { pointer, reason: 'the schema is `false`' };
   if (!isPlainObject(schema)) return undefined;

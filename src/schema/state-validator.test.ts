@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { applyPatch, Rng, validate, type JsonObject, type JsonSchema, type JsonValue, type Patch } from '../index.js';
+import { applyPatch, Rng, validate, type JsonObject, type JsonSchema, type JsonValue, type Patch } from '../internal.js';
 import { StateValidator } from './state-validator.js';
 
 const airlineSchema = JSON.parse(readFileSync('fixtures/airline/state_schema.json', 'utf8')) as JsonSchema;

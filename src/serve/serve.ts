@@ -28,6 +28,7 @@ import { generate } from '../generate/generate.js';
 import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
 import { ServeServer } from './serve-server.js';
 
+/** What `serveEnv` serves: the env or suite, port and host, sessions and step limits, timeouts, and the run's store. */
 export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' | 'episodes' | 'sessions' | 'served' | 'port' | 'distributed' | 'resume' | 'initialStates'> {
   /**
    * Serve a run again after its process stopped (killed, crashed, Redis lost), from its journal in

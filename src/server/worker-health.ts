@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import { UsageError } from '../shared/errors.js';
 import { guardRequest } from './http-guard.js';
 
+/** Where a worker's health endpoint listens, and the metrics it serves. */
 export interface WorkerHealthOptions {
   /** Where to listen (default 0.0.0.0: an orchestrator's probes come from elsewhere). */
   readonly host?: string;
@@ -17,6 +18,7 @@ export interface WorkerHealthOptions {
   readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
 }
 
+/** Serves a worker's `/health` (ready, episodes running) and, given `metrics`, its `/metrics`, for its orchestrator. */
 export async function serveWorkerHealth(port: number, status: () => { readonly ready: boolean; readonly running: number }, options: WorkerHealthOptions = {}): Promise<{ readonly port: number; close(): Promise<void> }> {
   const { host = '0.0.0.0', metrics } = options;
   const server: Server = createServer((req, res) => {

@@ -7,6 +7,7 @@ export interface Clock {
   monotonic(): number;
 }
 
+/** The clock of the machine: `Date.now()` and `performance.now()`. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),

@@ -8,6 +8,7 @@
  */
 const BRAND = Symbol.for('agentic-rl-toolkit.AgentError');
 
+/** Every code a toolkit error carries; the docs' error reference says what each means and whether it is retryable. */
 export type ErrorCode =
   | 'BAD_USAGE'
   | 'DEFINITION_INVALID'
@@ -76,6 +77,7 @@ export interface AgentErrorOptions {
   readonly retryable?: boolean;
 }
 
+/** The toolkit's error: a code, a message naming what is wrong, and a hint saying what to do. */
 export class AgentError extends Error {
   readonly [BRAND] = true;
   readonly code: ErrorCode;
@@ -166,6 +168,7 @@ export class ValidationError extends AgentError {
   }
 }
 
+/** Validation issues as lines of text, one per issue with its JSON pointer, at most `limit`. */
 export function formatIssues(issues: readonly Issue[], limit = 20): string {
   const lines = issues.slice(0, limit).map((i) => {
     const where = `${i.file ? `${i.file} ` : ''}${i.pointer === '' ? '(root)' : i.pointer}`;

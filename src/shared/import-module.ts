@@ -19,12 +19,15 @@ const TS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 const PACKAGE = 'agentic-rl-toolkit';
 // `.ts` when running from a checkout's sources, `.js` when built: the entry points have the same form.
 const OWN_EXT = path.extname(fileURLToPath(import.meta.url));
-const ENTRIES: Readonly<Record<string, string>> = {
+/** package.json's `exports` (scripts/api-report.ts checks that the two agree). */
+export const PACKAGE_ENTRIES: Readonly<Record<string, string>> = {
   [PACKAGE]: `../index${OWN_EXT}`,
+  ...Object.fromEntries(['schema', 'schema-diff', 'fuzz', 'benchmark', 'serve', 'replay', 'observe', 'distributed', 'testing'].map((sub) => [`${PACKAGE}/${sub}`, `../${sub}${OWN_EXT}`])),
+  [`${PACKAGE}/store/redis`]: `../store-redis${OWN_EXT}`,
   [`${PACKAGE}/ui`]: `../ui/index${OWN_EXT}`,
   [`${PACKAGE}/cli`]: `../../commands/main${OWN_EXT}`,
 };
-const TARGETS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(ENTRIES).map(([spec, rel]) => [spec, new URL(rel, import.meta.url).href]));
+const TARGETS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(PACKAGE_ENTRIES).map(([spec, rel]) => [spec, new URL(rel, import.meta.url).href]));
 
 // Runs in Node's loader thread; `data` carries the targets there. The target goes on down the chain
 // rather than short-circuiting, so that tsx's hooks (registered before this one) still claim a

@@ -2,7 +2,9 @@
 import { describeError } from './errors.js';
 
 export type JsonPrimitive = string | number | boolean | null;
+/** Any JSON value: what states, parameters and observations are. */
 export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -3,7 +3,7 @@ import { readFile, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import { applyPatch, archiveToFolder, MemoryStateStore, readArchive, type JsonValue, type Patch } from '../index.js';
+import { applyPatch, archiveToFolder, MemoryStateStore, readArchive, type JsonValue, type Patch } from '../internal.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());

@@ -8,6 +8,7 @@ import { escapePointerToken, isPlainObject, type JsonValue } from '../shared/jso
 import { deepEqual, type PatchOperation } from './patch.js';
 import { keysChangedBetween } from './wide-object.js';
 
+/** The JSON Patch that turns one state into another. */
 export function diffStates(from: JsonValue, to: JsonValue): PatchOperation[] {
   const ops: PatchOperation[] = [];
   walk(from, to, '', ops);

@@ -16,6 +16,7 @@ interface Log {
   headTime: number;
 }
 
+/** Episode states in memory: each instance's deltas and snapshots, trimmed as configured. The default store. */
 export class MemoryStateStore implements StateStore {
   readonly #logs = new Map<string, Log>();
   readonly #snapshotEvery: number;

@@ -8,11 +8,13 @@ import { AgentError } from '../shared/errors.js';
 import { jsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import { noteChild, noteCopy, wideSet } from './wide-object.js';
 
+/** One JSON Patch operation (RFC 6902), as tools return them. */
 export type PatchOperation =
   | { readonly op: 'add' | 'replace' | 'test'; readonly path: string; readonly value: JsonValue }
   | { readonly op: 'remove'; readonly path: string }
   | { readonly op: 'move' | 'copy'; readonly from: string; readonly path: string };
 
+/** A JSON Patch: what a tool changes in the state. */
 export type Patch = readonly PatchOperation[];
 
 export class PatchError extends AgentError {

@@ -6,6 +6,7 @@
 import { raceAbort } from '../shared/abort.js';
 import { openRedis, redactUrl } from './redis-store.js';
 
+/** What `agent doctor` reports of a Redis store: its version, memory used and allowed, episode instances, the longest streams, warnings and notes. */
 export interface StoreHealth {
   readonly url: string;
   readonly redisVersion: string;
@@ -22,6 +23,7 @@ export interface StoreHealth {
   readonly notes: readonly string[];
 }
 
+/** Where `storeHealth` looks (key prefix) and its thresholds (stream length, share of maxmemory). */
 export interface StoreHealthOptions {
   /** Key prefix to inspect (default `agent:`, every run). */
   readonly prefix?: string;
@@ -36,6 +38,7 @@ function info(text: string, field: string): string | undefined {
   return new RegExp(`^${field}:(.*)$`, 'm').exec(text)?.[1]?.trim();
 }
 
+/** Checks a Redis store for a durable run: memory, eviction policy, persistence, stream lengths, stale runs. */
 export async function storeHealth(url: string, options: StoreHealthOptions = {}): Promise<StoreHealth> {
   const signal = options.signal;
   const redis = await openRedis(url, signal);

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { AgentEnv, defineEnv, RedisStateStore, type JsonValue } from '../index.js';
+import { AgentEnv, defineEnv, RedisStateStore, type JsonValue } from '../internal.js';
 import { APPEND_SCRIPT } from './redis-store.js';
 import { describeStateStore } from './store.conformance.js';
 

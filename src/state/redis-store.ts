@@ -18,6 +18,7 @@ import { jsonCopy, type JsonValue } from '../shared/json.js';
 import type { Patch } from './patch.js';
 import { reconstructState, type Delta, type Snapshot, type StateBounds, type StatePoint, type StateStore, type StateStoreOptions, type TrimResult } from './store.js';
 
+/** How `RedisStateStore` keeps histories: key prefix, snapshot interval, deltas kept, and where trimmed history is archived. */
 export interface RedisStateStoreOptions extends StateStoreOptions {
   /** Prepended to every key (`agent:` by default): one per deployment, or per test run. */
   readonly prefix?: string;
@@ -153,6 +154,7 @@ interface AppendBatch {
 /** Appends per script call at most: a turn that issues more sends several (a script blocks Redis while it runs). */
 const BATCH_APPENDS = 512;
 
+/** Episode states in Redis: each instance's deltas in a stream and snapshots in a hash, trimmed into a folder archive, shared by processes. */
 export class RedisStateStore implements StateStore {
   readonly #redis: Client;
   readonly #ownsClient: boolean;

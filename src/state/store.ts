@@ -8,6 +8,7 @@ import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { applyPatch, type Patch } from './patch.js';
 
+/** One committed change to an instance's state: its seq, the patch, when, and the trace that made it. */
 export interface Delta {
   /** 1-based, dense per instance. seq 0 is the base snapshot written by `init`. */
   readonly seq: number;
@@ -17,26 +18,31 @@ export interface Delta {
   readonly trace_id?: string;
 }
 
+/** An instance's whole state at a seq. */
 export interface Snapshot {
   readonly seq: number;
   readonly time: number;
   readonly state: JsonValue;
 }
 
+/** A point in an instance's history: a seq, or a time. */
 export type StatePoint = { readonly seq: number } | { readonly time: number };
 
+/** The seqs an instance's history holds: the oldest still readable and the head. */
 export interface StateBounds {
   readonly oldestSeq: number;
   readonly headSeq: number;
   readonly headTime: number;
 }
 
+/** What trimming did: deltas removed, and the oldest seq still readable. */
 export interface TrimResult {
   readonly removedDeltas: number;
   /** The oldest seq whose state can still be reconstructed. */
   readonly oldestSeq: number;
 }
 
+/** Where instances' state histories live: append deltas, read them back, rebuild the state at any point, trim, drop. Memory and Redis implement it alike. */
 export interface StateStore extends AsyncDisposable {
   /** Start an instance's history: a snapshot of `state` at seq 0. Replaces any earlier history. */
   init(instanceId: string, state: JsonValue, time: number, signal?: AbortSignal): Promise<void>;
@@ -71,6 +77,7 @@ export interface StateStore extends AsyncDisposable {
   drop(instanceId: string, signal?: AbortSignal): Promise<void>;
 }
 
+/** How a store keeps histories: a snapshot every so many deltas, and how many deltas to retain. */
 export interface StateStoreOptions {
   /** Take a snapshot every K deltas (default 50). */
   readonly snapshotEvery?: number;

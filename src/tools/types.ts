@@ -3,6 +3,7 @@ import type { Rng } from '../shared/rng.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
 
+/** What a tool gets beside its params: the state, the instance and trace ids, a seeded random generator, an abort signal, and the env's tool options. */
 export interface ToolContext {
   /** The instance's current state. Frozen: a handler changes state only by returning a patch. */
   readonly state: JsonValue;
@@ -23,6 +24,7 @@ export interface ToolContext {
   readonly traceparent?: string;
 }
 
+/** What a tool returns: its observation, a patch to the state, rewards by source, and whether the episode is done. */
 export interface ToolResult {
   /** What the agent sees. */
   readonly observation?: JsonValue;
@@ -34,6 +36,7 @@ export interface ToolResult {
   readonly done?: boolean;
 }
 
+/** A tool: params and context in, its result out (or a promise of it). */
 export type ToolHandler<P extends JsonObject = JsonObject> = (params: P, ctx: ToolContext) => ToolResult | Promise<ToolResult>;
 
 /** What a tools module's optional `createTools` export receives. */

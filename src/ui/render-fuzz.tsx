@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import type { FuzzEvent } from '../fuzz/fuzz.js';
 import { FuzzPanel, type FuzzProgress } from './fuzz-view.js';
 
+/** What the fuzz view follows: the fuzzer's events. */
 export interface FuzzSource {
   readonly events: { onAny(l: (e: FuzzEvent) => void): () => void };
 }
@@ -31,6 +32,7 @@ function LiveFuzz({ source, now }: { readonly source: FuzzSource; readonly now: 
   return <FuzzPanel p={p} />;
 }
 
+/** Renders the live view of `agent fuzz` on a terminal; `close()` leaves the final frame. */
 export function renderFuzzView(source: FuzzSource, stdout: NodeJS.WriteStream): { close(): void } {
   const instance = render(<LiveFuzz source={source} now={() => performance.now()} />, { stdout, exitOnCtrlC: false, patchConsole: false });
   return { close: () => instance.unmount() };

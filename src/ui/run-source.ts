@@ -2,6 +2,7 @@
 import type { RunConfig, RunEvent } from '../events/run-events.js';
 import type { RunProgress } from '../run/run-stats.js';
 
+/** What the run view follows: a run's config, its events and its live progress. */
 export interface RunSource {
   readonly config: RunConfig;
   progress(): RunProgress;
@@ -10,6 +11,7 @@ export interface RunSource {
   headline?(): string | undefined;
 }
 
+/** Where a view writes the lines that stay after it closes (the summary). */
 export interface Output {
   write(text: string): unknown;
 }

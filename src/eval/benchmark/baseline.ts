@@ -13,6 +13,7 @@ import { bootstrapMean, pairedDifference, type Estimate } from './stats.js';
 /** Higher is better for these; lower for steps. The gate compares what a baseline report has too. */
 const DIRECTION: Readonly<Record<string, 1 | -1>> = { success_rate: 1, reward: 1, steps_per_episode: -1 };
 
+/** A baseline benchmark report read from its file, and the regression each metric may show before it counts as one. */
 export interface Baseline {
   readonly file: string;
   readonly report: BenchmarkReport;

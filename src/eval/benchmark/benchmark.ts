@@ -33,6 +33,7 @@ import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
 
 export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
 
+/** What `runBenchmark` runs: the suite, split and tasks, the policy (a module, a function or an `llm:` model, with a simulated user), trials per task, concurrency, step limit, seed, and where the run folder goes. */
 export interface BenchmarkOptions {
   readonly suite: string;
   readonly split?: string;
@@ -72,6 +73,7 @@ export interface EpisodeOutcome {
 
 const INVALID = new Set(['ACTION_UNKNOWN', 'ACTION_DISABLED', 'PARAMS_INVALID', 'ACTION_UNSATISFIABLE']);
 
+/** Runs a suite's tasks with a policy, scores each trial against its gold outcome, and returns the report `agent benchmark` prints. */
 export async function runBenchmark(options: BenchmarkOptions): Promise<BenchmarkReport> {
   const trials = options.trials ?? 1;
   if (!Number.isInteger(trials) || trials < 1) throw new AgentError('BAD_USAGE', `trials must be a whole number ≥ 1 (got ${trials})`);

@@ -33,12 +33,14 @@ export interface MetricEpisode {
   readonly final_state: JsonValue;
 }
 
+/** Per tool in a benchmark: calls, the share that succeeded, and latency percentiles. */
 export interface ToolMetrics {
   readonly calls: number;
   readonly success_rate: number;
   readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number };
 }
 
+/** A benchmark's results (benchmark.json): success rate with its confidence interval, pass^k, rewards, per-task trials, per-tool metrics and the run folder. */
 export interface BenchmarkReport {
   readonly schema_version: 1;
   readonly suite: string;
@@ -76,6 +78,7 @@ export interface BenchmarkReport {
   readonly baseline?: BaselineComparison;
 }
 
+/** One metric against the baseline: both values, their difference with its confidence interval, the regression allowed, and whether it is one. */
 export interface MetricComparison {
   readonly metric: string;
   readonly current: number;
@@ -87,6 +90,7 @@ export interface MetricComparison {
   readonly regression: boolean;
 }
 
+/** A benchmark report against its baseline: every metric compared, and whether any regressed. */
 export interface BaselineComparison {
   readonly baseline: string;
   readonly metrics: readonly MetricComparison[];

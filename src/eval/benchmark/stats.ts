@@ -5,6 +5,7 @@
  */
 import { Rng } from '../../shared/rng.js';
 
+/** A rate or mean with its 95% confidence interval. */
 export interface Estimate {
   readonly value: number;
   readonly ci_low: number;

@@ -15,8 +15,10 @@ import { AgentError, ValidationError, type Issue } from '../../shared/errors.js'
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
 import { applyPatch, type Patch } from '../../state/patch.js';
 
+/** How a task's episode is judged a success: its final state matches the gold one, its reward reaches a value, or a module decides. */
 export type SuccessCriterion = { readonly kind: 'state_match' } | { readonly kind: 'reward_at_least'; readonly value: number } | { readonly kind: 'module'; readonly module: string; readonly exportName: string };
 
+/** One task of a suite: id, instruction, initial state, gold actions and outputs, and how success is judged. */
 export interface BenchmarkTask {
   readonly id: string;
   readonly instruction: string;
@@ -28,6 +30,7 @@ export interface BenchmarkTask {
   readonly success: SuccessCriterion;
 }
 
+/** A benchmark suite loaded from its folder: its name, folder, env folder, split and tasks. */
 export interface Suite {
   readonly name: string;
   readonly dir: string;

@@ -15,6 +15,7 @@ const FIXTURES = ['../../../fixtures/', '../../../../fixtures/'].map((rel) => ne
 /** The suites shipped with the package, by name. */
 export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail'];
 
+/** A suite `agent benchmark --list` shows: its name, folder, title and number of tasks. */
 export interface SuiteListing {
   readonly name: string;
   readonly dir: string;

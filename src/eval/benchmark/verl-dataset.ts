@@ -24,6 +24,7 @@ import { resolveSuite } from './suites.js';
 /** The interaction name rows carry in `interaction_kwargs.name` (verl looks interactions up by it). */
 export const VERL_INTERACTION = 'agentic_rl';
 
+/** One row of a verl RL dataset made from a suite's task: prompt, reward model with the gold answer, and the tool and interaction arguments verl's agent loop reads. */
 export interface VerlRow {
   readonly data_source: string;
   readonly agent_name: 'tool_agent';

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentEnv, defineEnv, Fuzzer, type EnvEvent, type EnvManifest } from '../../index.js';
+import { AgentEnv, defineEnv, Fuzzer, type EnvEvent, type EnvManifest } from '../../internal.js';
 import { runAgent } from '../../../commands/testing.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');

@@ -1,0 +1,15 @@
+/**
+ * `agentic-rl-toolkit/replay`: run folders once written: read them, deliver late rewards into
+ * them, export them as trainer input (JSON lines, Parquet, chat), inspect a trace or a state, and
+ * replay a recorded episode.
+ */
+export { readRunFolder, type RunFolder } from './replay/run-reader.js';
+export { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord } from './replay/run-writer.js';
+export { rewardEvent, rewardRecord, type RewardLogRecord } from './replay/reward-log.js';
+export { deliverToRunFolder, openRunRewards, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
+export { exportRun, writeParquet, type ExportOptions, type ExportRecord, type StateMode } from './replay/export.js';
+export { exportChat, writeChatParquet, type ChatRecord, type ChatTool, type ChatToolCall, type ChatTurn } from './replay/chat-export.js';
+export type { Replaced } from './shared/well-formed.js';
+export { inspectField, inspectState, inspectTrace, type FieldChange, type StateReport, type TraceReport } from './replay/inspect.js';
+export { recordedSteps, type RecordedStep } from './replay/recording.js';
+export { diffStates } from './state/diff.js';
