@@ -99,12 +99,29 @@ describe('agent', () => {
     [['run', 'fixtures/weather', '--bogus'], /unknown option '--bogus'/],
     [['run'], /missing required argument 'env-dir'/],
     [['run', 'fixtures/weather', '--tool-option', 'novalue'], /expected key=value/],
-    [['run', 'fixtures/missing-env'], /no environment folder at 'fixtures\/missing-env'\nhint: Pass a folder/],
+    [['run', 'fixtures/missing-env'], /no environment folder at 'fixtures\/missing-env', and no env of that name ships with the toolkit\nhint: Pass a folder .* or the name of a shipped env: weather, signal-game, tau-bench\/airline, tau-bench\/retail/],
     [['run', 'fixtures/weather', '--policy', 'nope.ts'], /cannot load policy module 'nope.ts'/],
   ])('%j exits 2 with a message that says what to fix', async (args, message) => {
     const { code, stderr } = await agent(args);
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
+  });
+
+  it('takes a shipped env by name wherever it takes an env folder, from any directory', async () => {
+    const out = await tmpOut();
+    const cwd = process.cwd();
+    // Away from the checkout: no fixtures/ folder here, the names resolve to the package's own.
+    process.chdir(out);
+    try {
+      for (const args of [['run', 'weather'], ['run', 'tau-bench/airline'], ['run', 'fixtures/weather']]) {
+        const { code, stderr } = await agent([...args, '--episodes', '1', '--max-steps', '1', '--out', out, '--tool-option', 'latency_scale=0']);
+        expect(code, `${args.join(' ')}: ${stderr}`).toBe(0);
+      }
+      const { code, stdout } = await agent(['schema-diff', 'weather', 'weather']);
+      expect(code, stdout).toBe(0);
+    } finally {
+      process.chdir(cwd);
+    }
   });
 
   it('a bad env folder exits 2 naming the file and the JSON pointer, and writes nothing', async () => {

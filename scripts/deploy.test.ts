@@ -59,15 +59,15 @@ describe('deployment examples', () => {
     expect(JSON.stringify(services['worker']?.['healthcheck'])).toContain(`:${worker[worker.indexOf('--health-port') + 1]}/ready`);
   });
 
-  it('observability: Jaeger takes OTLP over HTTP on 4318, Prometheus scrapes the ports the README runs with', () => {
+  it('observability: Jaeger takes OTLP over HTTP on 4318, Prometheus scrapes the ports the observability page runs with', () => {
     const [compose] = load('deploy/observability/docker-compose.yml');
     const services = at(compose, 'services') as Record<string, Doc>;
     expect(services['jaeger']?.['ports']).toContain('4318:4318');
     const volume = (services['prometheus']?.['volumes'] as string[])[0] as string;
     const [config] = load(`deploy/observability/${volume.split(':')[0]?.replace('./', '') ?? ''}`);
     const targets = at(config, 'scrape_configs', 0, 'static_configs', 0, 'targets') as string[];
-    const readme = readFileSync('README.md', 'utf8');
-    const command = /npx agent (run [^\n]*--port (\d+)[^\n]*)/.exec(readme.slice(readme.indexOf('## Observability')));
+    const page = readFileSync('docs/how-to/observability.md', 'utf8');
+    const command = /npx agent (run [^\n]*--port (\d+)[^\n]*)/.exec(page);
     expect(unknownFlags((command?.[1] ?? '').split(/\s+/))).toEqual([]);
     expect(targets).toContain(`host.docker.internal:${command?.[2] ?? ''}`);
     // And a worker's health port as the Kubernetes example sets it.

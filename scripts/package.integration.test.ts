@@ -86,7 +86,7 @@ describe('the tarball', () => {
     expect(packed.size).toBeLessThan(3 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/records.md', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/reference/records.md', 'clients/python/pyproject.toml', 'clients/python/agentic_rl/client.py', 'examples/python/reinforce.py', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
@@ -103,9 +103,9 @@ describe('the tarball', () => {
 
 describe('the installed package', () => {
   it("runs the README's blocks for any folder as a user would: in an empty folder, from the tarball", async () => {
-    // Every shell block that does not need a checkout (no fixtures/, no `npm test`), in README order.
-    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).filter((b) => !/fixtures\/|^npm test/m.test(b));
+    // Every shell block of the README and the getting-started and export pages that does not need a checkout (no fixtures/, no `npm test`), in reading order.
+    const pages = await Promise.all(['README.md', 'docs/guide/getting-started.md', 'docs/how-to/export.md'].map((p) => readFile(path.join(ROOT, p), 'utf8')));
+    const blocks = pages.flatMap((text) => [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string)).filter((b) => !/fixtures\/|^npm test/m.test(b));
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const home = await tmp.dir('readme-user-home-');
     const work = await tmp.dir('readme-user-');

@@ -1,9 +1,9 @@
-/** docs/records.md is what the schemas give: a schema changed without `npm run docs:records` fails here. */
+/** docs/reference/records.md is what the schemas give: a schema changed without `npm run docs:records` fails here. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RECORD_DOCS, renderRecordDocs } from './record-docs.js';
 
-describe('docs/records.md', () => {
+describe('docs/reference/records.md', () => {
   const generated = renderRecordDocs();
 
   it('is generated from the schemas as they are now (run `npm run docs:records` after changing one)', () => {

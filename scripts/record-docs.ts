@@ -1,5 +1,5 @@
 /**
- * docs/records.md, generated from the JSON Schemas in schemas/: one table per record the toolkit
+ * docs/reference/records.md, generated from the JSON Schemas in schemas/: one table per record the toolkit
  * writes (each field's path, type, whether it is always there, and its description), so the field
  * reference cannot drift from what the code validates. `npm run docs:records` rewrites it;
  * scripts/record-docs.test.ts fails when the committed file is not what the schemas give.
@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-export const RECORD_DOCS = path.join(ROOT, 'docs', 'records.md');
+export const RECORD_DOCS = path.join(ROOT, 'docs', 'reference', 'records.md');
 
 /** The records, in the order a reader meets them: the run folder's files, then what commands write from them. */
 const RECORDS: readonly { schema: string; where: string }[] = [
@@ -130,7 +130,7 @@ export function renderRecordDocs(): string {
     '',
     '<!-- Generated from schemas/ by `npm run docs:records`; edit the schemas, not this file. -->',
     '',
-    'Every record the toolkit writes, field by field, from the JSON Schemas in [`schemas/`](../schemas)',
+    'Every record the toolkit writes, field by field, from the JSON Schemas in `schemas/`',
     '(which also ship with the package). A nested field is written as a path: `a.b` a field of an',
     'object, `a.*.b` a field of each value of a map, `a[].b` a field of each item of a list. "always"',
     'means the field is in every record; the others appear when they apply.',
@@ -138,7 +138,7 @@ export function renderRecordDocs(): string {
   for (const { schema, where } of RECORDS) {
     const file = `${schema}.schema.json`;
     const root = JSON.parse(readFileSync(path.join(ROOT, 'schemas', file), 'utf8')) as Schema;
-    parts.push('', `## ${root.title ?? schema}`, '', `${where}: [\`schemas/${file}\`](../schemas/${file}).${root.description ? ` ${cell(root.description)}` : ''}`, '');
+    parts.push('', `## ${root.title ?? schema}`, '', `${where}: [\`schemas/${file}\`](/schemas/${file}).${root.description ? ` ${cell(root.description)}` : ''}`, '');
     parts.push('| field | type | always | description |', '|---|---|---|---|');
     for (const row of rows(root, root, '', true)) parts.push(`| \`${row.path}\` | ${row.type} | ${row.always ? 'yes' : ''} | ${cell(row.description)} |`);
     const when = conditions(root);

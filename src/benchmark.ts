@@ -2,6 +2,8 @@
  * `agentic-rl-toolkit/benchmark`: what `agent benchmark` does, as a library: a suite's tasks
  * (τ-bench airline and retail ship with the toolkit) run with a policy, scored against their gold
  * outcomes, compared with a baseline; and a suite as a verl RL dataset.
+ *
+ * @module agentic-rl-toolkit/benchmark
  */
 export { equalJson, runBenchmark, type BenchmarkOptions, type BenchmarkReport, type EpisodeOutcome, type ToolMetrics, type TrialResult } from './eval/benchmark/benchmark.js';
 export { compareWithBaseline, loadBaseline, type Baseline } from './eval/benchmark/baseline.js';

@@ -2,6 +2,8 @@
  * `agentic-rl-toolkit/distributed`: a run's episodes on many machines: the Redis queue a
  * coordinator fills, the rollout worker that takes episodes from it (what `agent worker` runs),
  * and the worker's health endpoint.
+ *
+ * @module agentic-rl-toolkit/distributed
  */
 export { RolloutWorker, type WorkerEvent, type WorkerOptions, type WorkerSummary } from './run/rollout-worker.js';
 export type { WorkerEpisodeOutcome } from './run/worker-run.js';

@@ -1,6 +1,8 @@
 /**
  * `agentic-rl-toolkit/fuzz`: what `agent fuzz` does, as a library: cases generated from an env's
  * schemas (valid, boundary and mutated), run against its tools, failures grouped with a replay.
+ *
+ * @module agentic-rl-toolkit/fuzz
  */
 export { Fuzzer, type FailureGroup, type FuzzEvent, type FuzzOptions, type FuzzSummary } from './fuzz/fuzz.js';
 export { CHECK_DESCRIPTIONS, CHECKS, type CheckName, type Failure, type FuzzCase } from './fuzz/case.js';

@@ -6,6 +6,8 @@
  *
  * Each product has its own entry: `/schema`, `/schema-diff`, `/fuzz`, `/benchmark`, `/serve`,
  * `/replay` (run folders, exports), `/observe`, `/store/redis`, `/distributed`, `/testing`, `/ui`.
+ *
+ * @module agentic-rl-toolkit
  */
 
 // Envs: definitions, instances, the async core.

@@ -2,6 +2,8 @@
  * `agentic-rl-toolkit/replay`: run folders once written: read them, deliver late rewards into
  * them, export them as trainer input (JSON lines, Parquet, chat), inspect a trace or a state, and
  * replay a recorded episode.
+ *
+ * @module agentic-rl-toolkit/replay
  */
 export { readRunFolder, type RunFolder } from './replay/run-reader.js';
 export { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord } from './replay/run-writer.js';

@@ -2,6 +2,8 @@
  * `agentic-rl-toolkit/serve`: an env as a service: `serveEnv` (what `agent serve` runs: OpenEnv's
  * protocol over WebSocket and HTTP, every session a recorded episode) and `serveEnvOverStdio`
  * (what `agent mcp-serve` runs: the env's actions as MCP tools).
+ *
+ * @module agentic-rl-toolkit/serve
  */
 export { serveEnv, type ServeOptions } from './serve/serve.js';
 export { serveEnvOverStdio } from './run/mcp-serve.js';

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
+import { shippedEnvDir } from '../schema/shipped-envs.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import type { Severity } from './compare.js';
 import { diffEnvFolders, diffSchemaFiles, type DiffKind, type DiffMode, type Finding } from './diff.js';
@@ -52,12 +53,14 @@ export async function schemaDiff(options: SchemaDiffOptions): Promise<DiffReport
     oldLabel = `${options.new}@${options.base}`;
   } else {
     if (options.old === undefined) throw new UsageError('schema-diff needs <old> and <new>, or <env-dir> --base <git-rev>');
-    const [oldDir, newDir] = await Promise.all([isDir(options.old), isDir(options.new)]);
+    // A shipped env's name stands for its folder, as everywhere an env folder is taken.
+    const [oldPath, newPath] = await Promise.all([options.old, options.new].map(async (p) => ((await isDir(p)) === undefined ? (shippedEnvDir(p) ?? p) : p)));
+    const [oldDir, newDir] = await Promise.all([isDir(oldPath as string), isDir(newPath as string)]);
     if (oldDir === undefined || newDir === undefined) {
       throw new AgentError('DEFINITION_NOT_FOUND', `'${oldDir === undefined ? options.old : options.new}' does not exist`, { hint: 'Pass two env folders or two schema files.' });
     }
     if (oldDir !== newDir) throw new UsageError('compare a folder with a folder, or a file with a file');
-    findings = oldDir ? await diffEnvFolders(options.old, options.new, diffOptions) : await diffSchemaFiles(options.old, options.new, { ...diffOptions, ...(options.kind ? { kind: options.kind } : {}) });
+    findings = oldDir ? await diffEnvFolders(oldPath as string, newPath as string, diffOptions) : await diffSchemaFiles(oldPath as string, newPath as string, { ...diffOptions, ...(options.kind ? { kind: options.kind } : {}) });
     oldLabel = options.old;
   }
   return buildReport(findings, { old: oldLabel, new: options.new, mode, failOn, ignores, ...(options.today ? { today: options.today } : {}) });

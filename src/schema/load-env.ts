@@ -11,6 +11,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { resolveEnvDir, SHIPPED_ENVS } from './shipped-envs.js';
 import { checkSchema, validate, type JsonSchema } from './ajv.js';
 import { parseActionDocument } from './actions.js';
 import type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './definition.js';
@@ -92,11 +93,11 @@ async function documentOf(dir: string, manifestFile: string, field: string, valu
 }
 
 export async function loadEnvDefinition(dirArg: string, options: LoadEnvOptions = {}): Promise<EnvDefinition> {
-  const dir = path.resolve(dirArg);
+  const dir = resolveEnvDir(dirArg);
   const info = await stat(dir).catch(() => undefined);
   if (!info?.isDirectory()) {
-    throw new AgentError('DEFINITION_NOT_FOUND', `no environment folder at '${dirArg}'`, {
-      hint: 'Pass a folder that holds state_schema.json, action_schema.json and reward_schema.json, or an env.json manifest (see fixtures/weather).',
+    throw new AgentError('DEFINITION_NOT_FOUND', `no environment folder at '${dirArg}', and no env of that name ships with the toolkit`, {
+      hint: `Pass a folder that holds state_schema.json, action_schema.json and reward_schema.json (or an env.json manifest), or the name of a shipped env: ${SHIPPED_ENVS.join(', ')}.`,
     });
   }
   const issues: Issue[] = [];

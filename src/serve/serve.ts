@@ -11,8 +11,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadSuite } from '../eval/benchmark/suite.js';
-import { resolveSuite } from '../eval/benchmark/suites.js';
 import { loadEnvDefinition } from '../env/load-env.js';
+import { resolveEnvDir } from '../schema/shipped-envs.js';
 import type { EnvDefinition } from '../schema/definition.js';
 import { RunMetrics } from '../observe/prometheus.js';
 import { Run, type RunOptions } from '../run/run.js';
@@ -139,7 +139,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
 
 /** An env folder, or a suite (its tasks by id, their initial states deduplicated). */
 async function loadServed(spec: string, split: string, seed: number): Promise<Served> {
-  const dir = path.resolve(existsSync(spec) ? spec : resolveSuite(spec));
+  const dir = resolveEnvDir(spec);
   const from = { spec: dir, split };
   const definition = await loadEnvDefinition(dir);
   let initialStates: readonly JsonValue[] = definition.initialStates;

@@ -1,4 +1,4 @@
-"""README "One command per trainer": every block, shell and Python, runs as written, in order, in an empty folder.
+"""The docs' "One command per trainer" (docs/how-to/export.md): every block, shell and Python, runs as written, in order, in an empty folder.
 
 `npx agent` is this checkout's CLI; a tiny Llama with a word-level tokenizer and a chat template
 that knows tools, built from a config and saved here, stands in for MODEL (no weights can be
@@ -16,7 +16,7 @@ import pytest
 
 from .conftest import REPO
 
-pytest.importorskip("trl", reason="TRL is not installed: pip install trl torch pandas to run the README's trainer blocks")
+pytest.importorskip("trl", reason="TRL is not installed: pip install trl torch pandas to run the export page's trainer blocks")
 pytest.importorskip("torch", reason="torch is not installed: pip install torch")
 
 TEMPLATE = (
@@ -28,10 +28,9 @@ TEMPLATE = (
 
 
 def trainer_blocks() -> list[tuple[str, str]]:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("#### One command per trainer") :]
-    section = section[: section.index("\n## ")] if "\n## " in section else section
-    section = section[: section.index("\n### ")] if "\n### " in section else section
+    page = (REPO / "docs" / "how-to" / "export.md").read_text()
+    # From "One command per trainer" to the page's end: SFT, verl and OpenAI fine-tuning, in order.
+    section = page[page.index("## One command per trainer") :]
     return re.findall(r"```(sh|python)\n(.*?)```", section, flags=re.S)
 
 
@@ -45,7 +44,7 @@ def tiny_model(where: Path) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", chat_template=TEMPLATE)
     config = LlamaConfig(
         vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-        max_position_embeddings=1024, pad_token_id=0, eos_token_id=1, bos_token_id=1,
+        max_position_embeddings=16_384, pad_token_id=0, eos_token_id=1, bos_token_id=1,
     )
     LlamaForCausalLM(config).save_pretrained(where)
     tokenizer.save_pretrained(where)
@@ -54,7 +53,7 @@ def tiny_model(where: Path) -> Path:
 
 def test_trainer_blocks_run_as_written(tmp_path: Path) -> None:
     blocks = trainer_blocks()
-    assert [lang for lang, _ in blocks].count("python") >= 3, "the README's trainer section lost its blocks"
+    assert [lang for lang, _ in blocks].count("python") >= 3, "the export page's trainer section lost its blocks"
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "MODEL": str(tiny_model(tmp_path / "model")), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -62,6 +61,6 @@ def test_trainer_blocks_run_as_written(tmp_path: Path) -> None:
     for lang, body in blocks:
         command = ["bash", "-e", "-c", shim + body] if lang == "sh" else [sys.executable, "-c", body]
         done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"README {lang} block failed:\n{body}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"docs/how-to/export.md {lang} block failed:\n{body}\n{done.stderr[-3000:]}"
     assert (work / "runs" / "sft-model").is_dir()
     assert (work / "runs" / "openai-ft.jsonl").read_text().count("\n") == 2

@@ -3,14 +3,11 @@
  * package by its name (`tau-bench/airline`, `tau-bench/retail`: τ-bench's tasks, databases and
  * tools, ported), so that an installed toolkit benchmarks without a checkout.
  */
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { shippedEnvDir } from '../../schema/shipped-envs.js';
 import { AgentError } from '../../shared/errors.js';
-
-/** This file is src/eval/benchmark/ in a checkout and dist/src/eval/benchmark/ when built; fixtures/ sits at the package root. */
-const FIXTURES = ['../../../fixtures/', '../../../../fixtures/'].map((rel) => new URL(rel, import.meta.url)).find((u) => existsSync(u));
 
 /** The suites shipped with the package, by name. */
 export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail'];
@@ -24,9 +21,7 @@ export interface SuiteListing {
 }
 
 function builtInDir(name: string): string | undefined {
-  if (!FIXTURES || !BUILT_IN_SUITES.includes(name)) return undefined;
-  const dir = path.join(fileURLToPath(FIXTURES), name);
-  return existsSync(dir) ? dir : undefined;
+  return BUILT_IN_SUITES.includes(name) ? shippedEnvDir(name) : undefined;
 }
 
 const isDir = (p: string): boolean => {

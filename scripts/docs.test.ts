@@ -1,7 +1,8 @@
 /**
- * The README is a promise: its TypeScript blocks type-check against the package, the core example
- * runs, its shell blocks run as written, every flag its usage blocks show exists, and its
- * transcripts (`$ agent …` followed by output) match what the command prints today.
+ * The README and the docs site are a promise: their TypeScript blocks type-check against the
+ * package, the core example runs, their shell blocks run as written, every flag their usage blocks
+ * show exists, and their transcripts (`$ agent …` followed by output) match what the command
+ * prints today. (The generated TypeScript API pages are TypeDoc's, from the sources.)
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -14,7 +15,7 @@ import { runAgent, scratch } from '../commands/testing.js';
 import { importModule } from '../src/shared/import-module.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const WORK = path.join(ROOT, '.test-tmp', 'readme');
+const WORK = path.join(ROOT, '.test-tmp', 'docs');
 const RUNS = path.join(ROOT, 'runs');
 const tmp = scratch();
 // The shell blocks write where a reader's would, into the checkout's `runs/` (a later block reads
@@ -31,21 +32,35 @@ interface Block {
   readonly lang: string;
   readonly body: string;
   readonly line: number;
+  readonly file: string;
 }
 
-const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+/** README.md and every page of the docs site but the generated API reference, by path. */
+async function markdownFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (!entry.name.startsWith('.') && p !== path.join(ROOT, 'docs', 'reference', 'api')) out.push(...(await markdownFiles(p)));
+    } else if (entry.name.endsWith('.md')) out.push(p);
+  }
+  return out;
+}
+const pages = new Map<string, string>();
+for (const file of [path.join(ROOT, 'README.md'), ...(await markdownFiles(path.join(ROOT, 'docs')))]) pages.set(path.relative(ROOT, file), await readFile(file, 'utf8'));
+const allText = [...pages.values()].join('\n');
 const blocks: Block[] = [];
-{
-  const lines = readme.split('\n');
+for (const [file, text] of pages) {
+  const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const open = /^```(\w*)\s*$/.exec(lines[i] as string);
     if (!open) continue;
     const end = lines.findIndex((l, j) => j > i && l.startsWith('```'));
-    blocks.push({ lang: open[1] ?? '', body: lines.slice(i + 1, end).join('\n'), line: i + 1 });
+    blocks.push({ lang: open[1] ?? '', body: lines.slice(i + 1, end).join('\n'), line: i + 1, file });
     i = end;
   }
 }
-const tsBlocks = blocks.filter((b) => b.lang === 'ts' && b.body.includes("from 'agentic-rl-toolkit'"));
+const tsBlocks = blocks.filter((b) => b.lang === 'ts' && b.body.includes("from 'agentic-rl-toolkit"));
 const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^npx (agent|agentic-rl-toolkit) /m.test(b.body));
 const transcripts = blocks.filter((b) => b.lang === '' && b.body.startsWith('$ agent '));
 const usages = blocks.filter((b) => b.lang === '' && /^agent [a-z-]+ /.test(b.body));
@@ -53,7 +68,7 @@ const usages = blocks.filter((b) => b.lang === '' && /^agent [a-z-]+ /.test(b.bo
 /** Split a command line the way a shell would for these simple cases (no quotes in README commands). */
 const argv = (command: string): string[] => command.trim().split(/\s+/);
 
-describe('README', () => {
+describe('the README and the docs', () => {
   it('has the blocks this test reads', () => {
     expect(tsBlocks.length).toBeGreaterThanOrEqual(2);
     expect(shBlocks.length).toBeGreaterThanOrEqual(3);
@@ -63,17 +78,22 @@ describe('README', () => {
 
   it('names every event type and every trainer-export field the schemas define (the docs cannot drift from them)', async () => {
     const schema = (name: string): { properties: Record<string, { enum?: string[] }> } => JSON.parse(readFileSync(path.join(ROOT, 'schemas', `${name}.schema.json`), 'utf8')) as { properties: Record<string, { enum?: string[] }> };
-    const row = readme.split('\n').find((l) => l.startsWith('| `events.jsonl`')) ?? '';
+    const row = allText.split('\n').find((l) => l.startsWith('| `events.jsonl`')) ?? '';
     expect((schema('run-event').properties['type']?.enum ?? []).filter((t) => !row.includes(`\`${t}\``))).toEqual([]);
-    const exportSection = readme.slice(readme.indexOf('### Trainer export'), readme.indexOf('## `agent schema-diff`'));
+    const exportSection = pages.get('docs/how-to/export.md') ?? '';
     expect(Object.keys(schema('export-record').properties).filter((f) => !exportSection.includes(f))).toEqual([]);
+  });
+
+  it('marks as `shell` (not run) only blocks that start a server, which stays up until stopped', () => {
+    const servers = blocks.filter((b) => b.lang === 'shell');
+    for (const b of servers) expect(b.body, `${b.file}:${b.line}`).toMatch(/agent (serve|worker|mcp-serve|run .*--port)\b/);
   });
 
   it('TypeScript blocks type-check against the package (strict)', async () => {
     await mkdir(WORK, { recursive: true });
     const files: string[] = [];
     for (const b of tsBlocks) {
-      const file = path.join(WORK, `block-${b.line}.ts`);
+      const file = path.join(WORK, `block-${b.file.replace(/[/.]/g, '-')}-${b.line}.ts`);
       await writeFile(file, `${b.body}\nexport {};\n`);
       files.push(file);
     }
@@ -99,7 +119,7 @@ describe('README', () => {
     }
   }, 30_000);
 
-  it.each(shBlocks.map((b) => [b.line, b] as const))('the shell block at line %i runs as written', async (_line, block) => {
+  it.each(shBlocks.map((b) => [`${b.file}:${b.line}`, b] as const))('the shell block at %s runs as written', async (_where, block) => {
     const home = await tmp.dir('readme-home-');
     // `npx agent` and `npx agentic-rl-toolkit` are this checkout's CLI; npm lines (install, test) are what CI itself does.
     const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
