@@ -287,6 +287,16 @@ exports.bump = defineTool(({ by }, ctx) => ({ observation: ctx.state.count + by,
     const s = await node([agentBin(), 'run', cjs, '--episodes', '1'], outside);
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(/broken-cjs\/tools\.ts:2:18: TransformError: ERROR: Unexpected ";"/);
+    // A syntax error in a JavaScript module Node compiles itself (it names no position there): found all the same.
+    const js = path.join(outside, 'broken-js');
+    await mkdir(js, { recursive: true });
+    for (const [name, value] of Object.entries(ENV_FILES)) await writeFile(path.join(js, name), JSON.stringify(value));
+    await writeFile(path.join(js, 'package.json'), JSON.stringify({ type: 'module' }));
+    await writeFile(path.join(js, 'tools.js'), `import { defineTool } from 'agentic-rl-toolkit';\nconst x = ;\nexport const bump = defineTool(() => ({}));\n`);
+    const j = await node([agentBin(), 'run', js, '--episodes', '1'], outside);
+    expect(j.code).toBe(2);
+    expect(j.stderr).toMatch(/broken-js\/tools\.js:2:11: SyntaxError: Unexpected token ';'/);
+    expect(j.stderr).not.toContain('npx tsx');
     // A name the package does not export, in a CommonJS folder (where require would read undefined): named, with what is close.
     const typo = path.join(outside, 'typo-cjs');
     await writeEnv(typo, { 'tools.ts': `import { defineTol } from 'agentic-rl-toolkit';\nexport const bump = defineTol(() => ({}));\n` });

@@ -10,6 +10,7 @@
  *   (the core entry point);
  * - a module that fails to import is reported with the file and line where it failed.
  */
+import { spawnSync } from 'node:child_process';
 import { createRequire, register } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -99,8 +100,20 @@ function locate(err: unknown, file: string): { location?: string; message: strin
     // A syntax error's own line ("tools.ts:2:18: ERROR: Unexpected ';'") says more than its first.
     if (m) return { location: `${file}:${m[1]}:${m[2]}`, message: m[3] ? `${first.split(':')[0]}: ${m[3]}` : first };
   }
+  // Node 20 names no position for a syntax error in an ES module it compiles itself (a .js file of
+  // an installed toolkit): its own checker does, on stderr (`file:2`, the line, a caret under the column).
+  if (err instanceof SyntaxError && JS.has(path.extname(file))) {
+    const checked = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10_000 });
+    const lines = (checked.stderr ?? '').split('\n');
+    const at = lines.findIndex((l) => l.endsWith(`${path.basename(file)}:${/:(\d+)$/.exec(l)?.[1] ?? 'x'}`));
+    const line = at >= 0 ? /:(\d+)$/.exec(lines[at] as string)?.[1] : undefined;
+    const caret = at >= 0 ? (lines[at + 2] ?? '').indexOf('^') : -1;
+    if (line !== undefined) return { location: caret >= 0 ? `${file}:${line}:${caret + 1}` : `${file}:${line}`, message: first };
+  }
   return { message: first };
 }
+
+const JS = new Set(['.js', '.mjs', '.cjs']);
 
 /** Thrown when a user module cannot be imported; `location` is `file:line:column` when known. */
 export class ModuleImportError extends Error {

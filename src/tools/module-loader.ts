@@ -17,7 +17,7 @@ export function importToolModule(file: string): Promise<Record<string, unknown>>
       cache.delete(key);
       throw new AgentError('DEFINITION_INVALID', `cannot load tools module ${err instanceof ModuleImportError ? err.message : `'${file}': ${describeError(err)}`}`, {
         cause: err,
-        hint: 'Fix the module so that it imports cleanly (try `npx tsx <file>`).',
+        hint: 'Fix the module at the line and column named, so that it imports cleanly.',
       });
     });
     cache.set(key, loaded);
