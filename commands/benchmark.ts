@@ -7,6 +7,7 @@ import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
 import { integer, OTEL_HELP, positiveInt, toolOption } from './options.js';
+import { BENCHMARK_DEFAULTS, RUN_DEFAULTS } from '../src/shared/defaults.js';
 
 const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const;
 type Format = (typeof FORMATS)[number];
@@ -45,7 +46,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     .description("Run a suite's tasks with a policy, score them (success with confidence intervals, pass^k, tools), and gate on a baseline.")
     .argument('[suite]', 'a suite folder (an env with tasks/<split>.jsonl), or a suite shipped with the toolkit by name: tau-bench/airline, tau-bench/retail')
     .option('--list', 'list the suites shipped with the toolkit')
-    .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', 'test')
+    .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', BENCHMARK_DEFAULTS.split)
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), or a policy module", 'random')
     .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
@@ -54,11 +55,11 @@ export function registerBenchmark(program: Command, io: Io): void {
       if (v !== 'anthropic' && v !== 'openai') throw new InvalidArgumentError('expected anthropic or openai.');
       return v;
     })
-    .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, 1)
-    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
+    .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, BENCHMARK_DEFAULTS.trials)
+    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, BENCHMARK_DEFAULTS.concurrency)
     .option('--max-steps <m>', 'steps per episode at most (default: 30, or the longest gold sequence + 2)', positiveInt)
-    .option('--seed <s>', 'seed for the policy, the tools and the bootstrap', integer, 0)
-    .option('--out <dir>', 'parent folder of run folders (the report goes into the run folder as benchmark.json)', 'runs')
+    .option('--seed <s>', 'seed for the policy, the tools and the bootstrap', integer, RUN_DEFAULTS.seed)
+    .option('--out <dir>', 'parent folder of run folders (the report goes into the run folder as benchmark.json)', RUN_DEFAULTS.out)
     .option('--baseline <file>', 'an earlier benchmark.json: compare paired by task and trial; exit 1 on a significant regression')
     .option('--max-regression <metric=delta>', 'allowed drop before the gate fails (repeatable; default success_rate=0)', regression, {})
     .option('--format <format>', `output: ${FORMATS.join(', ')}`, (v: string) => {

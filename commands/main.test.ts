@@ -185,7 +185,7 @@ describe('agent run --policy <module>', () => {
     const { code, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '4', '--policy', 'fixtures/policies/ask-home-city.ts', '--out', out, '--tool-option', 'latency_scale=0']);
     expect(code).toBe(0);
     expect(stderr).toContain('policy fixtures/policies/ask-home-city.ts');
-    expect(stderr.match(/1 steps, reward [\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
+    expect(stderr.match(/1 steps, reward -?[\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
     const [runId] = await readdir(out);
     const lines = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { params: { city: string }; episode: number });
     expect(lines.map((l) => l.params.city).sort()).toEqual(['上海', '北京', '杭州', '深圳']);

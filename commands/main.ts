@@ -22,26 +22,6 @@ import { registerServe } from './serve.js';
 
 export type { Io } from './io.js';
 
-const USER_ERRORS = new Set([
-  'BAD_USAGE',
-  'DEFINITION_INVALID',
-  'DEFINITION_NOT_FOUND',
-  'PARAMS_INVALID',
-  'STATE_INVALID',
-  'REWARD_INVALID',
-  'ACTION_UNKNOWN',
-  'ACTION_DISABLED',
-  'ACTION_UNSATISFIABLE',
-  'TOOL_NOT_FOUND',
-  'STATE_SEQ_UNKNOWN',
-  // Damaged data and a store that is away or lost writes: what is wrong and where, not a bug report.
-  'STATE_CORRUPT',
-  'STORE_WRITES_LOST',
-  'STORE_UNAVAILABLE',
-  'RECORD_INVALID',
-  'FOLDER_LOCKED',
-  'ENV_MISMATCH',
-]);
 
 // bin/, commands/ and dist/commands/ are all one or two levels below the package root.
 const VERSION = ((): string => {
@@ -105,8 +85,9 @@ async function reportError(err: unknown, io: Io, commanderPrinted: boolean): Pro
     if (!commanderPrinted) io.stderr.write(`error: ${err.message}\n(run with --help for usage)\n`);
     return 2;
   }
-  const { formatIssues, isAgentError, ValidationError, describeError } = await core();
-  if (isAgentError(err) && USER_ERRORS.has(err.code)) {
+  const { ERROR_CODES, formatIssues, isAgentError, ValidationError, describeError } = await core();
+  // The input or the environment (exit 2 in the table of codes): one line and a hint, never a stack.
+  if (isAgentError(err) && ERROR_CODES[err.code].exit === 2) {
     const message = err instanceof ValidationError ? `${err.message.split('\n')[0]}\n${formatIssues(err.issues)}` : err.message;
     io.stderr.write(`error: ${message}\n`);
     if (err.hint) io.stderr.write(`hint: ${err.hint}\n`);

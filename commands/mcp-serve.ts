@@ -8,6 +8,7 @@ import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 import { integer, positiveInt, toolOption } from './options.js';
+import { MCP_SERVE_DEFAULTS, RUN_DEFAULTS } from '../src/shared/defaults.js';
 
 interface Flags {
   episodes: number;
@@ -23,10 +24,10 @@ export function registerMcpServe(program: Command, io: Io): void {
     .command('mcp-serve')
     .description('Serve an env as an MCP server on stdin/stdout: each enabled action a tool (plus reset), the state a resource; every call a recorded step of a run.')
     .argument('<env-dir>', 'environment folder')
-    .option('--episodes <n>', 'episodes at most (reset starts the next one)', positiveInt, 1_000)
-    .option('--max-steps <m>', 'steps per episode at most', positiveInt, 1_000)
-    .option('--seed <s>', 'seed for the tools', integer, 0)
-    .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--episodes <n>', 'episodes at most (reset starts the next one)', positiveInt, MCP_SERVE_DEFAULTS.episodes)
+    .option('--max-steps <m>', 'steps per episode at most', positiveInt, MCP_SERVE_DEFAULTS.maxSteps)
+    .option('--seed <s>', 'seed for the tools', integer, RUN_DEFAULTS.seed)
+    .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--port <port>', 'also serve POST /rewards and GET /events on 127.0.0.1:<port> (0: any free port)', integer)
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .addHelpText(

@@ -5,6 +5,7 @@ import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
 import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
 import type { Io } from './io.js';
+import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
 interface RunFlags {
   episodes: number;
@@ -32,22 +33,22 @@ export function registerRun(program: Command, io: Io): void {
     .command('run')
     .description('Run episodes of an environment with a policy; show them live and write a run folder.')
     .argument('[env-dir]', 'environment folder (state/action/reward schemas and tools, or env.json); not with --resume')
-    .option('--episodes <n>', 'episodes to run', positiveInt, 20)
-    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, 8)
-    .option('--max-steps <m>', 'steps per episode at most', positiveInt, 10)
-    .option('--policy <policy>', "'random', or a module exporting (observation, ctx) => action | null", 'random')
-    .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, 0)
-    .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--episodes <n>', 'episodes to run', positiveInt, RUN_DEFAULTS.episodes)
+    .option('--concurrency <c>', 'episodes in flight at once', positiveInt, RUN_DEFAULTS.concurrency)
+    .option('--max-steps <m>', 'steps per episode at most', positiveInt, RUN_DEFAULTS.maxSteps)
+    .option('--policy <policy>', "'random', or a module exporting (observation, ctx) => action | null", RUN_DEFAULTS.policy)
+    .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, RUN_DEFAULTS.seed)
+    .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--resume <run-id>', 'continue a run after its process stopped (killed, crashed, interrupted), from its journal in the Redis --store')
-    .option('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', duration, 60_000)
+    .option('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', duration, RUN_DEFAULTS.storeWaitMs)
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
     .option('--port <port>', 'serve POST /rewards, GET /events … on 127.0.0.1:<port> while the run is live (0: any free port); clients need the token in <run>/server.json', integer)
-    .option('--host <address>', 'with --port: the address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', '127.0.0.1')
+    .option('--host <address>', 'with --port: the address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', RUN_DEFAULTS.host)
     .option('--token <secret>', 'with --port: the bearer token clients must send (default: $AGENT_TOKEN, else a fresh one)', process.env['AGENT_TOKEN'])
     .option('--distributed', 'run the episodes on `agent worker` processes (needs a Redis --store): this process queues them, shows them live and writes the run folder')
-    .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', 'agent:queue')
+    .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', RUN_DEFAULTS.queue)
     .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there')
     .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')

@@ -8,6 +8,7 @@ import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
+import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../src/shared/defaults.js';
 
 interface Flags {
   port: number;
@@ -34,16 +35,16 @@ export function registerServe(program: Command, io: Io): void {
     .command('serve')
     .description("Serve an env (or a benchmark suite) for trainers to drive live, over OpenEnv's protocol: WebSocket /ws and HTTP; every session a recorded episode.")
     .argument('[env]', 'environment folder, a suite folder, or a suite shipped with the toolkit (tau-bench/airline, tau-bench/retail); not with --resume')
-    .option('--port <port>', 'port to listen on (0: any free one)', integer, 8000)
-    .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0: any free one)', integer, SERVE_DEFAULTS.port)
+    .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', RUN_DEFAULTS.host)
     .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
-    .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, 1_024)
-    .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, 100)
-    .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, 300_000)
-    .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, 30_000)
-    .option('--split <name>', "a suite's task split that reset {task_id} draws from", 'test')
-    .option('--seed <s>', 'seed for the tools and simulated latency', integer, 0)
-    .option('--out <dir>', 'parent folder of run folders', 'runs')
+    .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, SERVE_DEFAULTS.maxSessions)
+    .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
+    .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, SERVE_DEFAULTS.httpIdleMs)
+    .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, SERVE_DEFAULTS.wsTimeoutMs)
+    .option('--split <name>', "a suite's task split that reset {task_id} draws from", SERVE_DEFAULTS.split)
+    .option('--seed <s>', 'seed for the tools and simulated latency', integer, RUN_DEFAULTS.seed)
+    .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--resume <run-id>', 'serve a run again after its process stopped (killed, crashed), from its journal in the Redis --store: every step its clients were answered is kept, episodes open then end client_lost, new sessions continue the run')
     .option('--run-port <port>', "also serve the run's POST /rewards and GET /events on 127.0.0.1:<port> (agent debug --attach follows it)", integer)

@@ -5,6 +5,8 @@
  * - commands/ import src/ only through the CLI's entry (src/internal.ts) and src/ui/index.ts, and
  *   values only lazily (`import()`), so that `agent --help` loads no library code;
  * - nothing in a room imports an entry point (entries only re-export);
+ * - the one exception: commands/ read the table of option defaults (src/shared/defaults.ts, which
+ *   imports nothing) statically, so their flags show the defaults the library applies;
  * - src/shared imports nothing else internal;
  * - src/ui imports core *types* only (values only from inside src/ui and src/shared);
  * - the rooms of src/ import only down (types too): see ROOMS and docs/architecture.md.
@@ -67,6 +69,8 @@ function edgesOf(file: string): Edge[] {
 
 /** What commands/ may import: the CLI's private entry (everything public, and what only the CLI uses), and the terminal views. */
 const ENTRY_POINTS = new Set(['src/internal.ts', 'src/ui/index.ts']);
+/** The option defaults (src/shared/defaults.ts): the one module commands/ may read statically, a table with no imports of its own. */
+const DEFAULTS = 'src/shared/defaults.ts';
 /** The package's entries are src/*.ts (and src/ui/index.ts): they only re-export, and nothing inside src/ imports them. */
 const isEntry = (file: string): boolean => /^src\/[^/]+\.ts$/.test(file) || file === 'src/ui/index.ts';
 
@@ -101,9 +105,12 @@ for (const dir of DIRS) for (const f of files(path.join(ROOT, dir))) graph.set(f
 const problems: string[] = [];
 for (const [from, edges] of graph) {
   const f = rel(from);
+  if (f === DEFAULTS && edges.length > 0) problems.push(`${f} imports ${edges.map((e) => rel(e.to)).join(', ')}: the table of defaults stays a leaf (the CLI loads it at start)`);
   for (const { to, typeOnly, dynamic } of edges) {
     const t = rel(to);
     if (f.startsWith('src/') && (t.startsWith('commands/') || t.startsWith('bin/'))) problems.push(`${f} imports ${t}: src/ never imports commands/ or bin/`);
+    // The table of option defaults is a leaf (no imports): the flags read it at start without loading the library.
+    if (t === DEFAULTS) continue;
     if (f.startsWith('commands/') && t.startsWith('src/') && !ENTRY_POINTS.has(t)) problems.push(`${f} imports ${t}: commands use the public entry points (${[...ENTRY_POINTS].join(', ')})`);
     if (f.startsWith('commands/') && t.startsWith('src/') && !typeOnly && !dynamic) problems.push(`${f} imports values of ${t} statically: load the library with import() (commands/lib.ts) so that the CLI starts fast`);
     if (f.startsWith('src/') && !isEntry(f) && !f.endsWith('.test.ts') && isEntry(t)) problems.push(`${f} imports ${t}: an entry point re-exports the rooms; a room imports the module it needs, never an entry`);

@@ -48,7 +48,7 @@ async function slowWeather(dir: string): Promise<string> {
   await writeFile(path.join(env, 'reward_schema.json'), JSON.stringify(schema));
   await writeFile(
     path.join(env, 'slow-judge.ts'),
-    `import { setTimeout } from 'node:timers/promises';\nimport type { RewardInput } from 'agentic-rl-toolkit';\nimport { score as rule } from './judges.js';\nexport async function score(input: RewardInput): Promise<number> {\n  await setTimeout(50 + ((input.step * 389 + input.episode * 151) % 850), undefined, { signal: input.signal });\n  return rule(input);\n}\n`,
+    `import { setTimeout } from 'node:timers/promises';\nimport type { RewardInput } from 'agentic-rl-toolkit';\nimport { verdict as rule } from './judges.js';\nexport async function score(input: RewardInput): Promise<number> {\n  await setTimeout(50 + ((input.step * 389 + input.episode * 151) % 850), undefined, { signal: input.signal });\n  return rule(input);\n}\n`,
   );
   const manifest = JSON.parse(await readFile(path.join(env, 'env.json'), 'utf8')) as { reward_sources: Record<string, unknown> };
   manifest.reward_sources['llm_score'] = { module: 'slow-judge.ts', export: 'score' };

@@ -47,6 +47,7 @@ export type { LifecycleStatus } from './lifecycle/lifecycle.js';
 
 // Errors, and what tools and policies share.
 export { AgentError, ToolError, UsageError, ValidationError, describeError, formatIssues, isAgentError, type ErrorCode, type Issue } from './shared/errors.js';
+export { ERROR_CODES, type ErrorCodeInfo } from './shared/error-codes.js';
 export { systemClock, type Clock } from './shared/clock.js';
 export { Rng } from './shared/rng.js';
 export { sleep } from './shared/abort.js';

@@ -74,7 +74,8 @@ describe('the article flow on fixtures/weather', () => {
     // llm_score comes from the env's judge module, off the step's critical path: pending when the step settles, expected after its declared delay.
     const stepAt = events.find((e) => e.type === 'reward_arrived')?.time as number; // the tool's own reward lands at the step's time
     expect(result.rewards['llm_score']).toEqual({ status: 'pending', value: null, arrived_at: null, delay_ms: null, expected_at: stepAt + 200 });
-    expect(result.reward).toBe(result.rewards['api_latency']?.value);
+    // The step's reward so far is its latency as a cost (weight −0.001 per ms); the judge's score adds to it when it lands.
+    expect(result.reward).toBeCloseTo(-0.001 * (result.rewards['api_latency']?.value as number), 9);
     expect(events.map((e) => e.type)).toEqual([
       'lifecycle_changed',
       'lifecycle_changed',

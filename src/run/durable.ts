@@ -17,9 +17,10 @@ import type { EpisodeHooks } from './episode-runner.js';
 import type { EpisodeQueue } from './episode-queue.js';
 import type { FencedJournal } from './fenced-journal.js';
 import { RunJournal, type JournalContents, type JournalRun } from './run-journal.js';
+import { RUN_DEFAULTS } from '../shared/defaults.js';
 
 /** How long a durable run waits for an unreachable Redis before it stops, by default. */
-export const DEFAULT_STORE_WAIT_MS = 60_000;
+export const DEFAULT_STORE_WAIT_MS = RUN_DEFAULTS.storeWaitMs;
 
 /** A durable run's Redis side: one connection for the state store and the journal, so their writes reach Redis in one order. */
 export interface Durable<J extends RunJournal | FencedJournal = RunJournal> {

@@ -18,9 +18,10 @@ import type { Redis } from 'ioredis';
 import { raceAbort } from '../shared/abort.js';
 import { describeError } from '../shared/errors.js';
 import { distributedKeys } from './distributed-keys.js';
+import { RUN_DEFAULTS } from '../shared/defaults.js';
 
 /** The Redis queue a distributed run and its workers use unless told another (`--queue`). */
-export const DEFAULT_QUEUE = 'agent:queue';
+export const DEFAULT_QUEUE: string = RUN_DEFAULTS.queue;
 const GROUP = 'workers';
 
 /** An episode a worker holds: `token` fences its writes; `attempts` counts the claims so far (this one included). */

@@ -16,6 +16,7 @@ import type { LlmCallReport } from '../llm/client.js';
 import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
+import { codesWhere } from '../shared/error-codes.js';
 import { AgentError, describeError, isAgentError, UsageError } from '../shared/errors.js';
 import { generate } from '../generate/generate.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
@@ -44,7 +45,7 @@ export function breather(writer: () => { readonly needsDrain: boolean; drained()
 }
 
 /** Errors of the store itself: a step failing with one was not committed, and the run stops on it. */
-export const STORE_FAILURES: ReadonlySet<string> = new Set(['STORE_WRITES_LOST', 'STORE_UNAVAILABLE', 'STATE_CORRUPT']);
+export const STORE_FAILURES: ReadonlySet<string> = codesWhere('store');
 
 /** What a journal holds of an episode that was running: the steps it committed and the call it had in flight. */
 export interface PriorSteps {

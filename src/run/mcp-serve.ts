@@ -21,6 +21,7 @@ import { raceAbort } from '../shared/abort.js';
 import { validate } from '../schema/ajv.js';
 import { formatIssues } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import { MCP_SERVE_DEFAULTS } from '../shared/defaults.js';
 
 
 interface Pending {
@@ -98,7 +99,7 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
     }
   };
 
-  const run = await Run.prepare({ ...options, policy, concurrency: 1 });
+  const run = await Run.prepare({ ...options, episodes: options.episodes ?? MCP_SERVE_DEFAULTS.episodes, maxSteps: options.maxSteps ?? MCP_SERVE_DEFAULTS.maxSteps, policy, concurrency: 1 });
   const onReady = options.onReady;
   const offStarted = onReady ? run.events.on('run_started', (e) => onReady(e.dir)) : undefined;
   const offSettled = run.events.on('trace_settled', (e) => {

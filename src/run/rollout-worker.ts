@@ -25,6 +25,7 @@ import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
 import type { EpisodeEndReason, RunEvent } from '../events/run-events.js';
 import { WorkerRun } from './worker-run.js';
+import { WORKER_DEFAULTS } from '../shared/defaults.js';
 
 /** What a rollout worker connects to (the Redis store, the queue), how many episodes it runs at once, which env folders it accepts, and its lease and retry limits. */
 export interface WorkerOptions {
@@ -105,9 +106,9 @@ export class RolloutWorker {
     this.#blocking = blocking;
     this.id = id;
     this.#queue = new EpisodeQueue(redis, options.queue ?? DEFAULT_QUEUE);
-    this.#concurrency = options.concurrency ?? 4;
-    this.#leaseMs = options.leaseMs ?? 10_000;
-    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
+    this.#leaseMs = options.leaseMs ?? WORKER_DEFAULTS.leaseMs;
+    this.#maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
   }
 
   /** Check the options and connect (a wrong URL fails here, naming it). */

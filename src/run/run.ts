@@ -49,6 +49,7 @@ import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
 import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 import { memoryOrGiven, positiveInt, serverOptions, type EpisodeSource, type RunOptions, type ServerSettings } from './run-options.js';
+import { RUN_DEFAULTS } from '../shared/defaults.js';
 
 export type { EpisodeSource, RunOptions } from './run-options.js';
 
@@ -134,7 +135,7 @@ export class Run implements AsyncDisposable {
     if (options.sessions && options.distributed) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed.');
     if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
     const server = options.port === undefined ? undefined : serverOptions(options.port, options.host, options.token);
-    const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? 0, path.resolve(options.out ?? 'runs'), options.signal);
+    const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? RUN_DEFAULTS.seed, path.resolve(options.out ?? RUN_DEFAULTS.out), options.signal);
     const saved = durable?.resumed?.run;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
@@ -145,19 +146,19 @@ export class Run implements AsyncDisposable {
           : new UsageError(`run ${saved.run_id} was not served: its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${store}`);
       }
       if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
-      const episodes = options.sessions ? 0 : positiveInt('episodes', saved?.config.episodes ?? options.episodes, 20);
-      const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, 8);
-      const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, 10);
-      const seed = saved?.config.seed ?? options.seed ?? 0;
+      const episodes = options.sessions ? 0 : positiveInt('episodes', saved?.config.episodes ?? options.episodes, RUN_DEFAULTS.episodes);
+      const concurrency = positiveInt('concurrency', saved?.config.concurrency ?? options.concurrency, RUN_DEFAULTS.concurrency);
+      const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, RUN_DEFAULTS.maxSteps);
+      const seed = saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed;
       if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
-      const policyName = options.sessions ? SERVED_POLICY : saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random'));
+      const policyName = options.sessions ? SERVED_POLICY : saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? RUN_DEFAULTS.policy));
       if (saved && typeof options.policy !== 'function' && policyName === 'custom') {
         throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
       }
       if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
       const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : await loadPolicy(policyName);
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
-      const out = saved?.out ?? path.resolve(options.out ?? 'runs');
+      const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
       const rewardSources = saved ? saved.reward_sources : options.rewardSources;
       const owned = durable ? undefined : await memoryOrGiven(options.store);

@@ -123,6 +123,8 @@ describe('loadEnvDefinition', () => {
       ['api_latency', 0],
     ]);
     expect(def.rewards.get('llm_score')?.schema).toEqual({ type: 'number', minimum: 0, maximum: 1 });
+    // Latency is a cost: the slower the API, the lower the reward.
+    expect(def.rewards.get('api_latency')?.weight).toBe(-0.001);
     expect(def.initialStates).toHaveLength(4);
   });
 

@@ -27,6 +27,7 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { generate } from '../generate/generate.js';
 import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
 import { ServeServer } from './serve-server.js';
+import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 
 /** What `serveEnv` serves: the env or suite, port and host, sessions and step limits, timeouts, and the run's store. */
 export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' | 'episodes' | 'sessions' | 'served' | 'port' | 'distributed' | 'resume' | 'initialStates'> {
@@ -66,15 +67,15 @@ interface Served {
 
 /** Serve until `signal` aborts; resolves with the run's summary once every session has ended. */
 export async function serveEnv(options: ServeOptions, signal: AbortSignal): Promise<RunSummary> {
-  const maxSessions = options.maxSessions ?? 1_024;
+  const maxSessions = options.maxSessions ?? SERVE_DEFAULTS.maxSessions;
   if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new UsageError(`max sessions must be a whole number ≥ 1 (got ${maxSessions})`);
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? RUN_DEFAULTS.host;
   if (!isLoopback(host) && (options.token === undefined || options.token === '')) {
     throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients; or keep the default host 127.0.0.1.');
   }
   const saved = options.resume === undefined ? undefined : await readJournalRun(options.resume, options.store, signal);
   if (saved && !saved.served) throw new UsageError(`run ${saved.run_id} was not served (agent serve): its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${redactUrl(String(options.store))}`);
-  const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? 'test', saved?.config.seed ?? options.seed ?? 0);
+  const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? SERVE_DEFAULTS.split, saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed);
   const queue = new SessionQueue();
   const run = await Run.prepare({
     ...options,
@@ -82,7 +83,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     sessions: queue,
     served: served.from,
     initialStates: served.initialStates,
-    maxSteps: options.maxSteps ?? 100,
+    maxSteps: options.maxSteps ?? SERVE_DEFAULTS.maxSteps,
     ...(options.runPort !== undefined ? { port: options.runPort } : {}),
     ...(options.resume !== undefined ? { resume: options.resume } : {}),
     signal,
@@ -118,8 +119,8 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       host,
       token: options.token,
       maxSessions,
-      httpIdleMs: options.httpIdleMs ?? 300_000,
-      wsTimeoutMs: options.wsTimeoutMs ?? 30_000,
+      httpIdleMs: options.httpIdleMs ?? SERVE_DEFAULTS.httpIdleMs,
+      wsTimeoutMs: options.wsTimeoutMs ?? SERVE_DEFAULTS.wsTimeoutMs,
       runId: run.runId,
       opener,
       events: run.events,

@@ -8,54 +8,9 @@
  */
 const BRAND = Symbol.for('agentic-rl-toolkit.AgentError');
 
-/** Every code a toolkit error carries; the docs' error reference says what each means and whether it is retryable. */
-export type ErrorCode =
-  | 'BAD_USAGE'
-  | 'DEFINITION_INVALID'
-  | 'DEFINITION_NOT_FOUND'
-  | 'PARAMS_INVALID'
-  | 'STATE_INVALID'
-  | 'REWARD_INVALID'
-  | 'ACTION_UNKNOWN'
-  | 'ACTION_DISABLED'
-  | 'ACTION_UNSATISFIABLE'
-  | 'ILLEGAL_TRANSITION'
-  | 'EPISODE_DONE'
-  | 'TRACE_UNKNOWN'
-  | 'TOOL_FAILED'
-  | 'TOOL_CRASHED'
-  | 'TOOL_TIMEOUT'
-  | 'TOOL_MALFORMED_OUTPUT'
-  | 'TOOL_OUTPUT_TOO_LARGE'
-  | 'TOOL_CONTRACT'
-  | 'TOOL_CIRCUIT_OPEN'
-  | 'TOOL_CANCELLED'
-  | 'TOOL_NOT_FOUND'
-  | 'TOOL_LOST'
-  | 'STATE_SEQ_TRIMMED'
-  | 'STATE_SEQ_UNKNOWN'
-  | 'STATE_CORRUPT'
-  | 'STORE_UNAVAILABLE'
-  | 'STORE_WRITES_LOST'
-  /** A distributed worker's lease on an episode passed to another worker: its writes are refused (fenced). */
-  | 'LEASE_LOST'
-  /** An episode whose worker died every time it ran it: not retried further. */
-  | 'WORKER_LOST'
-  /** A worker's env is not the one the run was started with (another fingerprint): it refuses the episode. */
-  | 'ENV_MISMATCH'
-  /** Another process holds the run folder's lock (`<run>/.lock`). */
-  | 'FOLDER_LOCKED'
-  /** A record of a run folder that does not hold what its schema says (a hand-edited or damaged file). */
-  | 'RECORD_INVALID'
-  /** `agent serve`: every session is taken (`--max-sessions`). */
-  | 'CAPACITY_REACHED'
-  /** `agent serve`: no episode of that id in the caller's sessions (never opened, another client's, or ended and gone). */
-  | 'UNKNOWN_EPISODE'
-  /** `agent serve`: a reset named an episode id that is already taken on this server. */
-  | 'EPISODE_EXISTS'
-  | 'POLICY_FAILED'
-  | 'INTERRUPTED'
-  | 'INTERNAL';
+import type { ErrorCode } from './error-codes.js';
+
+export type { ErrorCode } from './error-codes.js';
 
 /** One located problem in a JSON document. `pointer` is an RFC 6901 JSON pointer into the instance. */
 export interface Issue {

@@ -8,6 +8,7 @@ import type { RunEvent } from '../events/run-events.js';
 import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';
+import { RUN_DEFAULTS } from '../shared/defaults.js';
 
 export interface PlainReporterOptions {
   /** Progress: the run's header, each episode's line, a progress line every `intervalMs`. */
@@ -101,7 +102,7 @@ export function warningOf(e: RunEvent): string | undefined {
 
 /** Shared with the live view: what a distributed run without live workers says. */
 export function noWorkers(queue: string): string {
-  return `no live workers on queue ${queue}: the episodes wait. Start some: agent worker --store <the same redis URL>${queue === 'agent:queue' ? '' : ` --queue ${queue}`}`;
+  return `no live workers on queue ${queue}: the episodes wait. Start some: agent worker --store <the same redis URL>${queue === RUN_DEFAULTS.queue ? '' : ` --queue ${queue}`}`;
 }
 
 /** Shared with the live view: what a `loop_lag` event says. */

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Type
 
+from ._codes import EXCEPTION_BY_CODE
+
 
 class AgentRLError(Exception):
     """An error of the client or the server: ``code`` says which (``ACTION_UNKNOWN``, ``CONNECTION_LOST``, …)."""
@@ -52,16 +54,15 @@ class ProtocolError(AgentRLError):
     """The server sent something the client cannot read (not JSON, or not the shape asked for)."""
 
 
-_BY_CODE: Mapping[str, Type[AgentRLError]] = {
-    "ACTION_UNKNOWN": InvalidAction,
-    "ACTION_DISABLED": InvalidAction,
-    "PARAMS_INVALID": InvalidAction,
-    "EPISODE_DONE": EpisodeOver,
-    "CAPACITY_REACHED": CapacityReached,
-    "UNKNOWN_EPISODE": UnknownEpisode,
-    "TRACE_UNKNOWN": UnknownEpisode,
-    "EPISODE_EXISTS": EpisodeExists,
+_CLASSES: Mapping[str, Type[AgentRLError]] = {
+    "InvalidAction": InvalidAction,
+    "EpisodeOver": EpisodeOver,
+    "CapacityReached": CapacityReached,
+    "UnknownEpisode": UnknownEpisode,
+    "EpisodeExists": EpisodeExists,
 }
+# The toolkit's table of codes (src/shared/error-codes.ts) says which exception each code is.
+_BY_CODE: Mapping[str, Type[AgentRLError]] = {code: _CLASSES[name] for code, name in EXCEPTION_BY_CODE.items()}
 
 
 def error_from(data: Any) -> AgentRLError:

@@ -16,6 +16,7 @@ import { Run, type RunOptions } from '../../run/run.js';
 import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
 import { forEachLine } from '../../replay/run-rewards.js';
 import { RUN_FILES, type EpisodeRecord } from '../../replay/run-writer.js';
+import { codesWhere } from '../../shared/error-codes.js';
 import { AgentError, describeError } from '../../shared/errors.js';
 import { importModule } from '../../shared/import-module.js';
 import type { JsonValue } from '../../shared/json.js';
@@ -30,6 +31,7 @@ import { renderHtmlReport } from './html-report.js';
 import { compareReports, loadBaseline } from './baseline.js';
 import { resolveSuite } from './suites.js';
 import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
+import { BENCHMARK_DEFAULTS, RUN_DEFAULTS } from '../../shared/defaults.js';
 
 export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
 
@@ -71,13 +73,13 @@ export interface EpisodeOutcome {
   readonly reason: string;
 }
 
-const INVALID = new Set(['ACTION_UNKNOWN', 'ACTION_DISABLED', 'PARAMS_INVALID', 'ACTION_UNSATISFIABLE']);
+const INVALID: ReadonlySet<string> = codesWhere('invalidAction');
 
 /** Runs a suite's tasks with a policy, scores each trial against its gold outcome, and returns the report `agent benchmark` prints. */
 export async function runBenchmark(options: BenchmarkOptions): Promise<BenchmarkReport> {
-  const trials = options.trials ?? 1;
+  const trials = options.trials ?? BENCHMARK_DEFAULTS.trials;
   if (!Number.isInteger(trials) || trials < 1) throw new AgentError('BAD_USAGE', `trials must be a whole number ≥ 1 (got ${trials})`);
-  const seed = options.seed ?? 0;
+  const seed = options.seed ?? RUN_DEFAULTS.seed;
   const baseline = options.baseline ? await loadBaseline(options.baseline.file, options.baseline.maxRegression) : undefined;
   const started = Date.now();
   // The env once in-process: its base state, and each task's gold final state.
@@ -85,7 +87,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const suiteDir = resolveSuite(options.suite);
   await using env = await AgentEnv.open(suiteDir, options.toolOptions ? { toolOptions: options.toolOptions } : {});
   const base = env.definition.initialStates[0] ?? null;
-  const suite = await loadSuite(suiteDir, options.split ?? 'test', base, options.tasks ? { only: options.tasks } : {});
+  const suite = await loadSuite(suiteDir, options.split ?? BENCHMARK_DEFAULTS.split, base, options.tasks ? { only: options.tasks } : {});
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
@@ -101,7 +103,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const run = await Run.prepare({
     env: suite.envDir,
     episodes: tasks.length * trials,
-    concurrency: options.concurrency ?? 8,
+    concurrency: options.concurrency ?? BENCHMARK_DEFAULTS.concurrency,
     maxSteps,
     policy,
     seed,

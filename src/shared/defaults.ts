@@ -1,0 +1,55 @@
+/**
+ * The defaults of the toolkit's options, once: the library applies them when an option is left
+ * out, the command line shows them as its flags' defaults (so `--help` and the CLI reference page
+ * say the same), and nothing else writes them down. A leaf module with no imports: the command
+ * line reads it at start without loading the library (scripts/check-imports.ts allows only this).
+ */
+
+/** `agent run` and `Run.prepare`. */
+export const RUN_DEFAULTS = {
+  episodes: 20,
+  concurrency: 8,
+  maxSteps: 10,
+  seed: 0,
+  policy: 'random',
+  out: 'runs',
+  /** The Redis queue of a distributed run and its workers. */
+  queue: 'agent:queue',
+  /** How long a durable run waits for an unreachable Redis before it stops, resumable. */
+  storeWaitMs: 60_000,
+  host: '127.0.0.1',
+} as const;
+
+/** `agent serve` and `serveEnv`. */
+export const SERVE_DEFAULTS = {
+  port: 8000,
+  maxSessions: 1_024,
+  maxSteps: 100,
+  /** An HTTP session with no request for this long ends. */
+  httpIdleMs: 300_000,
+  /** A WebSocket peer that answers nothing for this long is cut off (`client_lost`). */
+  wsTimeoutMs: 30_000,
+  split: 'test',
+} as const;
+
+/** `agent worker` and `RolloutWorker`. */
+export const WORKER_DEFAULTS = {
+  concurrency: 4,
+  /** How long an episode stays a worker's without renewal. */
+  leaseMs: 10_000,
+  /** Claims of one episode with no step committed between them before it is given up (`worker_lost`). */
+  maxAttempts: 3,
+} as const;
+
+/** `agent mcp-serve` and `serveEnvOverStdio`. */
+export const MCP_SERVE_DEFAULTS = {
+  episodes: 1_000,
+  maxSteps: 1_000,
+} as const;
+
+/** `agent benchmark` and `runBenchmark`. */
+export const BENCHMARK_DEFAULTS = {
+  split: 'test',
+  trials: 1,
+  concurrency: 8,
+} as const;
