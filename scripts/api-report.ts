@@ -30,7 +30,7 @@ interface Entry {
 }
 
 const problems: string[] = [];
-const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string }> };
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string }>; typesVersions?: Record<string, Record<string, string[]>> };
 const entries: Entry[] = Object.entries(pkg.exports)
   .filter((e): e is [string, { types: string }] => typeof e[1] === 'object')
   .map(([sub, target]) => {
@@ -48,6 +48,12 @@ const compare = (where: string, names: readonly string[]): void => {
 };
 compare('tsconfig.json paths', Object.keys(tsconfig.compilerOptions.paths));
 compare('src/shared/import-module.ts PACKAGE_ENTRIES', Object.keys(PACKAGE_ENTRIES));
+// TypeScript's legacy node10 resolution reads no `exports`: typesVersions points it at each subpath's types.
+compare('package.json typesVersions', [PACKAGE, ...Object.keys(pkg.typesVersions?.['*'] ?? {}).map((sub) => `${PACKAGE}/${sub}`)]);
+for (const e of entries) {
+  const types = pkg.typesVersions?.['*']?.[e.spec.slice(PACKAGE.length + 1)]?.[0];
+  if (e.spec !== PACKAGE && types !== `./dist/${e.source.replace(/\.ts$/, '.d.ts')}`) problems.push(`package.json typesVersions maps ${e.spec} to ${String(types)}; exports to ./dist/${e.source.replace(/\.ts$/, '.d.ts')}`);
+}
 for (const e of entries) {
   const mapped = tsconfig.compilerOptions.paths[e.spec]?.[0]?.replace(/^\.\//, '');
   if (mapped !== undefined && mapped !== e.source) problems.push(`tsconfig.json maps ${e.spec} to ${mapped}; package.json to ${e.source}`);

@@ -92,6 +92,23 @@ describe('the tarball', () => {
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
   });
 
+  it('passes publint and Are the Types Wrong?, but for the one CommonJS warning explained here', async () => {
+    const { publint } = await import('publint');
+    const tarballData = await readFile(tarball);
+    // The installed copy holds exactly the packed files: publint reads them there, without packing again.
+    const lint = await publint({ pkgDir: path.join(consumer, 'node_modules', 'agentic-rl-toolkit'), pack: false, level: 'suggestion' });
+    expect(lint.messages.map((m) => `${m.type} ${m.code} ${m.path.join('.')}`)).toEqual([]);
+    const { checkPackage, createPackageFromTarballData } = await import('@arethetypeswrong/core');
+    const result = await checkPackage(createPackageFromTarballData(new Uint8Array(tarballData)));
+    const problems = 'problems' in result ? result.problems : [];
+    // The package is ESM only. TypeScript's node16 resolution for a CommonJS file flags each entry
+    // "CJS resolves to ESM", since require() of an ES module failed before Node 20.19; the package
+    // needs Node >= 20.19 (engines), where require() loads it (the CommonJS test below). Every other
+    // mode resolves every entry, node10 included (typesVersions).
+    expect(problems.filter((p) => p.kind !== 'CJSResolvesToESM').map((p) => JSON.stringify(p))).toEqual([]);
+    expect(new Set(problems.map((p) => ('resolutionKind' in p ? p.resolutionKind : '')))).toEqual(new Set(['node16-cjs']));
+  });
+
   it('has every entry point that package.json names', async () => {
     const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | Record<string, string>>; bin: Record<string, string> };
     const files = new Set(packed.files.map((f) => f.path));

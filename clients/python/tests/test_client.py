@@ -89,7 +89,8 @@ def test_sync_client_and_gym_wrapper(weather) -> None:
     # The initial observation is the episode's initial state, as the session's state() has it.
     assert obs == gym.client.state().state and isinstance(obs, dict) and info["actions"] == ["get_weather"]
     obs, reward, terminated, truncated, info = gym.step({"name": "get_weather", "params": {"city": "Oslo"}})
-    assert obs["city"] == "Oslo" and reward > 0 and not terminated and not truncated and info["trace_id"]
+    # The weather API's latency is a cost (weight -0.001 per ms): the step's immediate reward is below 0 until the judge's score lands.
+    assert obs["city"] == "Oslo" and reward < 0 and not terminated and not truncated and info["trace_id"]
     gym.close()
 
 
