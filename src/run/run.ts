@@ -139,11 +139,11 @@ export class Run implements AsyncDisposable {
     const saved = durable?.resumed?.run;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
-      const store = durable ? redactUrl(durable.url) : '<redis-url>';
+      const storeUrl = durable ? redactUrl(durable.url) : '<redis-url>';
       if (saved && (saved.config.policy === SERVED_POLICY) !== (options.sessions !== undefined)) {
         throw saved.config.policy === SERVED_POLICY
-          ? new UsageError(`run ${saved.run_id} was served (agent serve): its episodes are driven by clients, not a policy`, `Serve it again: agent serve --resume ${saved.run_id} --store ${store} (episodes that were open end client_lost, with every step their clients were answered).`)
-          : new UsageError(`run ${saved.run_id} was not served: its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${store}`);
+          ? new UsageError(`run ${saved.run_id} was served (agent serve): its episodes are driven by clients, not a policy`, `Serve it again: agent serve --resume ${saved.run_id} --store ${storeUrl} (episodes that were open end client_lost, with every step their clients were answered).`)
+          : new UsageError(`run ${saved.run_id} was not served: its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${storeUrl}`);
       }
       if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
       const episodes = options.sessions ? 0 : positiveInt('episodes', saved?.config.episodes ?? options.episodes, RUN_DEFAULTS.episodes);

@@ -85,7 +85,6 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     initialStates: served.initialStates,
     maxSteps: options.maxSteps ?? SERVE_DEFAULTS.maxSteps,
     ...(options.runPort !== undefined ? { port: options.runPort } : {}),
-    ...(options.resume !== undefined ? { resume: options.resume } : {}),
     signal,
   });
   let roundRobin = 0;
