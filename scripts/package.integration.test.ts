@@ -179,10 +179,21 @@ await env.close();
     expect(help.stdout).toMatch(/Usage: agent/);
   });
 
-  it('type-checks in a strict consumer project', async () => {
+  it('type-checks in a strict consumer project, with every TypeScript block of the README and the docs', async () => {
+    // The docs' blocks against the built package's declarations, as a reader's project compiles them.
+    const blocks: string[] = [];
+    for (const page of ['README.md', ...(await readdir(path.join(ROOT, 'docs'), { recursive: true })).filter((f) => f.endsWith('.md') && !f.startsWith('reference/api')).map((f) => path.join('docs', f))]) {
+      for (const m of (await readFile(path.join(ROOT, page), 'utf8')).matchAll(/```ts\n([\s\S]*?)```/g)) {
+        if (!(m[1] as string).includes("from 'agentic-rl-toolkit")) continue;
+        const file = `docs-block-${blocks.length}.ts`;
+        await writeFile(path.join(consumer, file), `${m[1] as string}\nexport {};\n`);
+        blocks.push(file);
+      }
+    }
+    expect(blocks.length).toBeGreaterThanOrEqual(3);
     await writeFile(
       path.join(consumer, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', lib: ['ES2023'], noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')] }, include: ['check.ts'] }),
+      JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', lib: ['ES2023', 'ESNext.Disposable'], noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')] }, include: ['check.ts', ...blocks] }),
     );
     await writeFile(
       path.join(consumer, 'check.ts'),
