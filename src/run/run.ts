@@ -16,7 +16,6 @@
  * (durable.ts, coordinator.ts, run-summary.ts; its options and their checks in run-options.ts).
  */
 import { setMaxListeners } from 'node:events';
-import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
 import type { EnvEvent } from '../events/env-events.js';
@@ -39,8 +38,6 @@ import { isComputed, type RewardBinding } from '../schema/definition.js';
 import { RunServer } from '../server/run-server.js';
 import { RunMetrics } from '../observe/prometheus.js';
 import type { OtelConfig } from '../observe/otel-config.js';
-import type { RunTelemetry } from '../observe/telemetry.js';
-import type { ConsoleRoutes } from '../console/console-routes.js';
 import { RunTraceIds } from '../observe/trace-context.js';
 import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
@@ -50,6 +47,7 @@ import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeD
 import { envFingerprint } from './env-fingerprint.js';
 import { memoryOrGiven, positiveInt, serverOptions, type EpisodeSource, type RunOptions, type ServerSettings } from './run-options.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
+import { startTelemetry, webConsole, writeServerFile } from './run-attachments.js';
 
 export type { EpisodeSource, RunOptions } from './run-options.js';
 
@@ -574,34 +572,4 @@ const servedPolicy: Policy = () => null;
 /** A served episode open when the run's process stopped, resumed without its client: it ends at once, `client_lost`. */
 function clientGone(initialStateId: string): EpisodeDriver {
   return { initialIndex: Number(initialStateId.slice('initial-'.length)), drive: () => Promise.resolve({ reason: 'client_lost', reward: 0 }) };
-}
-
-/**
- * `<run>/server.json`: the live server's URL and token for local clients (`agent debug --attach
- * <run-dir>`, scripts), readable by the owner only; removed when the server stops.
- */
-async function writeServerFile(dir: string, server: RunServer): Promise<AsyncDisposable> {
-  const file = path.join(dir, 'server.json');
-  // Created afresh: a file left by a killed process keeps its mode, and this one holds a secret.
-  await rm(file, { force: true });
-  await writeFile(file, `${JSON.stringify({ url: server.url, token: server.token, pid: process.pid }, null, 2)}\n`, { mode: 0o600 });
-  return { [Symbol.asyncDispose]: () => rm(file, { force: true }) };
-}
-
-/** The web console's routes load here, and only for a served run. */
-async function webConsole(dir: () => string | undefined): Promise<ConsoleRoutes> {
-  const [{ ConsoleRoutes }, { FolderFeed }] = await Promise.all([import('../console/console-routes.js'), import('../replay/folder-feed.js')]);
-  return new ConsoleRoutes({
-    feed: () => {
-      const at = dir();
-      return at === undefined ? Promise.reject(new AgentError('BAD_USAGE', 'the run is starting: its folder is not there yet')) : FolderFeed.open(at, { pollMs: 50 });
-    },
-    runDir: dir,
-  });
-}
-
-/** The OpenTelemetry SDK and exporters load here, and only for a traced run. */
-async function startTelemetry(otel: { readonly config: OtelConfig; readonly ids: RunTraceIds }, config: RunConfig, metrics: RunMetrics | undefined): Promise<RunTelemetry> {
-  const { RunTelemetry } = await import('../observe/telemetry.js');
-  return RunTelemetry.start(otel.config, otel.ids, { env: config.env, policy: config.policy }, metrics);
 }
