@@ -6,13 +6,13 @@ import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/inte
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
-import { integer, OTEL_HELP, positiveInt, toolOption } from './options.js';
+import { addLlmOptions, integer, llmSettings, OTEL_HELP, positiveInt, toolOption, type LlmFlags } from './options.js';
 import { BENCHMARK_DEFAULTS, RUN_DEFAULTS } from '../src/shared/defaults.js';
 
 const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const;
 type Format = (typeof FORMATS)[number];
 
-interface Flags {
+interface Flags extends LlmFlags {
   list?: boolean;
   json?: boolean;
   split: string;
@@ -29,8 +29,6 @@ interface Flags {
   toolOption: Record<string, JsonValue>;
   user?: string;
   metric: string[];
-  llmBaseUrl?: string;
-  llmProvider?: 'anthropic' | 'openai';
   otel?: string;
 }
 
@@ -41,7 +39,7 @@ function regression(value: string, previous: Record<string, number>): Record<str
 }
 
 export function registerBenchmark(program: Command, io: Io): void {
-  program
+  const command = program
     .command('benchmark')
     .description("Run a suite's tasks with a policy, score them (success with confidence intervals, pass^k, tools), and gate on a baseline.")
     .argument('[suite]', 'a suite folder (an env with tasks/<split>.jsonl), or a suite shipped with the toolkit by name: tau-bench/airline, tau-bench/retail')
@@ -50,11 +48,6 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), or a policy module", 'random')
     .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
-    .option('--llm-base-url <url>', 'serve llm: models from here (an OpenAI-compatible server such as vLLM or Ollama: include /v1)')
-    .option('--llm-provider <provider>', "anthropic or openai (default: anthropic for claude-* models)", (v: string) => {
-      if (v !== 'anthropic' && v !== 'openai') throw new InvalidArgumentError('expected anthropic or openai.');
-      return v;
-    })
     .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, BENCHMARK_DEFAULTS.trials)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, BENCHMARK_DEFAULTS.concurrency)
     .option('--max-steps <m>', 'steps per episode at most (default: 30, or the longest gold sequence + 2)', positiveInt)
@@ -69,7 +62,8 @@ export function registerBenchmark(program: Command, io: Io): void {
     .addOption(new Option('--json', 'the report as JSON (the same as --format json: every command takes --json)').implies({ format: 'json' }))
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--otel <url>', OTEL_HELP)
-    .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], []);
+  addLlmOptions(command)
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string | undefined, flags: Flags) => {
       if (flags.list) {
@@ -112,7 +106,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       ...(flags.user !== undefined ? { user: flags.user } : {}),
       ...(flags.metric.length > 0 ? { metrics: flags.metric } : {}),
       ...(flags.baseline ? { baseline: { file: flags.baseline, maxRegression: flags.maxRegression } } : {}),
-      llm: { ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}), ...(flags.llmProvider ? { provider: flags.llmProvider } : {}) },
+      llm: llmSettings(flags),
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
       onRun: (run, scored) => {

@@ -1,6 +1,7 @@
 /**
  * `agent export <run-dir>`: the run as trainer input: one record per step (JSON lines or Parquet),
- * or per episode as a chat (`--format chat`, `chat-parquet`); `agent export <suite> --format verl`:
+ * or per episode as a chat (`--format chat`, `chat-parquet`) or as the token sequence a token-mode
+ * run generated (`--format tokens`: Parquet, or JSON lines with `--out *.jsonl`); `agent export <suite> --format verl`:
  * a suite's tasks as a verl RL dataset.
  */
 import { once } from 'node:events';
@@ -11,12 +12,13 @@ import { InvalidArgumentError } from 'commander';
 import type { Io } from './io.js';
 import { core } from './lib.js';
 
-const FORMATS = ['jsonl', 'parquet', 'chat', 'chat-parquet', 'verl'] as const;
+const FORMATS = ['jsonl', 'parquet', 'chat', 'chat-parquet', 'tokens', 'verl'] as const;
 type Format = (typeof FORMATS)[number];
 /** Where each Parquet format goes without --out, and what its records are called. */
 const PARQUET: Partial<Record<Format, { file: string; unit: string }>> = {
   parquet: { file: 'export.parquet', unit: 'steps' },
   'chat-parquet': { file: 'chat.parquet', unit: 'episodes' },
+  tokens: { file: 'tokens.parquet', unit: 'episodes' },
   verl: { file: 'verl.parquet', unit: 'tasks' },
 };
 
@@ -75,17 +77,17 @@ export function registerExport(program: Command, io: Io): void {
     .command('export')
     .description('Turn a run folder into trainer input: per step the observation the policy saw, action, params, rewards per source, reward, terminated/truncated, returns-to-go.')
     .argument('<run-dir>', 'a run folder written by agent run (with --format verl: a suite, by folder or name, or a benchmark run folder)')
-    .option('--format <format>', 'jsonl or parquet (a record per step); chat or chat-parquet (a record per episode: OpenAI chat messages with tool calls, as TRL and OpenAI fine-tuning read them); verl (a suite\'s tasks as a verl RL dataset, Parquet)', choice(FORMATS), 'jsonl')
-    .option('--out <file>', 'where to write (default: stdout for jsonl and chat; <run-dir>/export.parquet, chat.parquet or verl.parquet for the Parquet formats)')
+    .option('--format <format>', 'jsonl or parquet (a record per step); chat or chat-parquet (a record per episode: OpenAI chat messages with tool calls, as TRL and OpenAI fine-tuning read them); tokens (a token-mode run: per episode input_ids, loss_mask, logprobs and turns, as verl and TRL train on them; Parquet, or JSON lines when --out ends in .jsonl); verl (a suite\'s tasks as a verl RL dataset, Parquet)', choice(FORMATS), 'jsonl')
+    .option('--out <file>', 'where to write (default: stdout for jsonl and chat; <run-dir>/export.parquet, chat.parquet, tokens.parquet or verl.parquet for the Parquet formats)')
     .option('--split <split>', 'with --format verl: the suite\'s task split (default: test, or the benchmark run\'s)')
     .option('--verdict <name>', 'a benchmark run: which verdict is each episode\'s final reward, success (default, 1 or 0) or one of its --metric names (its value)')
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
     .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
-    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export runs/20261130-101500-1a2b3c --format chat --verdict judge > judged.chat.jsonl\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
+    .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export runs/20261130-101500-1a2b3c --format chat --verdict judge > judged.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format tokens --out rollouts.parquet\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
     .action(async (dir: string, flags: Flags) => {
-      const { exportChat, exportRun, UsageError, verlDataset, writeChatParquet, writeParquet, writeVerlParquet } = await core();
+      const { exportChat, exportRun, exportTokens, UsageError, verlDataset, writeChatParquet, writeParquet, writeTokensParquet, writeVerlParquet } = await core();
       if (flags.split !== undefined && flags.format !== 'verl') throw new UsageError('--split goes with --format verl (a suite\'s tasks); a run folder exports the episodes it holds', 'Drop --split, or add --format verl.');
       if (flags.verdict !== undefined && flags.format === 'verl') throw new UsageError('--verdict goes with a benchmark run\'s episodes; --format verl exports a suite\'s tasks, which have no verdicts yet', 'Drop --verdict.');
       const common = {
@@ -97,7 +99,8 @@ export function registerExport(program: Command, io: Io): void {
           void io.stderr.write(`warning: ${r.strings} string${r.strings === 1 ? '' : 's'} held a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot encode): exported with U+FFFD in its place${r.first !== undefined ? ` (first: ${r.first})` : ''}\n`),
       };
       const refuse = (message: string): Error => new UsageError(message, 'Pass --out a file path you can write to (missing folders are made).');
-      const parquet = PARQUET[flags.format];
+      const tokensAsLines = flags.format === 'tokens' && flags.out?.endsWith('.jsonl') === true;
+      const parquet = tokensAsLines ? undefined : PARQUET[flags.format];
       if (parquet) {
         // A suite's name (tau-bench/airline) is not a folder to write into: verl's file defaults to here.
         const file = flags.out ?? (flags.format === 'verl' ? parquet.file : path.join(dir, parquet.file));
@@ -109,6 +112,11 @@ export function registerExport(program: Command, io: Io): void {
           await ready();
           await writeVerlParquet(file, rows);
           count = rows.length;
+        } else if (flags.format === 'tokens') {
+          const records = await exportTokens(dir, common);
+          await ready();
+          await writeTokensParquet(file, records);
+          count = records.length;
         } else if (flags.format === 'chat-parquet') {
           const records = await exportChat(dir, common);
           await ready();
@@ -123,13 +131,13 @@ export function registerExport(program: Command, io: Io): void {
         io.stderr.write(`${count} ${parquet.unit} written to ${file}\n`);
         return;
       }
-      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
+      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : flags.format === 'tokens' ? await exportTokens(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
       if (flags.out !== undefined) {
         const file = (await openOut(flags.out, refuse)).createWriteStream();
         for (const r of records) if (!file.write(`${JSON.stringify(r)}\n`)) await once(file, 'drain');
         file.end();
         await once(file, 'finish');
-        io.stderr.write(`${records.length} ${flags.format === 'chat' ? 'episodes' : 'steps'} written to ${flags.out}\n`);
+        io.stderr.write(`${records.length} ${flags.format === 'chat' || flags.format === 'tokens' ? 'episodes' : 'steps'} written to ${flags.out}\n`);
         return;
       }
       // `agent export … | head`: once the reader is gone, stop writing, quietly.

@@ -1,7 +1,8 @@
 /** Flag parsers shared by the commands: each rejects bad input with a message commander prints (exit 2). */
 import { readFileSync } from 'node:fs';
-import { InvalidArgumentError } from 'commander';
-import type { JsonValue } from '../src/internal.js';
+import { InvalidArgumentError, type Command } from 'commander';
+import { LLM_DEFAULTS } from '../src/shared/defaults.js';
+import type { JsonValue, LlmPolicySettings } from '../src/internal.js';
 
 export function positiveInt(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');
@@ -68,3 +69,51 @@ export function rewardSource(value: string, previous: Record<string, JsonValue>)
 
 /** `--otel <url>`: the same words on every command that can trace a run. */
 export const OTEL_HELP = 'send OpenTelemetry traces (a trace per episode) over OTLP/HTTP to this receiver, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT / $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT when set)';
+
+/** The flags of an `llm:<model>` policy, as `agent run` and `agent benchmark` take them. */
+export interface LlmFlags {
+  llmBaseUrl?: string;
+  llmProvider?: 'anthropic' | 'openai';
+  tokens?: boolean;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  toolParser?: string;
+  maxContext?: number;
+}
+
+function nonNegative(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !(n >= 0) || !Number.isFinite(n)) throw new InvalidArgumentError('expected a number ≥ 0.');
+  return n;
+}
+
+/** Adds the llm: policy's flags (where it is served, token mode, sampling) to a command. */
+export function addLlmOptions(command: Command): Command {
+  return command
+    .option('--llm-base-url <url>', 'serve llm: models from here (an OpenAI-compatible server such as vLLM or Ollama: include /v1)')
+    .option('--llm-provider <provider>', 'anthropic or openai (default: anthropic for claude-* models)', (v: string) => {
+      if (v !== 'anthropic' && v !== 'openai') throw new InvalidArgumentError('expected anthropic or openai.');
+      return v;
+    })
+    .option('--tokens', 'token-in, token-out against a vLLM-compatible --llm-base-url: every turn\'s token ids and logprobs are recorded, exactly as the server produced them (agent export --format tokens)')
+    .option('--temperature <t>', `sampling temperature (default: ${LLM_DEFAULTS.temperature}, or ${LLM_DEFAULTS.tokensTemperature} with --tokens)`, nonNegative)
+    .option('--top-p <p>', `nucleus sampling (default: ${LLM_DEFAULTS.topP})`, ratio)
+    .option('--max-tokens <n>', `tokens per model turn at most, sent on every request (default: ${LLM_DEFAULTS.maxTokens})`, positiveInt)
+    .option('--tool-parser <name>', `with --tokens: how tool calls are read from the generated text, by vLLM's parser names: hermes or llama3_json (default: ${LLM_DEFAULTS.toolParser})`)
+    .option('--max-context <n>', "with --tokens: tokens per episode at most (default: the server's max_model_len); an episode that would pass it ends truncated, context_limit", positiveInt);
+}
+
+/** The llm: policy's settings from its flags (only those given). */
+export function llmSettings(flags: LlmFlags): LlmPolicySettings {
+  return {
+    ...(flags.llmBaseUrl !== undefined ? { baseURL: flags.llmBaseUrl } : {}),
+    ...(flags.llmProvider ? { provider: flags.llmProvider } : {}),
+    ...(flags.tokens ? { tokens: true } : {}),
+    ...(flags.temperature !== undefined ? { temperature: flags.temperature } : {}),
+    ...(flags.topP !== undefined ? { topP: flags.topP } : {}),
+    ...(flags.maxTokens !== undefined ? { maxTokens: flags.maxTokens } : {}),
+    ...(flags.toolParser !== undefined ? { toolParser: flags.toolParser } : {}),
+    ...(flags.maxContext !== undefined ? { maxContext: flags.maxContext } : {}),
+  };
+}

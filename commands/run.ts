@@ -3,11 +3,12 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
+import { addLlmOptions, duration, integer, llmSettings, OTEL_HELP, positiveInt, rewardSource, toolOption, type LlmFlags } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
-interface RunFlags {
+interface RunFlags extends LlmFlags {
+  instruction?: string;
   episodes: number;
   concurrency: number;
   maxSteps: number;
@@ -29,14 +30,15 @@ interface RunFlags {
 }
 
 export function registerRun(program: Command, io: Io): void {
-  program
+  const command = program
     .command('run')
     .description('Run episodes of an environment with a policy; show them live and write a run folder.')
     .argument('[env-dir]', 'environment folder (state/action/reward schemas and tools, or env.json); not with --resume')
     .option('--episodes <n>', 'episodes to run', positiveInt, RUN_DEFAULTS.episodes)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, RUN_DEFAULTS.concurrency)
     .option('--max-steps <m>', 'steps per episode at most', positiveInt, RUN_DEFAULTS.maxSteps)
-    .option('--policy <policy>', "'random', or a module exporting (observation, ctx) => action | null", RUN_DEFAULTS.policy)
+    .option('--policy <policy>', "'random', llm:<model> (a model with tool calling: see --llm-base-url, --tokens), or a module exporting (observation, ctx) => action | null", RUN_DEFAULTS.policy)
+    .option('--instruction <text>', "with an llm: policy: what the user asks in each episode (default: the env's description)")
     .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, RUN_DEFAULTS.seed)
     .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
@@ -50,8 +52,9 @@ export function registerRun(program: Command, io: Io): void {
     .option('--distributed', 'run the episodes on `agent worker` processes (needs a Redis --store): this process queues them, shows them live and writes the run folder')
     .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', RUN_DEFAULTS.queue)
     .option('--otel <url>', OTEL_HELP)
-    .option('--json', 'print events as JSON lines on stdout, and nothing else there')
-    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json')
+    .option('--json', 'print events as JSON lines on stdout, and nothing else there');
+  addLlmOptions(command)
+    .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json\n  agent run fixtures/lookup --policy llm:Qwen/Qwen2.5-0.5B-Instruct --llm-base-url http://127.0.0.1:8000/v1 --tokens --instruction "What is the code behind the key \'amber-fox\'?"')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
       if ((envDir === undefined) === (flags.resume === undefined)) {
         io.stderr.write(`error: ${flags.resume === undefined ? "missing required argument 'env-dir'" : 'pass an env folder or --resume <run-id>, not both: a resumed run takes its env and settings from its journal'}\n(run with --help for usage)\n`);
@@ -63,7 +66,9 @@ export function registerRun(program: Command, io: Io): void {
 }
 
 async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): Promise<number> {
-  const { Run, attachJsonReporter, attachPlainReporter, isLoopback, otelConfig } = await core();
+  const { Run, attachJsonReporter, attachPlainReporter, isLoopback, otelConfig, UsageError } = await core();
+  const llmFlags = Object.keys(llmSettings(flags));
+  if (!flags.policy.startsWith('llm:') && (llmFlags.length > 0 || flags.instruction !== undefined)) throw new UsageError(`${flags.instruction !== undefined ? '--instruction' : 'the --llm-*, --tokens and sampling flags'} go with an llm: policy (got --policy ${flags.policy})`, 'Pass --policy llm:<model>, or drop them.');
   const otel = otelConfig(process.env, flags.otel);
   const run = await Run.prepare({
     env: envDir ?? '',
@@ -73,6 +78,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     concurrency: flags.concurrency,
     maxSteps: flags.maxSteps,
     policy: flags.policy,
+    ...(flags.policy.startsWith('llm:') ? { llm: { ...llmSettings(flags), ...(flags.instruction !== undefined ? { instruction: flags.instruction } : {}) } } : {}),
     seed: flags.seed,
     out: flags.out,
     store: flags.store,

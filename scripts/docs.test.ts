@@ -86,7 +86,7 @@ describe('the README and the docs', () => {
 
   it('marks as `shell` (not run) only blocks that start a server, which stays up until stopped', () => {
     const servers = blocks.filter((b) => b.lang === 'shell');
-    for (const b of servers) expect(b.body, `${b.file}:${b.line}`).toMatch(/agent (serve|worker|mcp-serve|run .*--port)\b/);
+    for (const b of servers) expect(b.body, `${b.file}:${b.line}`).toMatch(/agent (serve|worker|mcp-serve|run .*--port)\b|^vllm serve |tiny_vllm_server\.py/m);
   });
 
   it('TypeScript blocks type-check against the package (strict)', async () => {

@@ -23,7 +23,7 @@ export { EXIT_RETRYABLE } from './tools/executors.js';
 export type { ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
 
 // What an env reports.
-export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TraceStatus } from './events/env-events.js';
+export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TokenTurn, TraceStatus } from './events/env-events.js';
 
 // Rewards.
 export { RewardLedger, type DeliveryResult, type RewardBasis, type RewardDelivery, type RewardEvent, type SlaCounts, type SourceSla, type StepRef } from './reward/ledger.js';
@@ -34,9 +34,10 @@ export { createLlmClient, type ChatMessage, type ChatRequest, type ChatResponse,
 // Runs: episodes with a policy, into a run folder.
 export { Run, type RunOptions } from './run/run.js';
 export type { RunSummary, SourceSummary } from './run/run-summary.js';
-export type { EpisodeEndReason, RunConfig, RunEvent, SettledStepEvent } from './events/run-events.js';
+export type { EpisodeEndReason, LlmRunConfig, RunConfig, RunEvent, SettledStepEvent } from './events/run-events.js';
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { loadPolicy, randomPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
+export type { LlmPolicySettings } from './run/llm-agent.js';
 
 // State: stores, patches, lifecycles.
 export { MemoryStateStore } from './state/memory-store.js';

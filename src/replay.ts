@@ -1,6 +1,6 @@
 /**
  * `agentic-rl-toolkit/replay`: run folders once written: read them, deliver late rewards into
- * them, export them as trainer input (JSON lines, Parquet, chat), inspect a trace or a state, and
+ * them, export them as trainer input (JSON lines, Parquet, chat, token sequences), inspect a trace or a state, and
  * replay a recorded episode.
  *
  * @module agentic-rl-toolkit/replay
@@ -11,6 +11,7 @@ export { rewardEvent, rewardRecord, type RewardLogRecord } from './replay/reward
 export { deliverToRunFolder, openRunRewards, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
 export { exportRun, writeParquet, type ExportOptions, type ExportRecord, type StateMode } from './replay/export.js';
 export { exportChat, writeChatParquet, type ChatRecord, type ChatTool, type ChatToolCall, type ChatTurn } from './replay/chat-export.js';
+export { exportTokens, writeTokensParquet, type TokenRecord, type TokenSpan } from './replay/token-export.js';
 export type { Replaced } from './shared/well-formed.js';
 export { inspectField, inspectState, inspectTrace, type FieldChange, type StateReport, type TraceReport } from './replay/inspect.js';
 export { recordedSteps, type RecordedStep } from './replay/recording.js';

@@ -68,6 +68,7 @@ export default defineConfig({
         items: [
           { text: 'Train (torch, TRL, verl)', link: '/how-to/train' },
           { text: 'Export for trainers', link: '/how-to/export' },
+          { text: 'Training data from rollouts', link: '/how-to/token-rollouts' },
           { text: 'Serve an env to Python', link: '/how-to/serve-python' },
           { text: 'Distributed runs', link: '/how-to/distributed' },
           { text: 'Observability', link: '/how-to/observability' },

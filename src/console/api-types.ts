@@ -131,6 +131,24 @@ export interface EpisodeTimeline {
   readonly traces: readonly TimelineTrace[];
   readonly commits: readonly { readonly seq: number; readonly time: number; readonly trace_id?: string }[];
   readonly rewards: readonly TimelineReward[];
+  /** Token mode: each generated turn (the step it chose first), its ids as the server saw and produced them. */
+  readonly turns: readonly TimelineTurn[];
+}
+
+/** A generated turn of token mode, for the console: the ids the environment added before it (masked), and the generated ones with their text and logprobs. */
+export interface TimelineTurn {
+  /** The step it chose (its first tool call's), or the step being chosen when it chose none. */
+  readonly step: number;
+  readonly time: number;
+  readonly prompt_length: number;
+  readonly env_ids: readonly number[];
+  readonly token_ids: readonly number[];
+  readonly token_strs?: readonly string[];
+  readonly logprobs: readonly number[];
+  readonly text: string;
+  readonly finish_reason: string;
+  readonly invalid?: string;
+  readonly drift?: { readonly at: number; readonly message: string };
 }
 
 export interface HistoryAnswer {

@@ -7,6 +7,7 @@
  */
 import type { DebugFeed } from '../replay/debug-feed.js';
 import type { IndexedEvent, RewardRow, TraceRow } from '../replay/run-index.js';
+import type { TokenTurn } from '../events/env-events.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { matches, parseQuery } from '../shared/query.js';
@@ -23,6 +24,7 @@ import type {
   RewardSourceFlow,
   TimelineReward,
   TimelineTrace,
+  TimelineTurn,
   TraceItem,
   TracePage,
   ViolationPage,
@@ -246,6 +248,7 @@ export async function timeline(feed: DebugFeed, episode: number, signal?: AbortS
   const traces = new Map<string, { -readonly [K in keyof TimelineTrace]: TimelineTrace[K] }>();
   const commits: { seq: number; time: number; trace_id?: string }[] = [];
   const rewards: TimelineReward[] = [];
+  const turns: TimelineTurn[] = [];
   let finishedAt = row?.finishedAt;
   for (const e of events) {
     const traceId = str(e, 'trace_id');
@@ -293,6 +296,13 @@ export async function timeline(feed: DebugFeed, episode: number, signal?: AbortS
       case 'episode_finished':
         finishedAt ??= e.time;
         break;
+      case 'llm_call': {
+        const tokens = e['tokens'] as TokenTurn | undefined;
+        if (e['role'] !== 'policy' || !tokens) break;
+        const { env_ids, prompt_length, token_ids, token_strs, logprobs, text, finish_reason, invalid, drift } = tokens;
+        turns.push({ step: num(e, 'step') ?? 0, time: e.time, prompt_length, env_ids, token_ids, ...(token_strs ? { token_strs } : {}), logprobs, text, finish_reason, ...(invalid !== undefined ? { invalid } : {}), ...(drift ? { drift } : {}) });
+        break;
+      }
       default:
         break;
     }
@@ -305,6 +315,7 @@ export async function timeline(feed: DebugFeed, episode: number, signal?: AbortS
     traces: [...traces.values()],
     commits,
     rewards,
+    turns,
   };
 }
 

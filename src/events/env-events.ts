@@ -85,6 +85,38 @@ interface RewardBase extends Base {
 
 export type RewardEventType = 'reward_arrived' | 'reward_late' | 'reward_imputed' | 'reward_failed' | 'reward_expected';
 
+/**
+ * One generated turn of token mode, as its `llm_call` event records it: the ids the environment
+ * added before it (the whole first prompt for the first turn), the prompt's length then, and what
+ * the server generated, exactly.
+ */
+export interface TokenTurn {
+  /** Ids the environment added since the previous turn (not generated, not trained on); the first turn: the whole first prompt. */
+  readonly env_ids: readonly number[];
+  /** The prompt's length when this turn was generated (every id before its first generated one). */
+  readonly prompt_length: number;
+  /** The generated ids, the end-of-turn token included when the model stopped on it. */
+  readonly token_ids: readonly number[];
+  /** The sampler's log-probability of each generated id. */
+  readonly logprobs: readonly number[];
+  /** The generated text as the server detokenized it. */
+  readonly text: string;
+  /** Each generated id's text, as the server gave it (vLLM's `logprobs.tokens`), when it did. */
+  readonly token_strs?: readonly string[];
+  /** `stop` or `length`, as the server said. */
+  readonly finish_reason: string;
+  /** The stop string or token id that stopped it; null for the model's EOS. */
+  readonly stop_reason?: number | string | null;
+  /** The model name the server answered with. */
+  readonly model: string;
+  /** The request's sampling seed. */
+  readonly seed: number;
+  /** The text could not be read as the tool parser reads calls: why (the turn counts as an invalid action). */
+  readonly invalid?: string;
+  /** The chat template re-rendered its prefix when the environment's messages followed it: `env_ids` are the template's, not an exact continuation; `at` is the first token that differed. */
+  readonly drift?: { readonly at: number; readonly message: string };
+}
+
 /** Everything an env emits, one union discriminated by `type`: tool calls starting and finishing, commits, rewards arriving, late or imputed, lifecycle changes, loop lag. */
 export type EnvEvent =
   | (Base & { readonly type: 'dispatched'; readonly trace_id: string; readonly action: string; readonly params: JsonObject; readonly episode: number })
@@ -147,6 +179,8 @@ export type EnvEvent =
       readonly trace_id?: string;
       readonly source?: string;
       readonly error?: string;
+      /** Token mode (`--tokens`): the turn's ids as the inference server saw and produced them. */
+      readonly tokens?: TokenTurn;
     })
   /** The loop lagged and no single call's synchronous part explains it; `instanceId` is '' (env-wide). */
   | (Base & { readonly type: 'loop_lag'; readonly lag_ms: number; readonly in_flight: readonly { readonly trace_id: string; readonly tool: string }[] })

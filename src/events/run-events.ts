@@ -9,9 +9,10 @@ export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availabl
  * given up). `client_closed`: a served episode its client left before it was done (a reset, a
  * close, a connection that closed, an idle HTTP session): truncated. `client_lost`: a served episode
  * whose WebSocket peer stopped answering (no pong, or no reading, for the server's `--ws-timeout`):
- * its session was ended and its slot freed; truncated.
+ * its session was ended and its slot freed; truncated. `context_limit`: an llm: policy in token mode
+ * whose next prompt would not fit the model's context (its error says by how much); truncated.
  */
-export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed' | 'client_lost';
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed' | 'client_lost' | 'context_limit';
 
 /** A worker of a distributed run as its coordinator sees it. */
 export interface WorkerRow {
@@ -34,7 +35,24 @@ export interface RunConfig {
   readonly policy: string;
   /** A traced run (OpenTelemetry): the share of episodes whose spans are exported; its workers hand their tools the same trace context. */
   readonly trace_sampling?: number;
+  /** An `llm:<model>` policy: where it was served and how every request was sampled. */
+  readonly llm?: LlmRunConfig;
 }
+
+/** An llm: policy as run.json records it (`config.llm`): the model, where it was served, and in token mode the sampling settings of every request. */
+export interface LlmRunConfig {
+  readonly model: string;
+  readonly provider: 'anthropic' | 'openai';
+  readonly base_url?: string;
+  readonly user?: string;
+  readonly tokens: boolean;
+  readonly sampling: { readonly temperature: number; readonly top_p: number; readonly max_tokens: number; readonly seed: number };
+  readonly tool_parser?: string;
+  /** Token mode: the context limit in force, and the server's. */
+  readonly max_context?: number;
+  readonly max_model_len?: number;
+}
+
 
 /** Everything a run emits (its env's events too), one union discriminated by `type`: what the live view, `--json` and events.jsonl show. */
 export type RunEvent =

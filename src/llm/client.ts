@@ -8,6 +8,7 @@ import { AgentError, describeError, oneLine } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import type { JsonSchema } from '../schema/ajv.js';
 import type { LlmProvider } from '../schema/judge-config.js';
+import type { TokenTurn } from '../events/env-events.js';
 
 /** A conversation turn. An assistant turn may call tools; each call is answered by a `tool` turn with its id. */
 export type ChatMessage =
@@ -62,6 +63,8 @@ export interface LlmCallReport {
   readonly output_tokens: number;
   /** Why the call failed (after the SDK's own retries). */
   readonly error?: string;
+  /** Token mode: the turn's ids, logprobs and the environment's ids before it. */
+  readonly tokens?: TokenTurn;
 }
 
 /** `client.chat`, timed, its outcome handed to `report` (a failed call too, then rethrown). */

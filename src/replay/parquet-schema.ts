@@ -10,7 +10,7 @@ type SchemaElement = NonNullable<ParquetWriteOptions['schema']>[number];
 /** A schema node: one element and its children, depth first, as Parquet's flat schema lists them. */
 export type Field = readonly SchemaElement[];
 
-type Leaf = 'STRING' | 'INT32' | 'DOUBLE' | 'BOOLEAN';
+type Leaf = 'STRING' | 'INT32' | 'FLOAT' | 'DOUBLE' | 'BOOLEAN';
 
 /** A nullable scalar (`required` for one that never is null). */
 export function scalar(name: string, type: Leaf, required = false): Field {

@@ -252,7 +252,11 @@ export class EpisodeRunner {
       // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
       if (isAgentError(err) && STORE_FAILURES.has(err.code)) hooks.storeFailed(err);
       if (signal.aborted) reason = 'interrupted';
-      else {
+      else if (isAgentError(err) && err.code === 'CONTEXT_LIMIT') {
+        // Not a failure of the policy: the episode is cut off where the model's context ends, saying why.
+        reason = 'context_limit';
+        error = errorInfo(err);
+      } else {
         reason = 'policy_error';
         const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });
         error = errorInfo(e);
@@ -262,7 +266,7 @@ export class EpisodeRunner {
       env.release(agent.id);
       this.#steps.delete(agent.id);
     }
-    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost';
+    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit';
     const record: EpisodeRecord | undefined =
       start === undefined
         ? undefined

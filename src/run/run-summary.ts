@@ -37,6 +37,8 @@ export interface RunSummary {
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
   /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
   readonly problem?: string;
+  /** An llm: policy's inference server failed an episode after its retries (the run then started no more): why. */
+  readonly model_failure?: string;
   /** A distributed run: the workers that sent events, and writes refused because their worker had lost its lease. */
   readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
   /** A run sent over OTLP (OpenTelemetry): where its spans and metrics went, and what never reached the collector. */

@@ -16,6 +16,7 @@
  * (durable.ts, coordinator.ts, run-summary.ts; its options and their checks in run-options.ts).
  */
 import { setMaxListeners } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
 import type { EnvEvent } from '../events/env-events.js';
@@ -31,6 +32,7 @@ import type { JsonValue } from '../shared/json.js';
 import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { loadPolicy, type Policy } from './policy.js';
+import { createLlmAgent, llmModel } from './llm-agent.js';
 import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
@@ -94,6 +96,8 @@ export class Run implements AsyncDisposable {
   /** Stops the run from inside: a store failure. */
   readonly #internal = new AbortController();
   #failure: AgentError | undefined;
+  /** The inference server of an llm: policy failed an episode after its retries: no episode is started after it. */
+  #modelDown: string | undefined;
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
 
@@ -121,6 +125,9 @@ export class Run implements AsyncDisposable {
       },
     };
     this.events.onAny((e) => this.#stats.apply(e));
+    this.events.on('episode_finished', (e) => {
+      if (e.error?.code === 'LLM_UNAVAILABLE') this.#modelDown ??= e.error.message;
+    });
     if (journal) journal.onFailure = (err) => this.#fail(err);
   }
 
@@ -154,7 +161,9 @@ export class Run implements AsyncDisposable {
         throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
       }
       if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
-      const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : await loadPolicy(policyName);
+      if (saved?.config.llm) throw new UsageError(`run ${saved.run_id} was run by an llm: policy, whose conversations are not journaled: its episodes cannot be continued mid-conversation`, 'Start a new run; what the interrupted run completed is in its run folder.');
+      const llmName = typeof options.policy === 'string' && !options.sessions ? llmModel(options.policy) : undefined;
+      const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : llmName !== undefined ? undefined : await loadPolicy(policyName);
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
@@ -175,7 +184,18 @@ export class Run implements AsyncDisposable {
         ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
       const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: policyName, ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
+      // An llm: policy is made once the env is open: the user's instruction defaults to its description.
+      const llm =
+        llmName === undefined
+          ? undefined
+          : await createLlmAgent(llmName, options.llm ?? {}, {
+              system: options.llm?.system ?? (await envPolicyDoc(env.definition.dir)),
+              seed,
+              ...(options.llm?.instruction !== undefined || env.definition.description !== undefined ? { instruction: options.llm?.instruction ?? env.definition.description } : {}),
+              ...(options.signal ? { signal: options.signal } : {}),
+            });
+      const llmConfig = llm?.config ?? options.policyRecord?.llm;
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: options.policyRecord?.name ?? policyName, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),
@@ -188,7 +208,13 @@ export class Run implements AsyncDisposable {
         ...(options.served ? { served: options.served } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd: options.onEpisodeEnd, sessions: options.sessions, otel });
+      const onEpisodeEnd: RunOptions['onEpisodeEnd'] = llm
+        ? (i, state) => {
+            llm.agent.ended(i);
+            options.onEpisodeEnd?.(i, state);
+          }
+        : options.onEpisodeEnd;
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: llm?.agent.policy ?? (policy as Policy), config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, sessions: options.sessions, otel });
     } catch (err) {
       // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.
       await durable?.journal.release();
@@ -306,7 +332,7 @@ export class Run implements AsyncDisposable {
         const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
         let next = 0;
         const worker = async (): Promise<void> => {
-          while (!signal.aborted && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
+          while (!signal.aborted && this.#modelDown === undefined && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
         };
         await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
       }
@@ -322,7 +348,8 @@ export class Run implements AsyncDisposable {
       this.events.emit({ type: 'run_finished', time: this.#clock.now(), run_id: runId, status });
       await durable?.journal.flushed().catch(() => undefined);
       const sent = await telemetry?.finish();
-      const summary = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: this.#resumeCommand } : {}) })), writer.loss);
+      const built = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: this.#resumeCommand } : {}) })), writer.loss);
+      const summary = this.#modelDown === undefined ? built : { ...built, model_failure: this.#modelDown, problem: built.problem ?? `the inference server failed: ${this.#modelDown}; the episodes in flight failed with it and no more were started (${built.episodes.finished} of ${built.episodes.requested} episodes ran; what completed is in the run folder)` };
       await writer.finish(summary);
       if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
@@ -572,4 +599,13 @@ const servedPolicy: Policy = () => null;
 /** A served episode open when the run's process stopped, resumed without its client: it ends at once, `client_lost`. */
 function clientGone(initialStateId: string): EpisodeDriver {
   return { initialIndex: Number(initialStateId.slice('initial-'.length)), drive: () => Promise.resolve({ reason: 'client_lost', reward: 0 }) };
+}
+
+/** An env's `policy.md` (the rules an agent is told), or '' without one. */
+async function envPolicyDoc(dir: string): Promise<string> {
+  try {
+    return (await readFile(path.join(dir, 'policy.md'), 'utf8')).trim();
+  } catch {
+    return '';
+  }
 }

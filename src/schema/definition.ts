@@ -140,6 +140,8 @@ export function isComputed(b: RewardBinding): b is ComputedBinding {
 /** An env as loaded from its folder: name, state schema, actions, reward sources, initial states, and warnings. */
 export interface EnvDefinition {
   readonly name: string;
+  /** What the env is (env.json's `description`): an llm: policy's default instruction under `agent run`. */
+  readonly description?: string;
   /** Absolute path of the env folder. */
   readonly dir: string;
   readonly stateSchema: JsonSchema;

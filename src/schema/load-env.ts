@@ -285,6 +285,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
   const mcpImports = mcpImportsOf(manifest.actions_from);
   return {
     name: manifest.name ?? path.basename(dir),
+    ...(manifest.description !== undefined ? { description: manifest.description } : {}),
     dir,
     stateSchema,
     actions,

@@ -53,3 +53,16 @@ export const BENCHMARK_DEFAULTS = {
   trials: 1,
   concurrency: 8,
 } as const;
+
+/** `llm:<model>` policies (`agent run`, `agent benchmark`). */
+export const LLM_DEFAULTS = {
+  /** Sent on every request (vLLM's own default of 16 cuts a tool call short). */
+  maxTokens: 2_048,
+  /** Chat mode: greedy, for evaluation. */
+  temperature: 0,
+  /** Token mode (`--tokens`): the model's own distribution, what RL trains on. */
+  tokensTemperature: 1,
+  topP: 1,
+  /** vLLM's name of the tool-call format read from generated text in token mode. */
+  toolParser: 'hermes',
+} as const;

@@ -5,13 +5,52 @@
  * Clicking a bar selects it; its seq opens in the state explorer.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { EpisodeTimeline, TimelineTrace } from '../../src/console/api-types.js';
+import type { EpisodeTimeline, TimelineTrace, TimelineTurn } from '../../src/console/api-types.js';
 import { useApi } from '../api.js';
 import { ms, num } from '../format.js';
 import type { ViewProps } from '../nav.js';
 import { EpisodePicker, useEpisodes } from './episode-picker.js';
 
 const LABEL = 220;
+/** Ids of the environment's part shown before the generated ones (the rest is counted). */
+const ENV_SHOWN = 48;
+
+/** The model turn that chose a step: the last turn at or before it (a turn's later calls are later steps). */
+function turnOf(tl: EpisodeTimeline, step: number | undefined): TimelineTurn | undefined {
+  if (step === undefined) return undefined;
+  let found: TimelineTurn | undefined;
+  for (const t of tl.turns) if (t.step <= step) found = t;
+  return found;
+}
+
+/** A token-mode turn beside its trace: the environment's ids (masked, not trained on), then each generated id with its text and logprob. */
+function TurnTokens({ turn }: { readonly turn: TimelineTurn | undefined }) {
+  if (!turn) return null;
+  const env = turn.env_ids.slice(-ENV_SHOWN);
+  return (
+    <div class="turn-tokens" data-turn-step={turn.step}>
+      <p>
+        model turn: prompt {num(turn.prompt_length)} tokens ({num(turn.env_ids.length)} from the environment, loss mask 0) · {num(turn.token_ids.length)} generated (mask 1) · {turn.finish_reason}
+        {turn.invalid !== undefined && <span class="bad"> · invalid: {turn.invalid}</span>}
+        {turn.drift && <span class="bad"> · drift at {turn.drift.at}: {turn.drift.message}</span>}
+      </p>
+      <div class="tokens">
+        {turn.env_ids.length > env.length && <span class="tok env">… {num(turn.env_ids.length - env.length)} more</span>}
+        {env.map((id, i) => (
+          <span key={`e${i}`} class="tok env" title="the environment's (mask 0)">
+            {id}
+          </span>
+        ))}
+        {turn.token_ids.map((id, i) => (
+          <span key={`g${i}`} class="tok gen" title={`id ${id} · logprob ${turn.logprobs[i]?.toFixed(4) ?? ''} (mask 1)`}>
+            <b>{JSON.stringify(turn.token_strs?.[i] ?? '').slice(1, -1) || '∅'}</b> {id} <i>{turn.logprobs[i]?.toFixed(3)}</i>
+          </span>
+        ))}
+      </div>
+      <pre class="turn-text">{turn.text}</pre>
+    </div>
+  );
+}
 
 interface Hover {
   readonly x: number;
@@ -166,6 +205,7 @@ export function TimelineView({ nav, go, version }: ViewProps) {
               state at seq {selected.seq} →
             </button>
           )}
+          <TurnTokens turn={turnOf(tl, selected.step)} />
         </div>
       )}
     </div>

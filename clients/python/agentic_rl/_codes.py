@@ -23,4 +23,5 @@ RETRYABLE: FrozenSet[str] = frozenset({
     "STORE_UNAVAILABLE",
     "FOLDER_LOCKED",
     "CAPACITY_REACHED",
+    "LLM_UNAVAILABLE",
 })

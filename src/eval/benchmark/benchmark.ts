@@ -25,7 +25,8 @@ import { buildPolicyStack } from '../../tools/policy.js';
 import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
-import { llmAgent, llmClient, llmModel, type LlmAgent, type LlmSpec } from './llm-agent.js';
+import { createLlmAgent, llmModel, type LlmAgent, type LlmPolicySettings } from '../../run/llm-agent.js';
+import type { LlmRunConfig } from '../../events/run-events.js';
 import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
 import { compareReports, loadBaseline } from './baseline.js';
@@ -52,8 +53,8 @@ export interface BenchmarkOptions {
   readonly otel?: RunOptions['otel'];
   /** `llm:<model>`: a simulated user (tau-bench's) for an llm: policy; without one the instruction is the user's only message. */
   readonly user?: string;
-  /** Where `llm:` models are served, and how (default: the provider's API, by model name). */
-  readonly llm?: Pick<LlmSpec, 'baseURL' | 'provider' | 'apiKeyEnv' | 'temperature'>;
+  /** Where `llm:` models are served and how they are sampled (default: the provider's API, by model name); `tokens` for token-in, token-out against a vLLM-compatible server. */
+  readonly llm?: Omit<LlmPolicySettings, 'user'>;
   readonly signal?: AbortSignal;
   /** Metric modules: each exports `(episode: MetricEpisode) => number | Record<string, number>` (default export or `metric`), aggregated with a bootstrap interval. */
   readonly metrics?: readonly string[];
@@ -91,7 +92,9 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-  const agent = await llmAgentFor(policyName, options, suite);
+  const llm = await llmAgentFor(policyName, options, suite, seed);
+  const agent = llm?.agent;
+  if (options.llm?.tokens && !agent) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: policy (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> --llm-base-url <vLLM server> --tokens.' });
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
   const gold = await goldStates(env, suite, options.signal);
   const inner: Policy = agent ? agent.policy : policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
@@ -110,8 +113,12 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     ...(options.out ? { out: options.out } : {}),
     ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
     ...(options.otel ? { otel: options.otel } : {}),
+    policyRecord: { name: policyName, ...(llm ? { llm: llm.config } : {}) },
     initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
-    onEpisodeEnd: (episode, state) => finalsLive.set(episode, state),
+    onEpisodeEnd: (episode, state) => {
+      finalsLive.set(episode, state);
+      agent?.ended(episode);
+    },
     ...(options.signal ? { signal: options.signal } : {}),
   });
   const steps = new Map<number, SettledStepEvent[]>();
@@ -199,6 +206,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   for (const list of steps.values()) for (const s of list) (latencies[s.action] ??= []).push(s.duration_ms);
   await writeFile(path.join(dir, 'benchmark.html'), await renderHtmlReport(report, latencies));
   if (agent) await writeFile(path.join(dir, 'conversations.jsonl'), agent.conversations().map((c) => `${JSON.stringify(c)}\n`).join(''));
+  // The report scores what completed; the benchmark still fails, as the run did.
+  if (summary.model_failure !== undefined) throw new AgentError('LLM_UNAVAILABLE', `${summary.problem ?? summary.model_failure}; the report of what completed is ${path.join(dir, 'benchmark.json')}`, { hint: 'Bring the inference server back and run the benchmark again.' });
   return report;
 }
 
@@ -209,21 +218,11 @@ export async function agentSystemPrompt(suite: Suite): Promise<string> {
   return [rules.trim(), 'Act through the tools; what you write as plain text is said to the user. One tool call per turn is best; wait for its result.'].filter(Boolean).join('\n\n');
 }
 
-/** The LLM agent (and simulated user) of an `llm:<model>` policy; undefined for other policies. */
-async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite): Promise<LlmAgent | undefined> {
+/** The LLM agent (and simulated user) of an `llm:<model>` policy, and what run.json records of it; undefined for other policies. */
+async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig } | undefined> {
   const model = llmModel(policyName);
   if (model === undefined) return undefined;
-  const userModel = options.user === undefined ? undefined : llmModel(options.user);
-  if (options.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${options.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
-  const agentSpec: LlmSpec = { model, ...options.llm };
-  const system = await agentSystemPrompt(suite);
-  const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...options.llm };
-  return llmAgent({
-    agent: await llmClient(agentSpec),
-    agentSpec,
-    ...(userSpec ? { user: { client: await llmClient(userSpec), spec: userSpec } } : {}),
-    system,
-  });
+  return createLlmAgent(model, { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, { system: await agentSystemPrompt(suite), seed, ...(options.signal ? { signal: options.signal } : {}) });
 }
 
 /** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */

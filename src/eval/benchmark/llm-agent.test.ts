@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeRequest } from '../../llm/fake-llm-server.js';
 import { runBenchmark } from './benchmark.js';
-import type { Conversation } from './llm-agent.js';
+import type { Conversation } from '../../run/llm-agent.js';
 import { exportChat } from '../../replay/chat-export.js';
 import { FakeOtlpCollector } from '../../observe/fake-otlp-collector.js';
 import { otelConfig, type OtelConfig } from '../../observe/otel-config.js';

@@ -7,6 +7,7 @@ import { Box, Text, useInput } from 'ink';
 import { useMemo, useState } from 'react';
 import type { DebugFeed } from '../../replay/debug-feed.js';
 import type { IndexedEvent } from '../../replay/run-index.js';
+import type { TokenTurn } from '../../events/env-events.js';
 import { formatDuration } from '../format.js';
 import { fit, pad, Tone, windowOf, type ToneColor } from './tone.js';
 import { useEpisodeData } from './use-episode.js';
@@ -27,6 +28,7 @@ interface Lane {
   end?: number;
   status: string;
   seq?: number;
+  step?: number;
   commitAt?: number;
   readonly rewards: { at: number; late: boolean }[];
   readonly events: IndexedEvent[];
@@ -51,6 +53,7 @@ function lanesOf(events: readonly IndexedEvent[]): Lane[] {
       lane.end = e.time;
       lane.status = String(e['status']);
       lane.seq ??= e['seq'] as number;
+      lane.step = e['step'] as number;
     } else if (e.type === 'reward_arrived' || e.type === 'reward_late') lane.rewards.push({ at: e.time, late: e.type === 'reward_late' });
   }
   return [...lanes.values()];
@@ -84,7 +87,8 @@ export function TimelinePane({ feed, episode, width, height, active, onState }: 
   const x = (t: number): number => Math.min(axis - 1, Math.max(0, Math.round(((t - t0) / (t1 - t0)) * (axis - 1))));
   const { start, end } = windowOf(lanes.length, at, laneRows);
   const selected = lanes[at];
-  const detailRows = Math.max(1, height - 3 - (end - start) - 1);
+  const turn = selected?.step !== undefined ? turnOf(events, selected.step) : undefined;
+  const detailRows = Math.max(1, height - 3 - (end - start) - 1 - (turn ? 3 : 0));
   return (
     <Box flexDirection="column">
       <Text wrap="truncate">
@@ -120,7 +124,37 @@ export function TimelinePane({ feed, episode, width, height, active, onState }: 
           {pad(formatDuration(e.time - (selected?.start ?? t0)), 7)} <Tone c={e.type === 'reward_late' || (e.type === 'trace_settled' && e['status'] === 'failed') ? 'red' : undefined}>{pad(e.type, 16)}</Tone> <Text dimColor>{fit(eventDetail(e), Math.max(0, width - 30))}</Text>
         </Text>
       ))}
+      {turn ? <TurnLines turn={turn} width={width} /> : null}
     </Box>
+  );
+}
+
+/** The token-mode turn that chose a step: the last one at or before it (a turn's later calls are later steps). */
+function turnOf(events: readonly IndexedEvent[], step: number): TokenTurn | undefined {
+  let found: TokenTurn | undefined;
+  for (const e of events) if (e.type === 'llm_call' && e['role'] === 'policy' && e['tokens'] !== undefined && (e['step'] as number) <= step) found = e['tokens'] as unknown as TokenTurn;
+  return found;
+}
+
+/** A turn's tokens in three lines: what it was, the generated ids with their text (mask 1), the environment's last ids before it (mask 0). */
+function TurnLines({ turn, width }: { readonly turn: TokenTurn; readonly width: number }) {
+  const generated = turn.token_ids.map((id, i) => `${JSON.stringify(turn.token_strs?.[i] ?? '').slice(1, -1)}·${id}`).join(' ');
+  const env = turn.env_ids.slice(-40).join(' ');
+  return (
+    <>
+      <Text wrap="truncate">
+        {'  '}model turn: prompt {turn.prompt_length} · +{turn.env_ids.length} from the env (mask 0) · {turn.token_ids.length} generated (mask 1) · {turn.finish_reason}
+        {turn.invalid !== undefined ? <Tone c="red"> · invalid: {turn.invalid}</Tone> : null}
+        {turn.drift ? <Tone c="red"> · drift at {turn.drift.at}</Tone> : null}
+      </Text>
+      <Text wrap="truncate">
+        {'  '}
+        <Tone c="cyan">{fit(generated, Math.max(0, width - 4))}</Tone>
+      </Text>
+      <Text dimColor wrap="truncate">
+        {'  '}env …{fit(env, Math.max(0, width - 8))}
+      </Text>
+    </>
   );
 }
 

@@ -7,16 +7,25 @@
  * The agent's plain text is its `respond` action; its tool calls are the env's actions, one per
  * step (several calls in one turn are run one after another, and all their results go back
  * together). Without a simulated user, the task's instruction is the user's only message and the
- * episode ends with the agent's first answer.
+ * episode ends with the agent's first answer. Outside a benchmark (`agent run`), the instruction is
+ * the one given, or the env's description.
+ *
+ * In token mode (a {@link TokenChat}), the agent's turns are generated token-in, token-out and each
+ * `llm_call` event carries the turn's ids; the tools are the ones enabled at the episode's first
+ * step (the prompt is rendered once); a turn whose text holds a call the parser cannot read is
+ * answered with the error, like a refused call, and counts as an invalid action.
  */
-import type { Action } from '../../env/agent-instance.js';
-import { chatTurns, type ChatTurn } from '../../llm/chat-turns.js';
-import { createLlmClient, reportedChat, type ChatMessage, type LlmClient, type ToolCall } from '../../llm/client.js';
-import { costOf, priceOf } from '../../llm/prices.js';
-import type { Observation, Policy, PolicyContext } from '../../run/policy.js';
-import { AgentError } from '../../shared/errors.js';
-import { validate } from '../../schema/ajv.js';
-import type { JsonValue } from '../../shared/json.js';
+import type { Action } from '../env/agent-instance.js';
+import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
+import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
+import { costOf, priceOf } from '../llm/prices.js';
+import { TokenChat } from '../llm/token-chat.js';
+import { LLM_DEFAULTS } from '../shared/defaults.js';
+import type { Observation, Policy, PolicyContext } from './policy.js';
+import type { LlmRunConfig } from '../events/run-events.js';
+import { AgentError, describeError, oneLine } from '../shared/errors.js';
+import { validate } from '../schema/ajv.js';
+import type { JsonValue } from '../shared/json.js';
 
 export const STOP = '###STOP###';
 /** Refused calls in a row before the episode is stopped. */
@@ -40,6 +49,82 @@ export interface LlmSpec {
   readonly apiKeyEnv?: string;
   readonly maxTokens?: number;
   readonly temperature?: number;
+}
+
+/** How an `llm:<model>` policy is served and sampled: chat mode (any provider) or token mode against a vLLM-compatible server. */
+export interface LlmPolicySettings {
+  /** A local or proxy server (vLLM, Ollama: include `/v1` for OpenAI-compatible ones); token mode needs one. */
+  readonly baseURL?: string;
+  readonly provider?: 'anthropic' | 'openai';
+  readonly apiKeyEnv?: string;
+  /** Default 0, or 1 in token mode. */
+  readonly temperature?: number;
+  /** Default 1. */
+  readonly topP?: number;
+  /** Default 2048; sent on every request. */
+  readonly maxTokens?: number;
+  /** Token-in, token-out generation: every turn's ids and logprobs are recorded on its `llm_call` event. */
+  readonly tokens?: boolean;
+  /** Token mode: vLLM's name of the tool-call format (`hermes`, the default, or `llama3_json`). */
+  readonly toolParser?: string;
+  /** Token mode: tokens at most per episode (default: the server's max_model_len). */
+  readonly maxContext?: number;
+  /** `llm:<model>`: a simulated user (tau-bench's), chat mode. */
+  readonly user?: string;
+}
+
+/**
+ * The agent of an `llm:<model>` policy, checked before any episode (a token-mode server is probed
+ * for every route and field it needs), with what the run records of it.
+ */
+export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
+  const userModel = settings.user === undefined ? undefined : llmModel(settings.user);
+  if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
+  const tokensMode = settings.tokens === true;
+  const provider = settings.provider ?? (model.startsWith('claude') && !tokensMode ? 'anthropic' : 'openai');
+  if (tokensMode && (settings.baseURL === undefined || provider !== 'openai')) {
+    throw new AgentError('BAD_USAGE', '--tokens generates token-in, token-out against a vLLM-compatible server: it needs --llm-base-url', { hint: 'Pass --llm-base-url http://<host>:8000/v1 of a vLLM server (vllm serve <model>), or drop --tokens to chat with a provider.' });
+  }
+  const sampling = {
+    temperature: settings.temperature ?? (tokensMode ? LLM_DEFAULTS.tokensTemperature : LLM_DEFAULTS.temperature),
+    top_p: settings.topP ?? LLM_DEFAULTS.topP,
+    max_tokens: settings.maxTokens ?? LLM_DEFAULTS.maxTokens,
+  };
+  const serving = { ...(settings.baseURL !== undefined ? { baseURL: settings.baseURL } : {}), provider, ...(settings.apiKeyEnv !== undefined ? { apiKeyEnv: settings.apiKeyEnv } : {}) };
+  const agentSpec: LlmSpec = { model, ...serving, maxTokens: sampling.max_tokens, temperature: sampling.temperature };
+  const tokens = tokensMode
+    ? await TokenChat.open(
+        {
+          baseURL: settings.baseURL as string,
+          model,
+          sampling,
+          seed: context.seed,
+          toolParser: settings.toolParser ?? LLM_DEFAULTS.toolParser,
+          ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
+          ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
+        },
+        context.signal,
+      )
+    : undefined;
+  const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...serving, provider: settings.provider ?? (userModel.startsWith('claude') ? 'anthropic' : 'openai') };
+  const agent = llmAgent({
+    agent: await llmClient(agentSpec),
+    agentSpec,
+    ...(tokens ? { tokens } : {}),
+    ...(userSpec ? { user: { client: await llmClient(userSpec), spec: userSpec } } : {}),
+    system: context.system,
+    ...(context.instruction !== undefined ? { instruction: context.instruction } : {}),
+  });
+  const config: LlmRunConfig = {
+    model,
+    provider,
+    ...(settings.baseURL !== undefined ? { base_url: settings.baseURL } : {}),
+    ...(settings.user !== undefined ? { user: settings.user } : {}),
+    tokens: tokensMode,
+    sampling: { ...sampling, seed: context.seed },
+    ...(tokens ? { tool_parser: settings.toolParser ?? LLM_DEFAULTS.toolParser, max_context: tokens.limit, max_model_len: tokens.server.maxModelLen } : {}),
+  };
+  return { agent, config };
 }
 
 /** `llm:<model>` → the model, or undefined for any other policy name. */
@@ -88,6 +173,8 @@ interface EpisodeTalk {
   lastSaid?: string;
   user?: SimulatedUser;
   readonly usage: Usage;
+  /** Token mode: the turns generated so far. */
+  turns: number;
 }
 
 function charge(usage: Usage, model: string, input: number, output: number): void {
@@ -143,23 +230,38 @@ export interface LlmAgent {
   /** Each episode's conversation so far. */
   conversations(): Conversation[];
   usage(episode: number): Usage | undefined;
-  /** Tool calls of an episode refused before they reached the env (unknown tool, params its schema rejects). */
+  /** Tool calls of an episode refused before they reached the env (unknown tool, bad params, a call the tool parser cannot read). */
   invalidCalls(episode: number): number;
+  /** The episode is over: its token sequence is let go (its turns are in the run's events). */
+  ended(episode: number): void;
 }
 
-export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpec: LlmSpec; readonly user?: { readonly client: LlmClient; readonly spec: LlmSpec }; readonly system: string }): LlmAgent {
+/** What an LLM agent is made of: the agent's model (token mode when `tokens` is given), a simulated user, the system prompt, and the instruction outside a benchmark. */
+export interface LlmAgentOptions {
+  readonly agent: LlmClient;
+  readonly agentSpec: LlmSpec;
+  /** Token mode: the agent's turns are generated from token ids (see TokenChat). */
+  readonly tokens?: TokenChat;
+  readonly user?: { readonly client: LlmClient; readonly spec: LlmSpec };
+  readonly system: string;
+  /** What the user asks when the observation carries no task (`agent run`). */
+  readonly instruction?: string;
+}
+
+export function llmAgent(options: LlmAgentOptions): LlmAgent {
   const talks = new Map<number, EpisodeTalk>();
   const tasks = new Map<number, string>();
   const policy: Policy = async (obs, ctx): Promise<Action | null> => {
-    if (!obs.task) throw new AgentError('BAD_USAGE', 'an llm: policy needs a task (run it with agent benchmark)');
+    const instruction = obs.task?.instruction ?? options.instruction;
+    if (instruction === undefined) throw new AgentError('BAD_USAGE', 'an llm: policy needs a task or an instruction: what the user asks', { hint: 'Run it with agent benchmark (each task says what the user wants), or pass --instruction to agent run.' });
     let talk = talks.get(obs.episode);
     if (!talk) {
-      talk = { messages: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 } };
+      talk = { messages: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 }, turns: 0 };
       talks.set(obs.episode, talk);
-      tasks.set(obs.episode, obs.task.id);
-      let opening = obs.task.instruction;
+      tasks.set(obs.episode, obs.task?.id ?? '');
+      let opening = instruction;
       if (options.user) {
-        talk.user = new SimulatedUser(options.user.client, options.user.spec, obs.task.instruction);
+        talk.user = new SimulatedUser(options.user.client, options.user.spec, instruction);
         opening = await talk.user.reply('Hi! How can I help you today?', talk.usage, ctx);
         if (opening.includes(STOP)) return null;
       }
@@ -183,9 +285,16 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
       if (!call) {
         const report = ctx.reportLlmCall;
         const request = { system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal };
-        const res = await reportedChat(options.agent, request, report && ((call) => report('policy', call)));
+        const res = await agentTurn(obs.episode, request, report && ((call) => report('policy', call)));
         charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
+        talk.turns++;
         talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
+        if (res.invalid !== undefined) {
+          talk.invalid++;
+          refused++;
+          talk.messages.push({ role: 'tool', toolCallId: `invalid_${obs.episode}_${talk.turns}`, content: `Error: ${res.invalid}` });
+          continue;
+        }
         if (res.toolCalls.length === 0) return say(talk, obs, res.text);
         [call, ...talk.pending] = res.toolCalls as [ToolCall, ...ToolCall[]];
       }
@@ -201,6 +310,21 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     // A model that keeps calling what does not exist is stopped rather than billed forever.
     return null;
   };
+  /** The agent model's next turn: a chat call, or in token mode a generation from the episode's ids (reported with them). */
+  const agentTurn = async (episode: number, request: ChatRequest, report: ((call: LlmCallReport) => void) | undefined): Promise<ChatResponse & { readonly invalid?: string }> => {
+    const tokens = options.tokens;
+    if (!tokens) return reportedChat(options.agent, request, report);
+    const t0 = performance.now();
+    const base = { provider: 'openai' as const, model: options.agent.model };
+    try {
+      const res = await tokens.turn(episode, { ...(request.system !== undefined ? { system: request.system } : {}), messages: request.messages, tools: request.tools ?? [], ...(request.signal ? { signal: request.signal } : {}) });
+      report?.({ ...base, duration_ms: performance.now() - t0, input_tokens: res.inputTokens, output_tokens: res.outputTokens, tokens: res.tokens });
+      return { text: res.text, toolCalls: res.toolCalls, inputTokens: res.inputTokens, outputTokens: res.outputTokens, ...(res.tokens.invalid !== undefined ? { invalid: res.tokens.invalid } : {}) };
+    } catch (err) {
+      report?.({ ...base, duration_ms: performance.now() - t0, input_tokens: 0, output_tokens: 0, error: oneLine(describeError(err)) });
+      throw err;
+    }
+  };
   /** The agent's plain text: said to the user (its `respond`). */
   const say = (talk: EpisodeTalk, obs: Observation, text: string): Action | null => {
     talk.lastSaid = text;
@@ -213,5 +337,6 @@ export function llmAgent(options: { readonly agent: LlmClient; readonly agentSpe
     conversations: () => [...talks].map(([episode, t]) => ({ episode, task_id: tasks.get(episode) ?? '', messages: chatTurns(options.system, t.messages), usage: { input_tokens: t.usage.inputTokens, output_tokens: t.usage.outputTokens, usd: t.usage.usd } })),
     usage: (episode) => talks.get(episode)?.usage,
     invalidCalls: (episode) => talks.get(episode)?.invalid ?? 0,
+    ended: (episode) => options.tokens?.end(episode),
   };
 }

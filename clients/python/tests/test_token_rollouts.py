@@ -1,0 +1,93 @@
+"""Token-exact rollouts against a real (tiny) model: examples/python/tiny_vllm_server.py serves a
+transformers causal LM built from a config with a Hugging Face tokenizer and chat template made on
+the spot; `agent benchmark --tokens` runs the lookup suite against it, and every exported turn must
+be exactly a completion the server logged: its prompt the sequence before it, its ids and logprobs
+the server's, its mask 1 on exactly those ids. Some turns are scripted (so that tool calls happen
+on a random model), one task's are sampled freely."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+SERVER = REPO / "examples" / "python" / "tiny_vllm_server.py"
+
+SCRIPT = [
+    # The first turn of the tasks about these two keys: look the key up.
+    {"match": r"key '((?:frost-ram|coral-eel))'(?:(?!<tool_response>).)*<\|im_start\|>assistant\n$",
+     "text": '<tool_call>\n{"name": "lookup_code", "arguments": {"key": "\\1"}}\n</tool_call>'},
+    # After a lookup: answer with its code.
+    {"match": r'"code":"(\w+)"\}\n</tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$',
+     "text": 'Found it.\n<tool_call>\n{"name": "answer", "arguments": {"code": "\\1"}}\n</tool_call>'},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("torch", reason="torch is not installed: pip install torch transformers")
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install transformers")
+    tmp = tmp_path_factory.mktemp("tiny")
+    script = tmp / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    log = tmp / "completions.jsonl"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--script", str(script), "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise RuntimeError(f"the tiny server did not start: {proc.stderr.read() if proc.stderr else ''}")
+    yield {"url": line.split()[1], "log": log}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def agent(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["node", str(REPO / "bin" / "agent.js"), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_exported_tokens_are_exactly_what_the_server_produced(tiny_server, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed: pip install pyarrow")
+    import numpy as np
+
+    bench = agent("benchmark", "fixtures/lookup", "--policy", "llm:tiny-qwen", "--llm-base-url", f"{tiny_server['url']}/v1", "--tokens",
+                  "--max-tokens", "48", "--tasks", "lookup-test-0,lookup-test-1,lookup-test-2", "--trials", "2", "--out", str(tmp_path), "--json")
+    assert bench.returncode == 0, bench.stderr
+    report = json.loads(bench.stdout)
+    run = report["run_dir"]
+    assert agent("export", run, "--format", "tokens", "--out", str(tmp_path / "t.jsonl")).returncode == 0
+    assert agent("export", run, "--format", "tokens", "--out", str(tmp_path / "t.parquet")).returncode == 0
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert str(table.schema.field("input_ids").type) == "list<element: int32 not null>"
+    assert str(table.schema.field("logprobs").type) == "list<element: float>"
+    # The first completion is the client's start-up check of the server.
+    completions = [json.loads(line) for line in tiny_server["log"].read_text().splitlines()][1:]
+    assert len(records) == 6
+    used: set[int] = set()
+    for r, row in zip(records, table.to_pylist()):
+        ids, mask, logprobs = r["input_ids"], r["loss_mask"], r["logprobs"]
+        assert len(ids) == len(mask) == len(logprobs)
+        assert row["input_ids"] == ids and row["loss_mask"] == mask
+        in_turn = [False] * len(ids)
+        for t in r["turns"]:
+            k = next(i for i, c in enumerate(completions) if i not in used and c["prompt_token_ids"] == ids[: t["start"]]
+                     and c["token_ids"] == ids[t["start"]: t["end"]] and c["logprobs"] == logprobs[t["start"]: t["end"]])
+            used.add(k)
+            # Parquet keeps the logprobs as float32: exactly the server's, rounded once.
+            assert row["logprobs"][t["start"]: t["end"]] == [float(np.float32(x)) for x in completions[k]["logprobs"]]
+            for i in range(t["start"], t["end"]):
+                in_turn[i] = True
+        assert mask == [1 if x else 0 for x in in_turn]
+        assert all((lp is None) == (not x) for lp, x in zip(logprobs, in_turn))
+    assert len(used) == len(completions)
+    by_task = {r["task_id"]: r for r in records}
+    # Scripted: a lookup, then the answer the judge rewards late, on the answer's turn (plus the benchmark's success).
+    assert [t["reward"] for t in by_task["lookup-test-0"]["turns"]] == [0, 2]
+    assert by_task["lookup-test-0"]["success"] is True and by_task["lookup-test-1"]["success"] is True
+    # Sampled freely from a random model: no valid call, and no success.
+    assert by_task["lookup-test-2"]["success"] is False
+    assert {r["group_id"] for r in records} == {"lookup-test-0", "lookup-test-1", "lookup-test-2"}

@@ -1,0 +1,332 @@
+"""A small vLLM-compatible inference server, for tests and examples on a CPU with no download.
+
+It serves a tiny causal LM built from a config (Qwen2 architecture, random weights from --seed)
+with a real Hugging Face tokenizer made on the spot (byte-level BPE trained on a built-in corpus,
+ChatML special tokens, a Qwen2.5-style chat template with Hermes tool calls), on the routes of
+vLLM's OpenAI-compatible server that token-in, token-out rollouts use, with vLLM's field names:
+
+  GET  /v1/models        {"data": [{"id", "max_model_len", ...}]}
+  POST /tokenize         {model, messages, tools?, add_generation_prompt} or {model, prompt}
+                         -> {count, max_model_len, tokens}
+  POST /detokenize       {model, tokens} -> {prompt}
+  POST /v1/completions   {model, prompt: [ids] | str, max_tokens (default 16), temperature,
+                         top_p, seed, logprobs, return_token_ids} -> choices[0] with text,
+                         logprobs.token_logprobs, finish_reason, stop_reason, token_ids,
+                         prompt_token_ids
+
+Log-probabilities are the model's raw ones (log-softmax of its logits, before temperature and
+top-p: vLLM's default `logprobs_mode`, raw_logprobs). Generation ends on `<|im_end|>` or
+`<|endoftext|>`, which is kept in token_ids (vLLM keeps the stop token it ended on) and left out of
+the text (skip_special_tokens).
+
+--script FILE makes the model say given text where a rule matches the prompt (a JSON list of
+{"match": <regex on the detokenized prompt>, "text": <template, \\1 for groups>}): the forced ids
+are scored by the model like sampled ones, so tests can drive multi-turn tool use through a
+random model. --log FILE appends every completion as the server produced it (one JSON line), for
+checks that a client recorded exactly that.
+
+Usage: python tiny_vllm_server.py --port 0   (prints "READY <url>" once it listens)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+END_OF_TURN = "<|im_end|>"
+END_OF_TEXT = "<|endoftext|>"
+SPECIAL = [END_OF_TEXT, "<|im_start|>", END_OF_TURN]
+# Added, not special: they stay in the text with skip_special_tokens, as in Qwen's tokenizer.
+MARKUP = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+# Qwen2.5's chat template, abridged: tools in the system turn, Hermes tool calls, tool results
+# grouped into one user turn.
+CHAT_TEMPLATE = (
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] }}"
+    "{%- else %}{{- 'You are a helpful assistant.' }}{%- endif %}"
+    "{{- '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments "
+    "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
+    "{%- else %}"
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if (message.role == 'user') or (message.role == 'system' and not loop.first) "
+    "or (message.role == 'assistant' and not message.tool_calls) %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- elif message.role == 'assistant' %}"
+    "{{- '<|im_start|>' + message.role }}"
+    "{%- if message.content %}{{- '\\n' + message.content }}{%- endif %}"
+    "{%- for tool_call in message.tool_calls %}"
+    "{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' }}{{- tool_call.name }}{{- '\", \"arguments\": ' }}"
+    "{{- tool_call.arguments | tojson }}{{- '}\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'tool' %}"
+    "{%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != 'tool') %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' }}{{- message.content }}{{- '\\n</tool_response>' }}"
+    "{%- if loop.last or (messages[loop.index0 + 1].role != 'tool') %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+CORPUS = [
+    "You are a helpful assistant. You may call one or more functions to assist with the user query.",
+    'For each function call, return a json object with function name and arguments: {"name": "lookup_code", "arguments": {"key": "amber-fox"}}',
+    '{"type": "function", "function": {"name": "answer", "description": "Answer the user.", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}',
+    "What is the code behind the key? Look it up, then answer with the code. The code is K7Q2.",
+    "The quick brown fox jumps over the lazy dog. 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz",
+    "amber brisk coral dusky ember frost gilded hazel ivory jade keen lunar misty noble olive pale quiet rusty silver tidal",
+    "fox owl elk ram yak cod bee jay ant eel. Hello! How can I help you today? I need help with my order.",
+    '{"key": "frost-ram", "code": "QN9Y"} {"answered": "QN9Y"} Error: no such key',
+]
+
+
+def build_tokenizer(vocab_size: int = 1024) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on the built-in corpus: any text encodes; deterministic."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=END_OF_TURN,
+        pad_token=END_OF_TEXT,
+        additional_special_tokens=["<|im_start|>"],
+    )
+    fast.add_tokens(MARKUP)
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_model(vocab: int, max_model_len: int, seed: int) -> Qwen2ForCausalLM:
+    torch.manual_seed(seed)
+    config = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_model_len,
+        tie_word_embeddings=True,
+    )
+    model = Qwen2ForCausalLM(config)
+    model.eval()
+    return model
+
+
+class Engine:
+    """The model, its tokenizer, and one generation at a time (a CPU has nothing to batch with)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.name: str = args.model
+        self.max_model_len: int = args.max_model_len
+        self.tokenizer = build_tokenizer()
+        self.model = build_model(len(self.tokenizer), args.max_model_len, args.seed)
+        self.stop_ids = {self.tokenizer.convert_tokens_to_ids(END_OF_TURN), self.tokenizer.convert_tokens_to_ids(END_OF_TEXT)}
+        self.end_of_turn = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
+        self.rules: list[tuple[re.Pattern[str], str]] = []
+        if args.script:
+            with open(args.script, encoding="utf-8") as f:
+                self.rules = [(re.compile(r["match"], re.DOTALL), r["text"]) for r in json.load(f)]
+        self.log_path: str | None = args.log
+        self.lock = threading.Lock()
+        self.version = 0
+
+    def render(self, body: dict[str, Any]) -> list[int]:
+        if "messages" in body:
+            ids = self.tokenizer.apply_chat_template(
+                body["messages"],
+                tools=body.get("tools") or None,
+                add_generation_prompt=body.get("add_generation_prompt", True),
+                tokenize=True,
+                return_dict=False,
+            )
+            return [int(i) for i in ids]
+        return [int(i) for i in self.tokenizer.encode(body["prompt"], add_special_tokens=body.get("add_special_tokens", True))]
+
+    def forced(self, prompt: list[int]) -> list[int] | None:
+        if not self.rules:
+            return None
+        text = self.tokenizer.decode(prompt, skip_special_tokens=False)
+        for pattern, template in self.rules:
+            m = pattern.search(text)
+            if m:
+                return [int(i) for i in self.tokenizer.encode(m.expand(template), add_special_tokens=False)] + [self.end_of_turn]
+        return None
+
+    @torch.no_grad()
+    def complete(self, prompt: list[int], max_tokens: int, temperature: float, top_p: float, seed: int | None) -> dict[str, Any]:
+        forced = self.forced(prompt)
+        generator = torch.Generator().manual_seed(seed if seed is not None else int(time.time_ns() % 2**31))
+        with self.lock:
+            out = self.model(torch.tensor([prompt]), use_cache=True)
+            past = out.past_key_values
+            logits = out.logits[0, -1]
+            ids: list[int] = []
+            logprobs: list[float] = []
+            finish = "length"
+            for t in range(max_tokens):
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                if forced is not None:
+                    token = forced[t] if t < len(forced) else self.end_of_turn
+                elif temperature == 0:
+                    token = int(torch.argmax(logp))
+                else:
+                    token = sample(logits.float() / temperature, top_p, generator)
+                ids.append(token)
+                logprobs.append(float(logp[token]))
+                if token in self.stop_ids:
+                    finish = "stop"
+                    break
+                out = self.model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                logits = out.logits[0, -1]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        result = {"prompt_token_ids": prompt, "token_ids": ids, "logprobs": logprobs, "finish_reason": finish, "text": text}
+        if self.log_path:
+            with self.lock, open(self.log_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(result) + "\n")
+        return result
+
+
+def sample(logits: torch.Tensor, top_p: float, generator: torch.Generator) -> int:
+    probs = torch.softmax(logits, dim=-1)
+    if top_p < 1:
+        sorted_probs, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < top_p
+        sorted_probs = sorted_probs * keep
+        return int(order[torch.multinomial(sorted_probs / sorted_probs.sum(), 1, generator=generator)])
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass
+
+        def send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def error(self, status: int, message: str) -> None:
+            self.send(status, {"error": {"message": message, "type": "BadRequestError", "param": None, "code": status}})
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path == "/v1/models":
+                self.send(200, {"object": "list", "data": [{"id": engine.name, "object": "model", "owned_by": "tiny", "max_model_len": engine.max_model_len}]})
+            elif self.path == "/health":
+                self.send(200, {})
+            else:
+                self.error(404, f"no route {self.path}")
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            try:
+                self.route()
+            except Exception as err:  # noqa: BLE001 - a failed request answers 500, as vLLM's server does
+                self.error(500, f"{type(err).__name__}: {err}")
+
+        def route(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError as err:
+                self.error(400, f"not JSON: {err}")
+                return
+            if body.get("model") not in (None, engine.name):
+                self.error(404, f"The model `{body.get('model')}` does not exist.")
+                return
+            if self.path == "/tokenize":
+                ids = engine.render(body)
+                self.send(200, {"count": len(ids), "max_model_len": engine.max_model_len, "tokens": ids})
+            elif self.path == "/detokenize":
+                self.send(200, {"prompt": engine.tokenizer.decode(body["tokens"])})
+            elif self.path == "/v1/completions":
+                self.completions(body)
+            else:
+                self.error(404, f"no route {self.path}")
+
+        def completions(self, body: dict[str, Any]) -> None:
+            prompt = body["prompt"]
+            ids = [int(i) for i in prompt] if isinstance(prompt, list) else engine.render({"prompt": prompt})
+            max_tokens = int(body.get("max_tokens") or 16)
+            if len(ids) + max_tokens > engine.max_model_len:
+                self.error(400, f"This model's maximum context length is {engine.max_model_len} tokens. However, you requested {len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion).")
+                return
+            r = engine.complete(ids, max_tokens, float(body.get("temperature", 1.0)), float(body.get("top_p", 1.0)), body.get("seed"))
+            tokens = [engine.tokenizer.decode([i]) for i in r["token_ids"]]
+            choice: dict[str, Any] = {
+                "index": 0,
+                "text": r["text"],
+                "logprobs": {"text_offset": [], "token_logprobs": r["logprobs"], "tokens": tokens, "top_logprobs": []} if body.get("logprobs") is not None else None,
+                "finish_reason": r["finish_reason"],
+                "stop_reason": None,
+            }
+            if body.get("return_token_ids"):
+                choice["token_ids"] = r["token_ids"]
+                choice["prompt_token_ids"] = ids
+            self.send(200, {
+                "id": f"cmpl-{time.time_ns()}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": engine.name,
+                "choices": [choice],
+                "usage": {"prompt_tokens": len(ids), "completion_tokens": len(r["token_ids"]), "total_tokens": len(ids) + len(r["token_ids"])},
+            })
+
+    return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=8000, help="0: any free port")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--model", default="tiny-qwen", help="the name it serves the model under")
+    parser.add_argument("--max-model-len", type=int, default=4096)
+    parser.add_argument("--seed", type=int, default=0, help="the random weights' seed")
+    parser.add_argument("--script", help="JSON rules: [{match, text}] forcing what the model says where the prompt matches")
+    parser.add_argument("--log", help="append every completion as produced (JSON lines)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    engine = Engine(args)
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(engine))
+    print(f"READY http://{args.host}:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+/**
+ * A chat model in token mode: each episode's conversation is one token sequence (see
+ * token-transcript.ts), each turn a `/v1/completions` from the whole sequence, its tool calls read
+ * from the generated text by a vLLM-named parser. The caller keeps its conversation as chat
+ * messages (what conversations.jsonl shows); what the model saw and produced is in each turn's
+ * {@link TokenTurn}.
+ */
+import { AgentError } from '../shared/errors.js';
+import type { JsonValue } from '../shared/json.js';
+import { hashSeed } from '../shared/rng.js';
+import type { ChatMessage, ToolCall, ToolSpec } from './client.js';
+import { toolParser, TOOL_PARSERS, type ToolParser } from './tool-parsers.js';
+import { TemplateShape, TokenTranscript, type TokenTurn } from './token-transcript.js';
+import { VllmServer, type SamplingSettings, type TemplateMessage } from './vllm.js';
+
+/** How a run generates in token mode: the server, the sampling settings, the tool parser, the context limit. */
+export interface TokenModeOptions {
+  /** The server's OpenAI base URL (`http://host:8000/v1`). */
+  readonly baseURL: string;
+  readonly model: string;
+  readonly apiKey?: string;
+  readonly sampling: SamplingSettings;
+  /** Each request's seed is drawn from this one, the episode and the turn: reruns sample alike, the trials of a task do not. */
+  readonly seed: number;
+  /** A vLLM tool parser name: `hermes` (default) or `llama3_json`. */
+  readonly toolParser?: string;
+  /** Tokens at most in an episode's sequence (default: the server's `max_model_len`). */
+  readonly maxContext?: number;
+}
+
+/** A generated turn: what the caller's conversation keeps, and its tokens. */
+export interface TokenChatTurn {
+  /** The content (the text before its calls); all of the text when it is invalid. */
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly tokens: TokenTurn;
+}
+
+interface Episode {
+  readonly transcript: TokenTranscript;
+  /** Messages of the caller's conversation already in the sequence. */
+  consumed: number;
+}
+
+export class TokenChat {
+  readonly server: VllmServer;
+  readonly #shape: TemplateShape;
+  readonly #parser: ToolParser;
+  readonly #options: TokenModeOptions;
+  readonly #limit: number;
+  readonly #episodes = new Map<number, Episode>();
+
+  private constructor(server: VllmServer, shape: TemplateShape, parser: ToolParser, options: TokenModeOptions) {
+    this.server = server;
+    this.#shape = shape;
+    this.#parser = parser;
+    this.#options = options;
+    this.#limit = Math.min(server.maxModelLen, options.maxContext ?? Number.MAX_SAFE_INTEGER);
+  }
+
+  /** Checks the server (see {@link VllmServer.connect}) and learns its template's shape, before any episode. */
+  static async open(options: TokenModeOptions, signal?: AbortSignal): Promise<TokenChat> {
+    const name = options.toolParser ?? 'hermes';
+    const parser = toolParser(name);
+    if (!parser) throw new AgentError('BAD_USAGE', `unknown tool parser '${name}'`, { hint: `Pass --tool-parser ${Object.keys(TOOL_PARSERS).join(' or ')} (vLLM's names).` });
+    if (!Number.isInteger(options.sampling.max_tokens) || options.sampling.max_tokens < 1) throw new AgentError('BAD_USAGE', `max-tokens must be a whole number ≥ 1 (got ${options.sampling.max_tokens})`);
+    if (options.maxContext !== undefined && (!Number.isInteger(options.maxContext) || options.maxContext <= options.sampling.max_tokens)) {
+      throw new AgentError('BAD_USAGE', `max-context (${options.maxContext}) must be a whole number above max-tokens (${options.sampling.max_tokens})`, { hint: 'Pass a larger --max-context, or a smaller --max-tokens.' });
+    }
+    const server = await VllmServer.connect({ baseURL: options.baseURL, model: options.model, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) }, signal);
+    return new TokenChat(server, await TemplateShape.learn(server, signal), parser, options);
+  }
+
+  /** The context limit in force: the server's, or `maxContext` when smaller. */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /**
+   * The next turn of `episode`: the messages of `messages` not yet in its sequence (the first
+   * prompt; then tool results and user turns) are rendered by the template and appended, then the
+   * model generates from the whole sequence.
+   */
+  async turn(episode: number, request: { readonly system?: string; readonly messages: readonly ChatMessage[]; readonly tools: readonly ToolSpec[]; readonly signal?: AbortSignal }): Promise<TokenChatTurn> {
+    const { signal } = request;
+    let ep = this.#episodes.get(episode);
+    if (!ep) {
+      const transcript = new TokenTranscript();
+      const first = [...(request.system ? [{ role: 'system' as const, content: request.system }] : []), ...request.messages.map(templateMessage)];
+      const tools = request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as JsonValue } }));
+      transcript.addEnv(await this.server.render(first, { tools, addGenerationPrompt: true }, signal));
+      ep = { transcript, consumed: request.messages.length };
+      this.#episodes.set(episode, ep);
+    } else {
+      // The caller's own record of our turns is skipped: those ids are in the sequence as generated.
+      const added = request.messages.slice(ep.consumed).filter((m) => m.role !== 'assistant');
+      ep.consumed = request.messages.length;
+      const last = ep.transcript.turns[ep.transcript.turns.length - 1];
+      const rest = last ? this.#shape.rest(last.token_ids) : [];
+      const rendered = added.length > 0 ? await this.#shape.render(this.server, added.map(templateMessage), signal) : { ids: [] };
+      ep.transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
+    }
+    const { transcript } = ep;
+    const { max_tokens } = this.#options.sampling;
+    if (transcript.length + max_tokens > this.#limit) {
+      throw new AgentError('CONTEXT_LIMIT', `episode ${episode}'s prompt is ${transcript.length} tokens: with max_tokens ${max_tokens} it would pass the context limit of ${this.#limit} (${this.#limit === this.server.maxModelLen ? "the server's max_model_len" : '--max-context'})`, {
+        hint: 'The episode ends truncated here; raise the limit (the server\'s --max-model-len, or --max-context) or lower --max-tokens for longer episodes.',
+      });
+    }
+    const seed = hashSeed(this.#options.seed, 'sampling', episode, transcript.turns.length);
+    const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
+    const parsed = this.#parser(completion.text);
+    const tokens = transcript.addTurn(completion, seed, parsed.invalid);
+    const n = transcript.turns.length;
+    return {
+      text: parsed.invalid !== undefined ? completion.text : parsed.content,
+      toolCalls: parsed.calls.map((c, i) => ({ id: `call_${episode}_${n}_${i}`, name: c.name, arguments: c.arguments })),
+      inputTokens: tokens.prompt_length,
+      outputTokens: completion.token_ids.length,
+      tokens,
+    };
+  }
+
+  /** Forget an episode's sequence (its turns are recorded already). */
+  end(episode: number): void {
+    this.#episodes.delete(episode);
+  }
+}
+
+function templateMessage(m: ChatMessage): TemplateMessage {
+  if (m.role === 'tool') return { role: 'tool', content: m.content, tool_call_id: m.toolCallId };
+  return { role: m.role, content: m.content };
+}

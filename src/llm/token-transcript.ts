@@ -1,0 +1,122 @@
+/**
+ * An episode as one token sequence: the first prompt as the server's chat template rendered it,
+ * then, turn by turn, the ids the model generated (kept exactly, end-of-turn token included) and
+ * the ids of what the environment said back (tool results, the user's turns), rendered by the same
+ * template without re-rendering the model's turns.
+ *
+ * How the environment's messages become ids: the template renders them after a fixed two-message
+ * prefix (`user`, `assistant`), and the ids past the prefix's own rendering are theirs. What the
+ * template writes after an assistant's content (`<|im_end|>\n` in ChatML) is learnt once per run
+ * from two renderings that differ only in that content; after a turn, the part of it the model did
+ * not generate itself (the `\n` after its `<|im_end|>`; all of it when max_tokens cut the turn) is
+ * the environment's. A template whose rendering of the prefix changes when messages follow it is
+ * not prefix-stable: the turn is recorded with `drift` saying where, never hidden.
+ */
+import type { TokenTurn } from '../events/env-events.js';
+import { firstDifference, type Completion, type TemplateMessage, type VllmServer } from './vllm.js';
+
+export type { TokenTurn };
+
+const PREFIX: readonly TemplateMessage[] = [
+  { role: 'user', content: '.' },
+  { role: 'assistant', content: '.' },
+];
+
+/** What a chat template writes around messages, learnt from the server once per run. */
+export class TemplateShape {
+  /** The ids of the fixed prefix rendered alone. */
+  readonly #prefix: readonly number[];
+  /** What the template writes after an assistant's content (its end-of-turn token first). */
+  readonly closing: readonly number[];
+
+  private constructor(prefix: readonly number[], closing: readonly number[]) {
+    this.#prefix = prefix;
+    this.closing = closing;
+  }
+
+  static async learn(server: VllmServer, signal?: AbortSignal): Promise<TemplateShape> {
+    const [prefix, other, opening] = await Promise.all([
+      server.render(PREFIX, { addGenerationPrompt: false }, signal),
+      server.render([PREFIX[0] as TemplateMessage, { role: 'assistant', content: ',' }], { addGenerationPrompt: false }, signal),
+      server.render([PREFIX[0] as TemplateMessage], { addGenerationPrompt: true }, signal),
+    ]);
+    // Both renderings start with the opening (the user turn and the generation prompt), then the content, then the closing.
+    const a = prefix.slice(firstDifference(prefix, opening) === opening.length ? opening.length : 0);
+    const b = other.slice(firstDifference(other, opening) === opening.length ? opening.length : 0);
+    let common = 0;
+    while (common < a.length && common < b.length && a[a.length - 1 - common] === b[b.length - 1 - common]) common++;
+    return new TemplateShape(prefix, a.slice(a.length - common));
+  }
+
+  /** The ids the template closes a generated turn with that the model did not generate itself. */
+  rest(generated: readonly number[]): readonly number[] {
+    for (let k = Math.min(this.closing.length, generated.length); k > 0; k--) {
+      if (endsWith(generated, this.closing, k)) return this.closing.slice(k);
+    }
+    return this.closing;
+  }
+
+  /** The ids of `messages` (and the generation prompt after them) as the template renders them after an assistant turn. */
+  async render(server: VllmServer, messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<{ readonly ids: readonly number[]; readonly drift?: { readonly at: number; readonly message: string } }> {
+    const full = await server.render([...PREFIX, ...messages], { addGenerationPrompt: true }, signal);
+    const at = firstDifference(full, this.#prefix);
+    if (at === this.#prefix.length) return { ids: full.slice(at) };
+    return {
+      ids: full.slice(at),
+      drift: { at, message: `the chat template renders an assistant turn differently when ${messages.map((m) => m.role).join(', ')} follow it (token ${at} of its ${this.#prefix.length}): the ids from there on are the template's, not a continuation` },
+    };
+  }
+}
+
+function endsWith(ids: readonly number[], closing: readonly number[], k: number): boolean {
+  for (let i = 0; i < k; i++) if (ids[ids.length - k + i] !== closing[i]) return false;
+  return true;
+}
+
+/** One episode's sequence so far, and its turns. */
+export class TokenTranscript {
+  readonly #ids: number[] = [];
+  /** Ids the environment added since the last turn. */
+  #pending: number[] = [];
+  #drift: TokenTurn['drift'];
+  readonly turns: TokenTurn[] = [];
+
+  get length(): number {
+    return this.#ids.length;
+  }
+
+  /** Every id so far, the environment's not yet generated from included. */
+  get ids(): readonly number[] {
+    return this.#ids;
+  }
+
+  /** Ids the environment wrote (the first prompt, a tool result, a user's turn). */
+  addEnv(ids: readonly number[], drift?: TokenTurn['drift']): void {
+    for (const id of ids) this.#ids.push(id);
+    for (const id of ids) this.#pending.push(id);
+    if (drift && !this.#drift) this.#drift = drift;
+  }
+
+  /** A generation from the whole sequence so far: its ids are appended as generated. */
+  addTurn(completion: Completion, seed: number, invalid?: string): TokenTurn {
+    const turn: TokenTurn = {
+      env_ids: this.#pending,
+      prompt_length: this.#ids.length,
+      token_ids: completion.token_ids,
+      logprobs: completion.logprobs,
+      text: completion.text,
+      ...(completion.token_strs ? { token_strs: completion.token_strs } : {}),
+      finish_reason: completion.finish_reason,
+      stop_reason: completion.stop_reason,
+      model: completion.model,
+      seed,
+      ...(invalid !== undefined ? { invalid } : {}),
+      ...(this.#drift ? { drift: this.#drift } : {}),
+    };
+    for (const id of completion.token_ids) this.#ids.push(id);
+    this.#pending = [];
+    this.#drift = undefined;
+    this.turns.push(turn);
+    return turn;
+  }
+}
