@@ -9,7 +9,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { createElement } from 'react';
+import { render } from 'ink-testing-library';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { TimelinePane } from '../../ui/debug/timeline-pane.js';
 import { FAKE_END_OF_TURN, startFakeVllmServer } from '../../llm/fake-vllm-server.js';
 import { exportTokens } from '../../replay/token-export.js';
 import { FolderFeed } from '../../replay/folder-feed.js';
@@ -99,6 +102,13 @@ describe('token mode', () => {
     expect(tl.turns[1]?.env_ids).toEqual(between);
     expect(tl.turns[1]?.token_strs?.join('')).toBe(decode(server.completions[2]?.token_ids ?? []));
     expect(tl.turns[1]?.text).toBe('Found it.\n<tool_call>\n{"name": "answer", "arguments": {"code": "QN9Y"}}\n</tool_call>');
+    const view = render(createElement(TimelinePane, { feed, episode: 0, width: 160, height: 30, active: true, onState: () => undefined }));
+    try {
+      await vi.waitFor(() => expect(view.lastFrame()).toContain(`model turn: prompt ${tl.turns[0]?.prompt_length} · +${tl.turns[0]?.env_ids.length} from the env (mask 0) · ${tl.turns[0]?.token_ids.length} generated (mask 1) · stop`));
+      expect(view.lastFrame()).toContain('<·63 t·119 o·114 o·114 l·111');
+    } finally {
+      view.unmount();
+    }
   });
 
   it('answers a call the parser cannot read with the error, counts it invalid, and goes on', async () => {
