@@ -24,6 +24,8 @@ export interface FakeVllmOptions {
   readonly model?: string;
   /** Each completion answers after this long (a generation's time on a real server; default 0). */
   readonly delayMs?: number;
+  /** Render the last assistant turn with an empty `<think>` block, earlier ones without (as Qwen3's template does): not prefix-stable. */
+  readonly thinkingTemplate?: boolean;
 }
 
 /** One completion as the fake produced it. */
@@ -64,7 +66,7 @@ interface Message {
 }
 
 /** ChatML as Qwen renders it: a system turn (with the tools when given), tool results grouped into one user turn. */
-function renderChat(messages: readonly Message[], tools: readonly unknown[] | undefined, addGenerationPrompt: boolean): string {
+function renderChat(messages: readonly Message[], tools: readonly unknown[] | undefined, addGenerationPrompt: boolean, thinking = false): string {
   let out = '';
   const first = messages[0];
   const system = first?.role === 'system' ? first.content : 'You are a helpful assistant.';
@@ -75,7 +77,8 @@ function renderChat(messages: readonly Message[], tools: readonly unknown[] | un
       if (messages[i - 1]?.role !== 'tool') out += '<|im_start|>user';
       out += `\n<tool_response>\n${m.content}\n</tool_response>`;
       if (messages[i + 1]?.role !== 'tool') out += '<|im_end|>\n';
-    } else out += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
+    } else if (m.role === 'assistant' && thinking && i === messages.length - 1) out += `<|im_start|>assistant\n<think>\n\n</think>\n\n${m.content}<|im_end|>\n`;
+    else out += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
   });
   if (addGenerationPrompt) out += '<|im_start|>assistant\n';
   return out;
@@ -106,7 +109,7 @@ export async function startFakeVllmServer(options: FakeVllmOptions): Promise<Fak
       const body = (chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {}) as Record<string, unknown>;
       if (req.method === 'GET' && route === '/v1/models') return send(200, { object: 'list', data: [{ id: model, object: 'model', max_model_len: maxModelLen }] });
       if (req.method === 'POST' && route === '/tokenize' && !omit.has('tokenize')) {
-        const ids = Array.isArray(body['messages']) ? encode(renderChat(body['messages'] as Message[], body['tools'] as unknown[] | undefined, body['add_generation_prompt'] !== false)) : encode(String(body['prompt'] ?? ''));
+        const ids = Array.isArray(body['messages']) ? encode(renderChat(body['messages'] as Message[], body['tools'] as unknown[] | undefined, body['add_generation_prompt'] !== false, options.thinkingTemplate)) : encode(String(body['prompt'] ?? ''));
         return send(200, { count: ids.length, max_model_len: maxModelLen, tokens: ids });
       }
       if (req.method === 'POST' && route === '/v1/completions') {

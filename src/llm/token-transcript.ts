@@ -56,14 +56,27 @@ export class TemplateShape {
     return this.closing;
   }
 
-  /** The ids of `messages` (and the generation prompt after them) as the template renders them after an assistant turn. */
+  /**
+   * The ids of `messages` (and the generation prompt after them) as the template renders them after
+   * an assistant turn. A template that renders the prefix's assistant turn otherwise once messages
+   * follow it (Qwen3's drops the last turn's `<think>` block) is not prefix-stable there: then the
+   * messages are rendered after the prefix's user turn alone, which carries no content of ours, and
+   * the drift is reported.
+   */
   async render(server: VllmServer, messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<{ readonly ids: readonly number[]; readonly drift?: { readonly at: number; readonly message: string } }> {
     const full = await server.render([...PREFIX, ...messages], { addGenerationPrompt: true }, signal);
     const at = firstDifference(full, this.#prefix);
     if (at === this.#prefix.length) return { ids: full.slice(at) };
+    const roles = messages.map((m) => m.role).join(', ');
+    const user = PREFIX[0] as TemplateMessage;
+    const [alone, after] = await Promise.all([server.render([user], { addGenerationPrompt: false }, signal), server.render([user, ...messages], { addGenerationPrompt: true }, signal)]);
+    const from = firstDifference(after, alone);
     return {
-      ids: full.slice(at),
-      drift: { at, message: `the chat template renders an assistant turn differently when ${messages.map((m) => m.role).join(', ')} follow it (token ${at} of its ${this.#prefix.length}): the ids from there on are the template's, not a continuation` },
+      ids: after.slice(from),
+      drift: {
+        at,
+        message: `the chat template renders an assistant turn differently when ${roles} follow it (token ${at} of its ${this.#prefix.length}): ${from === alone.length ? `the ${roles} ids are rendered after a user turn instead` : `not prefix-stable after a user turn either (token ${from}): the ids are the template's from there`}, not an exact continuation`,
+      },
     };
   }
 }

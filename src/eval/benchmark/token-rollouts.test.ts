@@ -111,6 +111,23 @@ describe('token mode', () => {
     }
   });
 
+  it('says where a template is not prefix-stable, instead of hiding it', async () => {
+    await using server = await startFakeVllmServer({ reply: lookupModel, thinkingTemplate: true });
+    const report = await bench(server.url, await outDir(), { tasks: ['lookup-test-0'], trials: 1 });
+    const [r] = await exportTokens(report.run_dir);
+    expect(r?.drift).toBe(true);
+    await using feed = await FolderFeed.open(report.run_dir, { follow: false });
+    await feed.ready();
+    const [first, second] = (await timeline(feed, 0)).turns;
+    expect(first?.drift).toBeUndefined();
+    expect(second?.drift?.message).toMatch(/renders an assistant turn differently when tool follow it/);
+    // Still token-exact: the ids are what the server generated from; and the tool result is rendered as after a user turn, with nothing of the prefix in it.
+    expect(server.completions[2]?.prompt_token_ids).toEqual(r?.input_ids.slice(0, r.turns[1]?.start));
+    expect(second?.drift?.message).toMatch(/the tool ids are rendered after a user turn instead/);
+    const { decode } = await import('../../llm/fake-vllm-server.js');
+    expect(decode(second?.env_ids ?? [])).toBe('\n<|im_start|>user\n<tool_response>\n{"key":"frost-ram","code":"QN9Y"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+  });
+
   it('answers a call the parser cannot read with the error, counts it invalid, and goes on', async () => {
     await using server = await startFakeVllmServer({
       // Completion 0 is the start-up check; the episode's first turn is completion 1.
