@@ -163,6 +163,7 @@ export class Run implements AsyncDisposable {
       if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
       if (saved?.config.llm) throw new UsageError(`run ${saved.run_id} was run by an llm: policy, whose conversations are not journaled: its episodes cannot be continued mid-conversation`, 'Start a new run; what the interrupted run completed is in its run folder.');
       const llmName = typeof options.policy === 'string' && !options.sessions ? llmModel(options.policy) : undefined;
+      if (llmName !== undefined && queueName !== undefined) throw new UsageError('a distributed run cannot take an llm: policy yet: its workers load the policy by path', 'Run it without --distributed (episodes run concurrently here, up to --concurrency), or wrap the model in a policy module.');
       const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : llmName !== undefined ? undefined : await loadPolicy(policyName);
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
