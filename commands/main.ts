@@ -93,6 +93,11 @@ async function reportError(err: unknown, io: Io, commanderPrinted: boolean): Pro
     if (err.hint) io.stderr.write(`hint: ${err.hint}\n`);
     return 2;
   }
+  // Stopped by Ctrl-C: what was stopped and where its work is, not a bug report.
+  if (isAgentError(err) && err.code === 'INTERRUPTED') {
+    io.stderr.write(`${err.message}\n`);
+    return 130;
+  }
   io.stderr.write(`internal error: ${describeError(err, { stack: true })}\nThis is a bug in agentic-rl-toolkit; please report it with the command you ran.\n`);
   return 1;
 }

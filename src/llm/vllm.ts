@@ -192,7 +192,7 @@ export class VllmServer {
         failure = describeError(err);
       }
       if (attempt >= attempts) {
-        throw new AgentError('LLM_UNAVAILABLE', `the inference server at ${this.root} failed POST ${route} ${attempts} times (${failure})`, { hint: 'Is the server up? (curl its /v1/models); the episodes that were waiting on it failed, the ones done are kept.' });
+        throw new AgentError('LLM_UNAVAILABLE', `the inference server at ${this.root} failed POST ${route} ${attempts} times (${failure})`, { hint: `Is it up? (curl ${this.root}/v1/models). Started before any episode, nothing ran; mid-run, the episodes waiting on it fail and the ones done are kept.` });
       }
       await sleep(RETRY_DELAYS_MS[attempt - 1] ?? 4_000, signal);
     }

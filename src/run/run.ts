@@ -16,7 +16,6 @@
  * (durable.ts, coordinator.ts, run-summary.ts; its options and their checks in run-options.ts).
  */
 import { setMaxListeners } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
 import type { EnvEvent } from '../events/env-events.js';
@@ -32,7 +31,7 @@ import type { JsonValue } from '../shared/json.js';
 import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { loadPolicy, type Policy } from './policy.js';
-import { createLlmAgent, llmModel } from './llm-agent.js';
+import { envLlmAgent, llmModel } from './llm-agent.js';
 import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
@@ -185,16 +184,8 @@ export class Run implements AsyncDisposable {
         ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
       const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
-      // An llm: policy is made once the env is open: the user's instruction defaults to its description.
-      const llm =
-        llmName === undefined
-          ? undefined
-          : await createLlmAgent(llmName, options.llm ?? {}, {
-              system: options.llm?.system ?? (await envPolicyDoc(env.definition.dir)),
-              seed,
-              ...(options.llm?.instruction !== undefined || env.definition.description !== undefined ? { instruction: options.llm?.instruction ?? env.definition.description } : {}),
-              ...(options.signal ? { signal: options.signal } : {}),
-            });
+      // An llm: policy is made once the env is open: its policy.md and description are the defaults.
+      const llm = llmName === undefined ? undefined : await envLlmAgent(llmName, env.definition, options.llm ?? {}, seed, options.signal);
       const llmConfig = llm?.config ?? options.policyRecord?.llm;
       const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: options.policyRecord?.name ?? policyName, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {
@@ -600,13 +591,4 @@ const servedPolicy: Policy = () => null;
 /** A served episode open when the run's process stopped, resumed without its client: it ends at once, `client_lost`. */
 function clientGone(initialStateId: string): EpisodeDriver {
   return { initialIndex: Number(initialStateId.slice('initial-'.length)), drive: () => Promise.resolve({ reason: 'client_lost', reward: 0 }) };
-}
-
-/** An env's `policy.md` (the rules an agent is told), or '' without one. */
-async function envPolicyDoc(dir: string): Promise<string> {
-  try {
-    return (await readFile(path.join(dir, 'policy.md'), 'utf8')).trim();
-  } catch {
-    return '';
-  }
 }

@@ -60,7 +60,7 @@ export const ERROR_CODES = {
   UNKNOWN_EPISODE: { meaning: "`agent serve`: no episode of that id in the caller's sessions (never opened, another client's, or ended and gone).", exit: 1, retryable: false, python: 'UnknownEpisode' },
   EPISODE_EXISTS: { meaning: '`agent serve`: a reset named an episode id that is already taken on this server.', exit: 1, retryable: false, python: 'EpisodeExists' },
   LLM_INCOMPATIBLE: { meaning: "The inference server cannot do token-in, token-out generation: a route (`/tokenize`, `/v1/completions`) or a field of its answers (`tokens`, `token_ids`, `logprobs`) is missing; the message names which. Checked before the first episode.", exit: 2, retryable: false },
-  LLM_UNAVAILABLE: { meaning: 'The inference server could not be reached, or failed a request after the retries: the episode in flight fails with the reason.', exit: 1, retryable: true },
+  LLM_UNAVAILABLE: { meaning: 'The inference server could not be reached, or failed a request after the retries: the episode in flight fails with the reason (at start: nothing runs).', exit: 2, retryable: true },
   CONTEXT_LIMIT: { meaning: "An llm: episode's next prompt (with room for `max_tokens`) would not fit the model's context (`max_model_len`, or `--max-context`): the episode ends truncated, reason context_limit.", exit: 1, retryable: false },
   POLICY_FAILED: { meaning: 'The policy threw, or answered something that is not an action.', exit: 1, retryable: false },
   INTERRUPTED: { meaning: 'Stopped by a signal (Ctrl-C) or a server shutting down before the work was done.', exit: 1, retryable: false },
