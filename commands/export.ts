@@ -31,6 +31,7 @@ interface Flags {
   lenient?: boolean;
   split?: string;
   verdict?: string;
+  userTurns: 'as-run' | 'said';
 }
 
 /** Resolves when the stream can take more, or is gone (an error, a close): never rejects. */
@@ -84,11 +85,13 @@ export function registerExport(program: Command, io: Io): void {
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
+    .option('--user-turns <which>', "with --format chat or chat-parquet: as-run (every episode, each marked by user_turns) or said (only episodes whose user turns are what a user said: leaves out a gold run's τ-bench episodes, whose user message would be the simulated user's private scenario)", choice(['as-run', 'said'] as const), 'as-run')
     .option('--lenient', 'skip records that are damaged (not JSON, wrong types, a step twice), counting them, instead of refusing the folder')
     .addHelpText('after', '\nExamples:\n  agent export runs/20261130-101500-1a2b3c > steps.jsonl\n  agent export runs/20261130-101500-1a2b3c --format parquet --out steps.parquet --rewards arrived\n  agent export runs/20261130-101500-1a2b3c --state full > steps-with-states.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat > episodes.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format chat-parquet --out sft.parquet\n  agent export runs/20261130-101500-1a2b3c --format chat --verdict judge > judged.chat.jsonl\n  agent export runs/20261130-101500-1a2b3c --format tokens --out rollouts.parquet\n  agent export tau-bench/airline --format verl --out airline.verl.parquet')
     .action(async (dir: string, flags: Flags) => {
       const { exportChat, exportRun, exportTokens, UsageError, verlDataset, writeChatParquet, writeParquet, writeTokensParquet, writeVerlParquet } = await core();
       if (flags.split !== undefined && flags.format !== 'verl') throw new UsageError('--split goes with --format verl (a suite\'s tasks); a run folder exports the episodes it holds', 'Drop --split, or add --format verl.');
+      if (flags.userTurns === 'said' && flags.format !== 'chat' && flags.format !== 'chat-parquet') throw new UsageError('--user-turns goes with --format chat or chat-parquet', 'Drop --user-turns, or add --format chat.');
       if (flags.verdict !== undefined && flags.format === 'verl') throw new UsageError('--verdict goes with a benchmark run\'s episodes; --format verl exports a suite\'s tasks, which have no verdicts yet', 'Drop --verdict.');
       const common = {
         rewards: flags.rewards,
@@ -98,6 +101,7 @@ export function registerExport(program: Command, io: Io): void {
         onReplaced: (r: { strings: number; first?: string }) =>
           void io.stderr.write(`warning: ${r.strings} string${r.strings === 1 ? '' : 's'} held a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot encode): exported with U+FFFD in its place${r.first !== undefined ? ` (first: ${r.first})` : ''}\n`),
       };
+      const chatOptions = { ...common, userTurns: flags.userTurns, onLeftOut: (n: number, why: string) => void io.stderr.write(`${n} episode${n === 1 ? '' : 's'} left out (--user-turns said): ${why}\n`) };
       const refuse = (message: string): Error => new UsageError(message, 'Pass --out a file path you can write to (missing folders are made).');
       const tokensAsLines = flags.format === 'tokens' && flags.out?.endsWith('.jsonl') === true;
       const parquet = tokensAsLines ? undefined : PARQUET[flags.format];
@@ -118,7 +122,7 @@ export function registerExport(program: Command, io: Io): void {
           await writeTokensParquet(file, records);
           count = records.length;
         } else if (flags.format === 'chat-parquet') {
-          const records = await exportChat(dir, common);
+          const records = await exportChat(dir, chatOptions);
           await ready();
           await writeChatParquet(file, records);
           count = records.length;
@@ -131,7 +135,7 @@ export function registerExport(program: Command, io: Io): void {
         io.stderr.write(`${count} ${parquet.unit} written to ${file}\n`);
         return;
       }
-      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, common) : flags.format === 'tokens' ? await exportTokens(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
+      const records: readonly object[] = flags.format === 'chat' ? await exportChat(dir, chatOptions) : flags.format === 'tokens' ? await exportTokens(dir, common) : await exportRun(dir, { ...common, gamma: flags.gamma, state: flags.state });
       if (flags.out !== undefined) {
         const file = (await openOut(flags.out, refuse)).createWriteStream();
         for (const r of records) if (!file.write(`${JSON.stringify(r)}\n`)) await once(file, 'drain');

@@ -42,7 +42,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
     .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, SERVE_DEFAULTS.httpIdleMs)
     .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, SERVE_DEFAULTS.wsTimeoutMs)
-    .option('--split <name>', "a suite's task split that reset {task_id} draws from", SERVE_DEFAULTS.split)
+    .option('--split <name>', "a suite's task split that reset {task_id} and rollouts draw from; several as train,test", SERVE_DEFAULTS.split)
     .option('--seed <s>', 'seed for the tools and simulated latency', integer, RUN_DEFAULTS.seed)
     .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')

@@ -10,7 +10,7 @@ export { RUN_FILES, type EpisodeRecord, type StateRecord, type TrajectoryRecord 
 export { rewardEvent, rewardRecord, type RewardLogRecord } from './replay/reward-log.js';
 export { deliverToRunFolder, openRunRewards, readManifest, type FolderDelivery, type FolderDeliveryReport, type RunManifest, type RunRewards } from './replay/run-rewards.js';
 export { exportRun, writeParquet, type ExportOptions, type ExportRecord, type StateMode } from './replay/export.js';
-export { exportChat, writeChatParquet, type ChatRecord, type ChatTool, type ChatToolCall, type ChatTurn } from './replay/chat-export.js';
+export { exportChat, writeChatParquet, type ChatExportOptions, type ChatRecord, type ChatTool, type ChatToolCall, type ChatTurn } from './replay/chat-export.js';
 export { exportTokens, writeTokensParquet, type TokenRecord, type TokenSpan } from './replay/token-export.js';
 export type { Replaced } from './shared/well-formed.js';
 export { inspectField, inspectState, inspectTrace, type FieldChange, type StateReport, type TraceReport } from './replay/inspect.js';

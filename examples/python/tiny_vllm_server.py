@@ -12,7 +12,17 @@ vLLM's OpenAI-compatible server that token-in, token-out rollouts use, with vLLM
   POST /v1/completions   {model, prompt: [ids] | str, max_tokens (default 16), temperature,
                          top_p, seed, logprobs, return_token_ids} -> choices[0] with text,
                          logprobs.token_logprobs, finish_reason, stop_reason, token_ids,
-                         prompt_token_ids
+                         prompt_token_ids; and `weight_version` beside them
+  POST /update_weights   {path, version} -> {weight_version}: loads a safetensors file the trainer
+                         wrote (the model's full state dict, names as `model.state_dict()` has
+                         them) between two generations; `version` must be above the current one
+                         (409 otherwise, nothing loaded)
+
+The weight update is ours, named after the route prime-rl's vLLM server adds for the same job
+(`POST /update_weights` with a checkpoint path, loaded by a worker extension); SGLang's is
+`/update_weights_from_disk` {model_path}; TRL's `trl vllm-serve` broadcasts tensors over NCCL
+(`/init_communicator/`, `/update_named_param/`) instead of a file. vLLM itself serves no weight
+route: trainers add one (a worker extension calling `load_weights`) or restart the server.
 
 Log-probabilities are the model's raw ones (log-softmax of its logits, before temperature and
 top-p: vLLM's default `logprobs_mode`, raw_logprobs). Generation ends on `<|im_end|>` or
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import re
 import threading
 import time
@@ -97,6 +108,8 @@ CORPUS = [
     "amber brisk coral dusky ember frost gilded hazel ivory jade keen lunar misty noble olive pale quiet rusty silver tidal",
     "fox owl elk ram yak cod bee jay ant eel. Hello! How can I help you today? I need help with my order.",
     '{"key": "frost-ram", "code": "QN9Y"} {"answered": "QN9Y"} Error: no such key',
+    # Key words as they appear inside a key ('frost-ram-7'): whole tokens there too, not letters.
+    "-".join(["amber", "brisk", "coral", "dusky", "ember", "frost", "gilded", "hazel", "ivory", "jade", "keen", "lunar", "misty", "noble", "olive", "pale", "quiet", "rusty", "silver", "tidal", "fox", "owl", "elk", "ram", "yak", "cod", "bee", "jay", "ant", "eel"]) * 3,
 ]
 
 
@@ -123,21 +136,36 @@ def build_tokenizer(vocab_size: int = 1024) -> PreTrainedTokenizerFast:
     return fast
 
 
-def build_model(vocab: int, max_model_len: int, seed: int) -> Qwen2ForCausalLM:
+def build_model(vocab: int, max_model_len: int, seed: int, hidden: int = 64, layers: int = 2, heads: int = 4) -> Qwen2ForCausalLM:
+    """A Qwen2 model with random weights from `seed`: the same arguments build the same weights (a trainer and this server agree on version 0).
+
+    Each attention head's output projection starts as the transpose of its value projection, so
+    that W_O·W_V is positive semi-definite: a head copies what it attends to. That is the in-context
+    copying a pretrained model brings; from plain random weights a 2-layer model plateaus for
+    thousands of steps before it finds it (reading a key or a code back out of its context is
+    most of what a tool-using turn does).
+    """
     torch.manual_seed(seed)
     config = Qwen2Config(
         vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
         max_position_embeddings=max_model_len,
         tie_word_embeddings=True,
     )
     model = Qwen2ForCausalLM(config)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.copy_(layer.self_attn.v_proj.weight.T)
     model.eval()
     return model
+
+
+class VersionConflict(Exception):
+    """A weight update older than (or as old as) the weights being served."""
 
 
 class Engine:
@@ -147,7 +175,7 @@ class Engine:
         self.name: str = args.model
         self.max_model_len: int = args.max_model_len
         self.tokenizer = build_tokenizer()
-        self.model = build_model(len(self.tokenizer), args.max_model_len, args.seed)
+        self.model = build_model(len(self.tokenizer), args.max_model_len, args.seed, args.hidden_size, args.layers, args.heads)
         self.stop_ids = {self.tokenizer.convert_tokens_to_ids(END_OF_TURN), self.tokenizer.convert_tokens_to_ids(END_OF_TEXT)}
         self.end_of_turn = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         self.rules: list[tuple[re.Pattern[str], str]] = []
@@ -155,8 +183,32 @@ class Engine:
             with open(args.script, encoding="utf-8") as f:
                 self.rules = [(re.compile(r["match"], re.DOTALL), r["text"]) for r in json.load(f)]
         self.log_path: str | None = args.log
+        # Held while a batch generates: a weight update lands between two batches.
         self.lock = threading.Lock()
+        self.log_lock = threading.Lock()
         self.version = 0
+        self.max_batch: int = args.max_batch
+        self.jobs: queue.Queue[Job] = queue.Queue()
+        threading.Thread(target=self.serve_jobs, daemon=True).start()
+
+    def update_weights(self, path: str, version: int) -> None:
+        """Loads a state dict the trainer wrote, between two generations (it waits for the one running)."""
+        from safetensors.torch import load_file
+
+        state = load_file(path)
+        # Checked whole before anything is copied: a file that does not fit leaves the served weights as they were.
+        own = {k: v for k, v in self.model.state_dict().items() if k != "lm_head.weight"}
+        missing = sorted(set(own) - set(state))
+        unexpected = sorted(set(state) - set(own) - {"lm_head.weight"})
+        misshapen = sorted(k for k in set(own) & set(state) if own[k].shape != state[k].shape)
+        if missing or unexpected or misshapen:
+            raise ValueError(f"the state dict does not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}, other shapes {misshapen[:5]}")
+        with self.lock:
+            if version <= self.version:
+                raise VersionConflict(f"weight version {version} is not above the current {self.version}: versions only go forward")
+            # Tied embeddings: lm_head.weight is the embedding's, re-tied by loading the rest.
+            self.model.load_state_dict(state, strict=False)
+            self.version = version
 
     def render(self, body: dict[str, Any]) -> list[int]:
         if "messages" in body:
@@ -180,39 +232,93 @@ class Engine:
                 return [int(i) for i in self.tokenizer.encode(m.expand(template), add_special_tokens=False)] + [self.end_of_turn]
         return None
 
-    @torch.no_grad()
     def complete(self, prompt: list[int], max_tokens: int, temperature: float, top_p: float, seed: int | None) -> dict[str, Any]:
-        forced = self.forced(prompt)
-        generator = torch.Generator().manual_seed(seed if seed is not None else int(time.time_ns() % 2**31))
-        with self.lock:
-            out = self.model(torch.tensor([prompt]), use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[0, -1]
-            ids: list[int] = []
-            logprobs: list[float] = []
-            finish = "length"
-            for t in range(max_tokens):
-                logp = torch.log_softmax(logits.float(), dim=-1)
-                if forced is not None:
-                    token = forced[t] if t < len(forced) else self.end_of_turn
-                elif temperature == 0:
-                    token = int(torch.argmax(logp))
-                else:
-                    token = sample(logits.float() / temperature, top_p, generator)
-                ids.append(token)
-                logprobs.append(float(logp[token]))
-                if token in self.stop_ids:
-                    finish = "stop"
-                    break
-                out = self.model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
-                past = out.past_key_values
-                logits = out.logits[0, -1]
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        result = {"prompt_token_ids": prompt, "token_ids": ids, "logprobs": logprobs, "finish_reason": finish, "text": text}
+        """One generation; requests that arrive together are generated as one batch (as vLLM batches them)."""
+        job = Job(prompt, max_tokens, temperature, top_p, torch.Generator().manual_seed(seed if seed is not None else int(time.time_ns() % 2**31)), self.forced(prompt))
+        self.jobs.put(job)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        result = job.result
         if self.log_path:
-            with self.lock, open(self.log_path, "a", encoding="utf-8") as f:
+            with self.log_lock, open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(result) + "\n")
         return result
+
+    def serve_jobs(self) -> None:
+        """The generation loop: takes every waiting request (up to --max-batch) and generates them together."""
+        while True:
+            batch = [self.jobs.get()]
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self.jobs.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                with self.lock:
+                    self.generate(batch)
+            except Exception as err:  # noqa: BLE001 - a failed batch fails its requests (500), the loop goes on
+                for job in batch:
+                    job.error = err
+            for job in batch:
+                job.done.set()
+
+    @torch.no_grad()
+    def generate(self, batch: list[Job]) -> None:
+        """Left-padded prompts, one forward pass per step for the whole batch, each row sampled with its own settings and seed."""
+        width = max(len(j.prompt) for j in batch)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(j.prompt)) + j.prompt for j in batch])
+        mask = torch.tensor([[0] * (width - len(j.prompt)) + [1] * len(j.prompt) for j in batch])
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        past = out.past_key_values
+        logits = out.logits[:, -1].float()
+        generated: list[list[int]] = [[] for _ in batch]
+        logprobs: list[list[float]] = [[] for _ in batch]
+        finish = ["length"] * len(batch)
+        live = [True] * len(batch)
+        last = positions[:, -1:]
+        for t in range(max(j.max_tokens for j in batch)):
+            logp = torch.log_softmax(logits, dim=-1)
+            step: list[int] = []
+            for i, job in enumerate(batch):
+                if not live[i]:
+                    step.append(pad)
+                    continue
+                if job.forced is not None:
+                    token = job.forced[t] if t < len(job.forced) else self.end_of_turn
+                elif job.temperature == 0:
+                    token = int(torch.argmax(logp[i]))
+                else:
+                    token = sample(logits[i] / job.temperature, job.top_p, job.generator)
+                generated[i].append(token)
+                logprobs[i].append(float(logp[i, token]))
+                if token in self.stop_ids:
+                    finish[i], live[i] = "stop", False
+                elif len(generated[i]) >= job.max_tokens:
+                    live[i] = False
+                step.append(token)
+            if not any(live):
+                break
+            mask = torch.cat([mask, torch.ones((len(batch), 1), dtype=mask.dtype)], dim=1)
+            last = last + 1
+            out = self.model(torch.tensor(step)[:, None], attention_mask=mask, position_ids=last, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits = out.logits[:, -1].float()
+        for i, job in enumerate(batch):
+            text = self.tokenizer.decode(generated[i], skip_special_tokens=True)
+            job.result = {"prompt_token_ids": job.prompt, "token_ids": generated[i], "logprobs": logprobs[i], "finish_reason": finish[i], "text": text, "weight_version": self.version}
+
+
+class Job:
+    """A completion request waiting for the generation loop."""
+
+    def __init__(self, prompt: list[int], max_tokens: int, temperature: float, top_p: float, generator: torch.Generator, forced: list[int] | None) -> None:
+        self.prompt, self.max_tokens, self.temperature, self.top_p, self.generator, self.forced = prompt, max_tokens, temperature, top_p, generator, forced
+        self.done = threading.Event()
+        self.result: dict[str, Any] = {}
+        self.error: Exception | None = None
 
 
 def sample(logits: torch.Tensor, top_p: float, generator: torch.Generator) -> int:
@@ -245,7 +351,7 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path == "/v1/models":
-                self.send(200, {"object": "list", "data": [{"id": engine.name, "object": "model", "owned_by": "tiny", "max_model_len": engine.max_model_len}]})
+                self.send(200, {"object": "list", "data": [{"id": engine.name, "object": "model", "owned_by": "tiny", "max_model_len": engine.max_model_len, "weight_version": engine.version}]})
             elif self.path == "/health":
                 self.send(200, {})
             else:
@@ -274,8 +380,25 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 self.send(200, {"prompt": engine.tokenizer.decode(body["tokens"])})
             elif self.path == "/v1/completions":
                 self.completions(body)
+            elif self.path == "/update_weights":
+                self.update_weights(body)
             else:
                 self.error(404, f"no route {self.path}")
+
+        def update_weights(self, body: dict[str, Any]) -> None:
+            path, version = body.get("path"), body.get("version")
+            if not isinstance(path, str) or not isinstance(version, int) or isinstance(version, bool):
+                self.error(400, "send {path: <safetensors file>, version: <int above the current>}")
+                return
+            try:
+                engine.update_weights(path, version)
+            except VersionConflict as err:
+                self.error(409, str(err))
+                return
+            except (OSError, ValueError) as err:
+                self.error(400, f"cannot load {path}: {err}")
+                return
+            self.send(200, {"weight_version": engine.version})
 
         def completions(self, body: dict[str, Any]) -> None:
             prompt = body["prompt"]
@@ -303,6 +426,7 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 "model": engine.name,
                 "choices": [choice],
                 "usage": {"prompt_tokens": len(ids), "completion_tokens": len(r["token_ids"]), "total_tokens": len(ids) + len(r["token_ids"])},
+                "weight_version": r["weight_version"],
             })
 
     return Handler
@@ -315,6 +439,10 @@ def main() -> None:
     parser.add_argument("--model", default="tiny-qwen", help="the name it serves the model under")
     parser.add_argument("--max-model-len", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0, help="the random weights' seed")
+    parser.add_argument("--max-batch", type=int, default=32, help="completions generated together at most")
+    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--script", help="JSON rules: [{match, text}] forcing what the model says where the prompt matches")
     parser.add_argument("--log", help="append every completion as produced (JSON lines)")
     args = parser.parse_args()

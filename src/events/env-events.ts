@@ -113,6 +113,16 @@ export interface TokenTurn {
   readonly seed: number;
   /** The text could not be read as the tool parser reads calls: why (the turn counts as an invalid action). */
   readonly invalid?: string;
+  /**
+   * The weights' version the turn was generated with: the server's own report when it gives one,
+   * else the version the trainer last declared (`agent serve`'s rollouts); absent when neither said.
+   */
+  readonly weight_version?: number;
+  /**
+   * The turn is a task's gold action rendered by the chat template as the model's turn
+   * (`--policy gold --tokens`: data for a supervised warm start), not sampled: `logprobs` is empty.
+   */
+  readonly gold?: true;
   /** The chat template re-rendered its prefix when the environment's messages followed it: `env_ids` are the template's, not an exact continuation; `at` is the first token that differed. */
   readonly drift?: { readonly at: number; readonly message: string };
 }

@@ -26,6 +26,8 @@ export interface FakeVllmOptions {
   readonly delayMs?: number;
   /** Render the last assistant turn with an empty `<think>` block, earlier ones without (as Qwen3's template does): not prefix-stable. */
   readonly thinkingTemplate?: boolean;
+  /** Report each completion's `weight_version` (as our tiny server does after a weight update): this one, read per completion. */
+  readonly weightVersion?: () => number;
 }
 
 /** One completion as the fake produced it. */
@@ -63,6 +65,13 @@ export function decode(ids: readonly number[], skipSpecial = false): string {
 interface Message {
   readonly role: string;
   readonly content: string;
+  readonly tool_calls?: readonly { readonly function: { readonly name: string; readonly arguments: unknown } }[];
+}
+
+/** An assistant turn's content and its calls as Hermes writes them (Qwen2.5's template). */
+function assistantContent(m: Message): string {
+  const calls = (m.tool_calls ?? []).map((c) => `<tool_call>\n${JSON.stringify({ name: c.function.name, arguments: c.function.arguments })}\n</tool_call>`);
+  return [m.content, ...calls].filter((part) => part !== '').join('\n');
 }
 
 /** ChatML as Qwen renders it: a system turn (with the tools when given), tool results grouped into one user turn. */
@@ -77,8 +86,8 @@ function renderChat(messages: readonly Message[], tools: readonly unknown[] | un
       if (messages[i - 1]?.role !== 'tool') out += '<|im_start|>user';
       out += `\n<tool_response>\n${m.content}\n</tool_response>`;
       if (messages[i + 1]?.role !== 'tool') out += '<|im_end|>\n';
-    } else if (m.role === 'assistant' && thinking && i === messages.length - 1) out += `<|im_start|>assistant\n<think>\n\n</think>\n\n${m.content}<|im_end|>\n`;
-    else out += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
+    } else if (m.role === 'assistant' && thinking && i === messages.length - 1) out += `<|im_start|>assistant\n<think>\n\n</think>\n\n${assistantContent(m)}<|im_end|>\n`;
+    else out += `<|im_start|>${m.role}\n${m.role === 'assistant' ? assistantContent(m) : m.content}<|im_end|>\n`;
   });
   if (addGenerationPrompt) out += '<|im_start|>assistant\n';
   return out;
@@ -128,7 +137,7 @@ export async function startFakeVllmServer(options: FakeVllmOptions): Promise<Fak
           stop_reason: null,
           ...(omit.has('token_ids') || body['return_token_ids'] !== true ? {} : { token_ids: ids, prompt_token_ids: prompt }),
         };
-        const answer = { id: `cmpl-${completions.length}`, object: 'text_completion', model, choices: [choice], usage: { prompt_tokens: prompt.length, completion_tokens: ids.length } };
+        const answer = { id: `cmpl-${completions.length}`, object: 'text_completion', model, choices: [choice], usage: { prompt_tokens: prompt.length, completion_tokens: ids.length }, ...(options.weightVersion ? { weight_version: options.weightVersion() } : {}) };
         if (options.delayMs) {
           const timer = setTimeout(() => {
             timers.delete(timer);

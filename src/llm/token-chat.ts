@@ -26,6 +26,8 @@ export interface TokenModeOptions {
   readonly toolParser?: string;
   /** Tokens at most in an episode's sequence (default: the server's `max_model_len`). */
   readonly maxContext?: number;
+  /** The weights' version the trainer last declared: a turn the server does not label is labelled with it. */
+  readonly weightVersion?: () => number | undefined;
 }
 
 /** A generated turn: what the caller's conversation keeps, and its tokens. */
@@ -36,6 +38,12 @@ export interface TokenChatTurn {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly tokens: TokenTurn;
+}
+
+/** A gold turn: what a perfect agent says (text) and calls, rendered as the model's turn instead of generated. */
+export interface GoldTurn {
+  readonly text?: string;
+  readonly calls?: readonly Pick<ToolCall, 'name' | 'arguments'>[];
 }
 
 interface Episode {
@@ -81,28 +89,13 @@ export class TokenChat {
   /**
    * The next turn of `episode`: the messages of `messages` not yet in its sequence (the first
    * prompt; then tool results and user turns) are rendered by the template and appended, then the
-   * model generates from the whole sequence.
+   * model generates from the whole sequence — or, given a `gold` turn, the turn is that text and
+   * those calls as the template renders an assistant's turn (a gold episode as token-exact
+   * training data).
    */
-  async turn(episode: number, request: { readonly system?: string; readonly messages: readonly ChatMessage[]; readonly tools: readonly ToolSpec[]; readonly signal?: AbortSignal }): Promise<TokenChatTurn> {
+  async turn(episode: number, request: { readonly system?: string; readonly messages: readonly ChatMessage[]; readonly tools: readonly ToolSpec[]; readonly signal?: AbortSignal; readonly gold?: GoldTurn }): Promise<TokenChatTurn> {
     const { signal } = request;
-    let ep = this.#episodes.get(episode);
-    if (!ep) {
-      const transcript = new TokenTranscript();
-      const first = [...(request.system ? [{ role: 'system' as const, content: request.system }] : []), ...request.messages.map(templateMessage)];
-      const tools = request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as JsonValue } }));
-      transcript.addEnv(await this.server.render(first, { tools, addGenerationPrompt: true }, signal));
-      ep = { transcript, consumed: request.messages.length };
-      this.#episodes.set(episode, ep);
-    } else {
-      // The caller's own record of our turns is skipped: those ids are in the sequence as generated.
-      const added = request.messages.slice(ep.consumed).filter((m) => m.role !== 'assistant');
-      ep.consumed = request.messages.length;
-      const last = ep.transcript.turns[ep.transcript.turns.length - 1];
-      const rest = last ? this.#shape.rest(last.token_ids) : [];
-      const rendered = added.length > 0 ? await this.#shape.render(this.server, added.map(templateMessage), signal) : { ids: [] };
-      ep.transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
-    }
-    const { transcript } = ep;
+    const transcript = await this.#transcript(episode, request);
     const { max_tokens } = this.#options.sampling;
     if (transcript.length + max_tokens > this.#limit) {
       throw new AgentError('CONTEXT_LIMIT', `episode ${episode}'s prompt is ${transcript.length} tokens: with max_tokens ${max_tokens} it would pass the context limit of ${this.#limit} (${this.#limit === this.server.maxModelLen ? "the server's max_model_len" : '--max-context'})`, {
@@ -110,10 +103,19 @@ export class TokenChat {
       });
     }
     const seed = hashSeed(this.#options.seed, 'sampling', episode, transcript.turns.length);
+    const n = transcript.turns.length + 1;
+    const version = this.#options.weightVersion?.();
+    if (request.gold) {
+      const text = request.gold.text ?? '';
+      const calls = (request.gold.calls ?? []).map((c, i) => ({ id: `call_${episode}_${n}_${i}`, name: c.name, arguments: c.arguments }));
+      const message = { role: 'assistant' as const, content: text, ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}) };
+      const ids = await this.#shape.assistantIds(this.server, message, signal);
+      const tokens = transcript.addTurn({ token_ids: ids, logprobs: [], text, finish_reason: 'stop', stop_reason: null, model: this.server.model }, seed, { gold: true, ...(version !== undefined ? { weightVersion: version } : {}) });
+      return { text, toolCalls: calls, inputTokens: tokens.prompt_length, outputTokens: ids.length, tokens };
+    }
     const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
     const parsed = this.#parser(completion.text);
-    const tokens = transcript.addTurn(completion, seed, parsed.invalid);
-    const n = transcript.turns.length;
+    const tokens = transcript.addTurn(completion, seed, { ...(parsed.invalid !== undefined ? { invalid: parsed.invalid } : {}), ...(version !== undefined ? { weightVersion: version } : {}) });
     return {
       text: parsed.invalid !== undefined ? completion.text : parsed.content,
       toolCalls: parsed.calls.map((c, i) => ({ id: `call_${episode}_${n}_${i}`, name: c.name, arguments: c.arguments })),
@@ -121,6 +123,28 @@ export class TokenChat {
       outputTokens: completion.token_ids.length,
       tokens,
     };
+  }
+
+  /** The episode's sequence with the messages not yet in it appended (the whole first prompt on its first turn). */
+  async #transcript(episode: number, request: { readonly system?: string; readonly messages: readonly ChatMessage[]; readonly tools: readonly ToolSpec[]; readonly signal?: AbortSignal }): Promise<TokenTranscript> {
+    const { signal } = request;
+    const ep = this.#episodes.get(episode);
+    if (!ep) {
+      const transcript = new TokenTranscript();
+      const first = [...(request.system ? [{ role: 'system' as const, content: request.system }] : []), ...request.messages.map(templateMessage)];
+      const tools = request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as JsonValue } }));
+      transcript.addEnv(await this.server.render(first, { tools, addGenerationPrompt: true }, signal));
+      this.#episodes.set(episode, { transcript, consumed: request.messages.length });
+      return transcript;
+    }
+    // The caller's own record of our turns is skipped: those ids are in the sequence as generated.
+    const added = request.messages.slice(ep.consumed).filter((m) => m.role !== 'assistant');
+    ep.consumed = request.messages.length;
+    const last = ep.transcript.turns[ep.transcript.turns.length - 1];
+    const rest = last ? this.#shape.rest(last.token_ids) : [];
+    const rendered = added.length > 0 ? await this.#shape.render(this.server, added.map(templateMessage), signal) : { ids: [] };
+    ep.transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
+    return ep.transcript;
   }
 
   /** Forget an episode's sequence (its turns are recorded already). */

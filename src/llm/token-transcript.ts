@@ -13,6 +13,7 @@
  * not prefix-stable: the turn is recorded with `drift` saying where, never hidden.
  */
 import type { TokenTurn } from '../events/env-events.js';
+import { AgentError } from '../shared/errors.js';
 import { firstDifference, type Completion, type TemplateMessage, type VllmServer } from './vllm.js';
 
 export type { TokenTurn };
@@ -46,6 +47,21 @@ export class TemplateShape {
     let common = 0;
     while (common < a.length && common < b.length && a[a.length - 1 - common] === b[b.length - 1 - common]) common++;
     return new TemplateShape(prefix, a.slice(a.length - common));
+  }
+
+  /**
+   * An assistant message as the model would have generated it: its ids as the template renders
+   * them after the generation prompt, through its end-of-turn token (what a model stopping there
+   * generates; the rest of the closing is the environment's, as after a sampled turn).
+   */
+  async assistantIds(server: VllmServer, message: Extract<TemplateMessage, { role: 'assistant' }>, signal?: AbortSignal): Promise<readonly number[]> {
+    const user = PREFIX[0] as TemplateMessage;
+    const [opening, full] = await Promise.all([server.render([user], { addGenerationPrompt: true }, signal), server.render([user, message], { addGenerationPrompt: false }, signal)]);
+    const rest = Math.max(0, this.closing.length - 1);
+    if (firstDifference(full, opening) !== opening.length || !endsWith(full, this.closing, this.closing.length)) {
+      throw new AgentError('LLM_INCOMPATIBLE', "the server's chat template does not render an assistant turn with tool calls as the generation prompt followed by the turn and its closing", { hint: 'Gold turns in token mode need a template that renders assistant tool calls (Qwen2.5, Llama 3.1, Hermes); use --policy gold without --tokens otherwise.' });
+    }
+    return full.slice(opening.length, full.length - rest);
   }
 
   /** The ids the template closes a generated turn with that the model did not generate itself. */
@@ -110,8 +126,10 @@ export class TokenTranscript {
     if (drift && !this.#drift) this.#drift = drift;
   }
 
-  /** A generation from the whole sequence so far: its ids are appended as generated. */
-  addTurn(completion: Completion, seed: number, invalid?: string): TokenTurn {
+  /** A generation from the whole sequence so far (or a gold turn): its ids are appended as generated. */
+  addTurn(completion: Completion, seed: number, extra: { readonly invalid?: string; readonly weightVersion?: number; readonly gold?: boolean } = {}): TokenTurn {
+    const { invalid } = extra;
+    const version = completion.weight_version ?? extra.weightVersion;
     const turn: TokenTurn = {
       env_ids: this.#pending,
       prompt_length: this.#ids.length,
@@ -124,6 +142,8 @@ export class TokenTranscript {
       model: completion.model,
       seed,
       ...(invalid !== undefined ? { invalid } : {}),
+      ...(version !== undefined ? { weight_version: version } : {}),
+      ...(extra.gold ? { gold: true as const } : {}),
       ...(this.#drift ? { drift: this.#drift } : {}),
     };
     for (const id of completion.token_ids) this.#ids.push(id);

@@ -18,8 +18,14 @@ import type { JsonObject, JsonValue } from '../shared/json.js';
 /** A message as the server's chat template takes it (OpenAI's chat shape). */
 export type TemplateMessage =
   | { readonly role: 'system' | 'user'; readonly content: string }
-  | { readonly role: 'assistant'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string; readonly tool_calls?: readonly TemplateToolCall[] }
   | { readonly role: 'tool'; readonly content: string; readonly tool_call_id: string; readonly name?: string };
+
+/** A call in an assistant message, as chat templates read it (arguments as an object: Qwen's and Llama's templates `tojson` them). */
+export interface TemplateToolCall {
+  readonly type: 'function';
+  readonly function: { readonly name: string; readonly arguments: JsonObject };
+}
 
 /** A tool as the chat template lists it (OpenAI's `{type: 'function', function}`). */
 export interface TemplateTool {
@@ -33,6 +39,14 @@ export interface SamplingSettings {
   readonly top_p: number;
   /** Sent on every request: vLLM's default of 16 would cut a tool call short. */
   readonly max_tokens: number;
+}
+
+/** A completion's `weight_version` (top level, or SGLang's `meta_info`), when it is a whole number. */
+function weightVersionOf(answer: JsonObject): number | undefined {
+  const meta = answer['meta_info'];
+  const v = answer['weight_version'] ?? (meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? meta['weight_version'] : undefined);
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  return typeof n === 'number' && Number.isInteger(n) ? n : undefined;
 }
 
 /** One generation as the server produced it. */
@@ -51,6 +65,11 @@ export interface Completion {
   readonly stop_reason: number | string | null;
   /** The model name the server answered with. */
   readonly model: string;
+  /**
+   * The weights' version the server generated with, when it says (a top-level `weight_version`,
+   * as our tiny server and SGLang's `meta_info` report it; vLLM does not).
+   */
+  readonly weight_version?: number;
 }
 
 export interface VllmServerOptions {
@@ -90,7 +109,7 @@ export class VllmServer {
    * `max_model_len`) and generate from ids (`/v1/completions` answers `token_ids` and `logprobs`).
    */
   static async connect(options: VllmServerOptions, signal?: AbortSignal): Promise<VllmServer> {
-    const root = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
+    const root = rootOf(options.baseURL);
     const probe = new VllmServer(options, root, Number.MAX_SAFE_INTEGER);
     const rendered = await probe.#post('/tokenize', { model: options.model, messages: [{ role: 'user', content: 'hi' }], add_generation_prompt: true }, signal, 'render a chat with the server\'s template');
     const tokens = idList(rendered['tokens']);
@@ -129,6 +148,7 @@ export class VllmServer {
     }
     const stop = choice['stop_reason'];
     const strs = (choice['logprobs'] as JsonObject)['tokens'];
+    const version = weightVersionOf(answer);
     return {
       token_ids: ids,
       logprobs: logprobs as number[],
@@ -137,6 +157,7 @@ export class VllmServer {
       finish_reason: typeof choice['finish_reason'] === 'string' ? choice['finish_reason'] : 'stop',
       stop_reason: typeof stop === 'number' || typeof stop === 'string' ? stop : null,
       model: typeof answer['model'] === 'string' ? answer['model'] : this.model,
+      ...(version !== undefined ? { weight_version: version } : {}),
     };
   }
 
@@ -197,6 +218,27 @@ export class VllmServer {
       await sleep(RETRY_DELAYS_MS[attempt - 1] ?? 4_000, signal);
     }
   }
+}
+
+/** The model a server serves first (`GET /v1/models`): what a run that names no model (gold turns) renders with. */
+export async function servedModel(baseURL: string, signal?: AbortSignal): Promise<string> {
+  const root = rootOf(baseURL);
+  let answer: unknown;
+  try {
+    const res = await fetch(`${root}/v1/models`, { signal: timeoutSignal(signal, 30_000) });
+    answer = await res.json();
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw new AgentError('LLM_UNAVAILABLE', `cannot read GET ${root}/v1/models: ${describeError(err)}`, { hint: `Is the inference server up? (curl ${root}/v1/models)` });
+  }
+  const data = (answer as { data?: { id?: unknown }[] } | null)?.data;
+  const id = Array.isArray(data) ? data[0]?.id : undefined;
+  if (typeof id !== 'string') throw incompatible(root, "its GET /v1/models lists no model ('data[0].id')", 'Point --llm-base-url at a vLLM OpenAI-compatible server.');
+  return id;
+}
+
+function rootOf(baseURL: string): string {
+  return baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
 function incompatible(root: string, what: string, hint: string): AgentError {

@@ -12,6 +12,12 @@
  *   as tools (its plain text is its `respond`).
  * - the episode's `reward` (its return, a benchmark's success included), `step_rewards` for
  *   process-reward training, `success` and `task_id` for benchmark runs.
+ * - `user_turns` says where the user's messages come from. A suite whose tasks are scenarios for a
+ *   simulated user (`suite.json` `"instructions": "user_scenario"`, as τ-bench's: "You are Yusuf
+ *   Rossi in 19122. You want to…") gives an episode without a conversation (a gold or a
+ *   policy-module run) that scenario as its user message: `user_scenario`, something no user would
+ *   say and the agent never saw. `userTurns: 'said'` keeps only records whose user turns are what a
+ *   user said (an `llm:` run's conversation, its simulated user's messages included; a request).
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -46,10 +52,25 @@ export interface ChatRecord {
   readonly metrics?: Readonly<Record<string, number>>;
   readonly terminated: boolean;
   readonly truncated: boolean;
+  /**
+   * Where the user's messages come from: `conversation` (an `llm:` run's, as the model was given
+   * them: a simulated user's messages, or the request), `request` (the task's instruction, written
+   * as a user's request), `user_scenario` (the task's instruction is a simulated user's private
+   * scenario: not what a user would say), `state` (no task: the initial state).
+   */
+  readonly user_turns: 'conversation' | 'request' | 'user_scenario' | 'state';
+}
+
+/** The chat export's own options: which records to keep by where their user turns come from. */
+export interface ChatExportOptions extends Omit<ExportOptions, 'state' | 'gamma'> {
+  /** `as-run` (default): every episode; `said`: only those whose user turns are what a user said (not a scenario, not a state). */
+  readonly userTurns?: 'as-run' | 'said';
+  /** With `said`: told how many episodes were left out. */
+  readonly onLeftOut?: (count: number, why: string) => void;
 }
 
 /** Every episode of a run folder as a chat record, in episode order. */
-export async function exportChat(dir: string, options: Omit<ExportOptions, 'state' | 'gamma'> = {}): Promise<ChatRecord[]> {
+export async function exportChat(dir: string, options: ChatExportOptions = {}): Promise<ChatRecord[]> {
   // Text is made well-formed before it is quoted into a message (a tool call's arguments, a state as JSON), and each record once more (conversations, instructions, tools).
   const text = new WellFormed();
   const steps = (await exportSteps(dir, { ...options, state: 'none' })).map((s) => wellFormedStep(text, s));
@@ -57,6 +78,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   const verdicts = await readVerdicts(dir, manifest.env_dir);
   const verdictValue = verdictReader(verdicts, options.verdict ?? 'success', dir);
   const system = await readOptional(path.join(manifest.env_dir, 'policy.md'));
+  const scenarios = (JSON.parse((await readOptional(path.join(manifest.env_dir, 'suite.json'))) ?? '{}') as { instructions?: unknown }).instructions === 'user_scenario';
   const tools: ChatTool[] = existsSync(manifest.env_dir)
     ? [...(await loadEnvDefinition(manifest.env_dir)).actions.values()].map((a) => ({ type: 'function' as const, function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as object) } as JsonValue } }))
     : [];
@@ -70,9 +92,12 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
   const byEpisode = new Map<number, ExportRecord[]>();
   for (const s of steps) byEpisode.set(s.episode, [...(byEpisode.get(s.episode) ?? []), s]);
   const indices = [...new Set([...episodes.keys(), ...byEpisode.keys()])].sort((a, b) => a - b);
-  const records = indices.map((episode): ChatRecord => text.value(chatRecord(episode), `episode ${episode}`));
+  const all = indices.map((episode): ChatRecord => text.value(chatRecord(episode), `episode ${episode}`));
   reportReplaced(text, options);
-  return records;
+  if (options.userTurns !== 'said') return all;
+  const said = all.filter((r) => r.user_turns === 'conversation' || r.user_turns === 'request');
+  if (said.length < all.length) options.onLeftOut?.(all.length - said.length, scenarios ? "their user message would be the task's scenario for a simulated user (no simulated user ran: run --policy llm:<model> --user llm:<model> for conversations)" : 'they have no task: their user message would be the initial state');
+  return said;
 
   function chatRecord(episode: number): ChatRecord {
     const list = byEpisode.get(episode) ?? [];
@@ -100,6 +125,7 @@ export async function exportChat(dir: string, options: Omit<ExportOptions, 'stat
       ...(verdict?.metrics ? { metrics: verdict.metrics } : {}),
       terminated: record?.terminated ?? last?.terminated ?? false,
       truncated: record?.truncated ?? last?.truncated ?? true,
+      user_turns: conversation ? 'conversation' : verdict?.instruction === undefined ? 'state' : scenarios ? 'user_scenario' : 'request',
     };
   }
 }
@@ -149,6 +175,7 @@ export async function writeChatParquet(file: string, records: readonly ChatRecor
     scalar('metrics', 'STRING'),
     scalar('terminated', 'BOOLEAN', true),
     scalar('truncated', 'BOOLEAN', true),
+    scalar('user_turns', 'STRING', true),
   ];
   await writeNestedParquet(
     file,

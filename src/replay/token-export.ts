@@ -28,6 +28,10 @@ export interface TokenSpan {
   readonly step?: number;
   /** Why the turn's text holds a call the tool parser cannot read. */
   readonly invalid?: string;
+  /** The weights' version the turn was generated with, when known. */
+  readonly weight_version?: number;
+  /** The turn is a gold action rendered as the model's turn (no logprobs: supervised data). */
+  readonly gold?: true;
 }
 
 /** One episode of a token-mode run, as a trainer takes it. */
@@ -57,6 +61,8 @@ export interface TokenRecord {
   /** The server's model name. */
   readonly model: string;
   readonly sampling: LlmRunConfig['sampling'];
+  /** The oldest weight version among the turns (the one staleness counts from), when known. */
+  readonly weight_version?: number;
   /** A turn's environment ids could not be rendered prefix-stable (see the `drift` of its llm_call event). */
   readonly drift: boolean;
 }
@@ -76,7 +82,7 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
   const reading = new RecordReading(options.lenient);
   const episodes = new Map<number, EpisodeRecord>();
   await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => void episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord), { schema: 'episode-record', reading });
-  const turns = new Map<number, { step: number; tokens: TokenTurn }[]>();
+  const turns = new Map<number, TurnOf[]>();
   const starts = new Map<number, string>();
   await forEachLine(path.join(dir, RUN_FILES.events), (e) => {
     if (e['type'] === 'episode_started') starts.set(e['episode'] as number, e['initial_state_id'] as string);
@@ -95,74 +101,124 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
   const trials = new Map<string, number>();
   const out: TokenRecord[] = [];
   for (const episode of [...turns.keys()].sort((a, b) => a - b)) {
-    const list = turns.get(episode) as { step: number; tokens: TokenTurn }[];
     const episodeSteps = stepsOf.get(episode) ?? [];
     const record = episodes.get(episode);
     const verdict = verdicts.get(episode);
     const bonus = verdict ? verdictValue(verdict) : 0;
     const lastStep = episodeSteps[episodeSteps.length - 1];
-    // exportSteps puts the verdict on the last step; here it goes on the last turn, which may have chosen no step.
-    const stepReward = (s: ExportRecord): number => (s.reward ?? 0) - (s === lastStep ? bonus : 0);
-    const inputIds: number[] = [];
-    const mask: (0 | 1)[] = [];
-    const logprobs: (number | null)[] = [];
-    const spans: TokenSpan[] = [];
-    let drift = false;
-    list.forEach(({ step, tokens }, i) => {
-      for (const id of tokens.env_ids) {
-        inputIds.push(id);
-        mask.push(0);
-        logprobs.push(null);
-      }
-      if (tokens.prompt_length !== inputIds.length) {
-        throw new AgentError('RECORD_INVALID', `${path.join(dir, RUN_FILES.events)}: episode ${episode} turn ${i + 1} says its prompt was ${tokens.prompt_length} tokens, but its turns before it add up to ${inputIds.length}`, { hint: 'The events log is damaged or was edited: export another run.' });
-      }
-      const start = inputIds.length;
-      tokens.token_ids.forEach((id, k) => {
-        inputIds.push(id);
-        mask.push(1);
-        logprobs.push(tokens.logprobs[k] ?? null);
-      });
-      const next = list[i + 1]?.step ?? Number.POSITIVE_INFINITY;
-      const chosen = episodeSteps.filter((s) => s.step >= step && s.step < next);
-      const isLast = i === list.length - 1;
-      spans.push({
-        start,
-        end: inputIds.length,
-        reward: round(chosen.reduce((sum, s) => sum + stepReward(s), 0) + (isLast ? bonus : 0)),
-        finish_reason: tokens.finish_reason,
-        ...(chosen[0] ? { step: chosen[0].step } : {}),
-        ...(tokens.invalid !== undefined ? { invalid: tokens.invalid } : {}),
-      });
-      if (tokens.drift) drift = true;
-    });
     const taskId = verdict?.task_id ?? starts.get(episode) ?? '';
     const trial = trials.get(taskId) ?? 0;
     trials.set(taskId, trial + 1);
-    const first = list[0] as { tokens: TokenTurn };
-    out.push({
-      run_id: manifest.run_id,
-      episode_id: `${manifest.run_id}:${episode}`,
-      episode,
-      task_id: taskId,
-      group_id: taskId,
-      trial,
-      input_ids: inputIds,
-      prompt_length: first.tokens.env_ids.length,
-      loss_mask: mask,
-      logprobs,
-      turns: spans,
-      reward: round(lastStep ? lastStep.episode_return : bonus),
-      ...(verdict ? { success: verdict.success } : {}),
-      terminated: record?.terminated ?? false,
-      truncated: record?.truncated ?? true,
-      reason: record?.reason ?? 'interrupted',
-      model: first.tokens.model,
-      sampling: llm.sampling,
-      drift,
-    });
+    out.push(
+      tokenRecord({
+        runId: manifest.run_id,
+        episode,
+        taskId,
+        trial,
+        turns: turns.get(episode) as TurnOf[],
+        // exportSteps puts the verdict on the last step; here it goes on the last turn, which may have chosen no step.
+        steps: episodeSteps.map((s) => ({ step: s.step, reward: (s.reward ?? 0) - (s === lastStep ? bonus : 0) })),
+        bonus,
+        reward: lastStep ? lastStep.episode_return : bonus,
+        ...(verdict ? { success: verdict.success } : {}),
+        end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
+        sampling: llm.sampling,
+        where: path.join(dir, RUN_FILES.events),
+      }),
+    );
   }
   return out;
+}
+
+/** A generated turn and the step it was asked for (its `llm_call` event's). */
+export interface TurnOf {
+  readonly step: number;
+  readonly tokens: TokenTurn;
+}
+
+/** What one episode's token record is made of. */
+export interface TokenRecordInput {
+  readonly runId: string;
+  readonly episode: number;
+  readonly taskId: string;
+  readonly trial: number;
+  readonly turns: readonly TurnOf[];
+  /** Each settled step's reward as it stands (delayed rewards that landed included). */
+  readonly steps: readonly { readonly step: number; readonly reward: number }[];
+  /** Added to the last turn's reward: a benchmark's verdict. */
+  readonly bonus?: number;
+  /** The episode's return. */
+  readonly reward: number;
+  readonly success?: boolean;
+  readonly end: { readonly terminated: boolean; readonly truncated: boolean; readonly reason: string };
+  readonly sampling: LlmRunConfig['sampling'];
+  /** Where the turns were read, for an error that says which record is damaged. */
+  readonly where: string;
+}
+
+/** One episode's turns as one sequence: the environment's ids masked out, each generated turn's span with the rewards of the steps it chose. */
+export function tokenRecord(input: TokenRecordInput): TokenRecord {
+  const { turns: list, episode } = input;
+  const inputIds: number[] = [];
+  const mask: (0 | 1)[] = [];
+  const logprobs: (number | null)[] = [];
+  const spans: TokenSpan[] = [];
+  let drift = false;
+  let oldest: number | undefined;
+  list.forEach(({ step, tokens }, i) => {
+    for (const id of tokens.env_ids) {
+      inputIds.push(id);
+      mask.push(0);
+      logprobs.push(null);
+    }
+    if (tokens.prompt_length !== inputIds.length) {
+      throw new AgentError('RECORD_INVALID', `${input.where}: episode ${episode} turn ${i + 1} says its prompt was ${tokens.prompt_length} tokens, but its turns before it add up to ${inputIds.length}`, { hint: 'The events log is damaged or was edited: export another run.' });
+    }
+    const start = inputIds.length;
+    tokens.token_ids.forEach((id, k) => {
+      inputIds.push(id);
+      mask.push(1);
+      logprobs.push(tokens.logprobs[k] ?? null);
+    });
+    const next = list[i + 1]?.step ?? Number.POSITIVE_INFINITY;
+    const chosen = input.steps.filter((s) => s.step >= step && s.step < next);
+    const isLast = i === list.length - 1;
+    spans.push({
+      start,
+      end: inputIds.length,
+      reward: round(chosen.reduce((sum, s) => sum + s.reward, 0) + (isLast ? (input.bonus ?? 0) : 0)),
+      finish_reason: tokens.finish_reason,
+      ...(chosen[0] ? { step: chosen[0].step } : {}),
+      ...(tokens.invalid !== undefined ? { invalid: tokens.invalid } : {}),
+      ...(tokens.weight_version !== undefined ? { weight_version: tokens.weight_version } : {}),
+      ...(tokens.gold ? { gold: true as const } : {}),
+    });
+    if (tokens.drift) drift = true;
+    if (tokens.weight_version !== undefined) oldest = Math.min(oldest ?? tokens.weight_version, tokens.weight_version);
+  });
+  const first = list[0] as TurnOf;
+  return {
+    run_id: input.runId,
+    episode_id: `${input.runId}:${episode}`,
+    episode,
+    task_id: input.taskId,
+    group_id: input.taskId,
+    trial: input.trial,
+    input_ids: inputIds,
+    prompt_length: first.tokens.env_ids.length,
+    loss_mask: mask,
+    logprobs,
+    turns: spans,
+    reward: round(input.reward),
+    ...(input.success !== undefined ? { success: input.success } : {}),
+    terminated: input.end.terminated,
+    truncated: input.end.truncated,
+    reason: input.end.reason,
+    model: first.tokens.model,
+    sampling: input.sampling,
+    ...(oldest !== undefined ? { weight_version: oldest } : {}),
+    drift,
+  };
 }
 
 function round(n: number): number {
@@ -181,7 +237,7 @@ const TOKEN_FIELDS: readonly Field[] = [
   scalar('prompt_length', 'INT32', true),
   list('loss_mask', (n) => scalar(n, 'INT32', true), true),
   list('logprobs', (n) => scalar(n, 'FLOAT'), true),
-  list('turns', (n) => struct(n, [scalar('start', 'INT32', true), scalar('end', 'INT32', true), scalar('reward', 'DOUBLE', true), scalar('finish_reason', 'STRING', true), scalar('step', 'INT32'), scalar('invalid', 'STRING')], true), true),
+  list('turns', (n) => struct(n, [scalar('start', 'INT32', true), scalar('end', 'INT32', true), scalar('reward', 'DOUBLE', true), scalar('finish_reason', 'STRING', true), scalar('step', 'INT32'), scalar('invalid', 'STRING'), scalar('weight_version', 'INT32'), scalar('gold', 'BOOLEAN')], true), true),
   scalar('reward', 'DOUBLE', true),
   scalar('success', 'BOOLEAN'),
   scalar('terminated', 'BOOLEAN', true),
@@ -189,6 +245,7 @@ const TOKEN_FIELDS: readonly Field[] = [
   scalar('reason', 'STRING', true),
   scalar('model', 'STRING', true),
   struct('sampling', [scalar('temperature', 'DOUBLE', true), scalar('top_p', 'DOUBLE', true), scalar('max_tokens', 'INT32', true), scalar('seed', 'INT32', true)], true),
+  scalar('weight_version', 'INT32'),
   scalar('drift', 'BOOLEAN', true),
 ];
 

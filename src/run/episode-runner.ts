@@ -77,14 +77,21 @@ export interface EpisodeHooks {
 }
 
 /**
- * What an episode is driven by instead of the policy loop: a served session's client, which may
- * dispatch many calls before it resolves them (the async API), and ends the episode when it likes.
+ * What an episode is driven by instead of the run's policy loop: a served session's client, which
+ * may dispatch many calls before it resolves them (the async API) and ends the episode when it
+ * likes (`drive`); or a policy of the episode's own (a rollout request's model) in the same loop.
  */
 export interface EpisodeDriver {
   /** Which of the run's initial states the episode starts from (a task's, a seed's); default: the episode's own. */
   readonly initialIndex?: number;
   /** Drives the reset instance until the episode ends; the steps it takes are counted as they commit. */
-  drive(control: EpisodeControl, signal: AbortSignal): Promise<DrivenEnd>;
+  drive?(control: EpisodeControl, signal: AbortSignal): Promise<DrivenEnd>;
+  /** Without `drive`: the policy the loop asks, instead of the run's. */
+  readonly policy?: Policy;
+  /** Without `drive`: when it aborts, the loop stops and the episode ends `client_closed` (a cancelled rollout). */
+  readonly signal?: AbortSignal;
+  /** The run's index of the episode, as it starts (before its first event). */
+  begin?(episode: number): void;
   /** The episode's end, whatever ended it (a reset that failed never reaches `drive`). */
   over?(finished: EpisodeFinishedEvent): void;
 }
@@ -178,6 +185,7 @@ export class EpisodeRunner {
     this.#steps.set(agent.id, counts);
     const stateIndex = driver?.initialIndex ?? this.stateIndex(index);
     const initialStateId = `initial-${stateIndex}`;
+    driver?.begin?.(index);
     this.#o.emit({ type: 'episode_started', time: clock.now(), instance_id: agent.id, episode: index, initial_state_id: initialStateId });
     let reward = 0;
     let reason: EpisodeEndReason = 'max_steps';
@@ -201,7 +209,7 @@ export class EpisodeRunner {
       let lastError: ErrorInfo | undefined;
       let redo = continued?.redo;
       if (continued?.done) reason = 'done';
-      else if (driver) {
+      else if (driver?.drive) {
         const offeredNow = (): string[] => agent.availableActions().map((a) => a.name);
         const end = await driver.drive(
           {
@@ -220,9 +228,11 @@ export class EpisodeRunner {
         reward += end.reward;
         error = end.error;
       } else {
+        const own = driver?.signal;
+        const loop = own ? AbortSignal.any([signal, own]) : signal;
         for (let step = counts.steps; step < this.#o.maxSteps; step++) {
           await this.#o.breathe();
-          if (signal.aborted) throw signal.reason;
+          if (loop.aborted) throw loop.reason;
           const actions = agent.availableActions();
           if (actions.length === 0 && !redo) {
             reason = 'no_actions';
@@ -230,15 +240,15 @@ export class EpisodeRunner {
           }
           // One generator per step, not per episode: a resumed episode draws what it would have drawn.
           const rng = new Rng(hashSeed(this.#o.seed, 'policy', index, step));
-          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose({ state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, agent.id, rng, signal);
+          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose(driver?.policy ?? this.#o.policy, { state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, agent.id, rng, loop);
           if (choice === null) {
             reason = 'policy_stop';
             break;
           }
           const offered = redo ? redo.available_actions : actions.map((a) => a.name);
           redo = undefined;
-          const traceId = await this.#dispatch(agent, index, choice, offered, hooks, signal);
-          const result = await agent.resolve(traceId, { signal });
+          const traceId = await this.#dispatch(agent, index, choice, offered, hooks, loop);
+          const result = await agent.resolve(traceId, { signal: loop });
           reward += result.reward;
           lastObservation = result.observation;
           lastError = result.info.error;
@@ -252,6 +262,7 @@ export class EpisodeRunner {
       // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
       if (isAgentError(err) && STORE_FAILURES.has(err.code)) hooks.storeFailed(err);
       if (signal.aborted) reason = 'interrupted';
+      else if (driver?.signal?.aborted) reason = 'client_closed';
       else if (isAgentError(err) && err.code === 'CONTEXT_LIMIT') {
         // Not a failure of the policy: the episode is cut off where the model's context ends, saying why.
         reason = 'context_limit';
@@ -266,7 +277,7 @@ export class EpisodeRunner {
       env.release(agent.id);
       this.#steps.delete(agent.id);
     }
-    const truncated = reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit';
+    const truncated = truncatedBy(reason);
     const record: EpisodeRecord | undefined =
       start === undefined
         ? undefined
@@ -358,11 +369,11 @@ export class EpisodeRunner {
   }
 
   /** Ask the policy for an action; null when it stops. */
-  async #choose(observation: Parameters<Policy>[0], instanceId: string, rng: Rng, signal: AbortSignal): Promise<Action | null> {
+  async #choose(policy: Policy, observation: Parameters<Policy>[0], instanceId: string, rng: Rng, signal: AbortSignal): Promise<Action | null> {
     const reportLlmCall = (role: 'policy' | 'user', call: LlmCallReport): void =>
       this.#o.emit({ type: 'llm_call', time: this.#o.clock.now(), instance_id: instanceId, role, ...call, episode: observation.episode, step: observation.step + 1 });
     try {
-      return await this.#o.policy(observation, { rng, signal, reportLlmCall });
+      return await policy(observation, { rng, signal, reportLlmCall });
     } catch (err) {
       if (isAgentError(err)) throw err;
       throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
@@ -379,6 +390,11 @@ export class EpisodeRunner {
     this.#offered.set(traceId, offered);
     return traceId;
   }
+}
+
+/** Whether an episode that ended so was cut short (truncated) rather than over by the env's or the policy's own end (terminated). */
+export function truncatedBy(reason: EpisodeEndReason): boolean {
+  return reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit';
 }
 
 /** The number at the end of a trace id (`ep-3:7` → 7). */

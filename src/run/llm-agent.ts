@@ -13,7 +13,9 @@
  * In token mode (a {@link TokenChat}), the agent's turns are generated token-in, token-out and each
  * `llm_call` event carries the turn's ids; the tools are the ones enabled at the episode's first
  * step (the prompt is rendered once); a turn whose text holds a call the parser cannot read is
- * answered with the error, like a refused call, and counts as an invalid action.
+ * answered with the error, like a refused call, and counts as an invalid action. Given a `gold`
+ * policy (`--policy gold --tokens`), every turn is its action rendered by the chat template as the
+ * model's turn instead of generated: token-exact supervised data.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +24,7 @@ import type { EnvDefinition } from '../schema/definition.js';
 import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
-import { TokenChat } from '../llm/token-chat.js';
+import { TokenChat, type GoldTurn } from '../llm/token-chat.js';
 import { LLM_DEFAULTS } from '../shared/defaults.js';
 import type { Observation, Policy, PolicyContext } from './policy.js';
 import type { LlmRunConfig } from '../events/run-events.js';
@@ -74,17 +76,20 @@ export interface LlmPolicySettings {
   readonly maxContext?: number;
   /** `llm:<model>`: a simulated user (tau-bench's), chat mode. */
   readonly user?: string;
+  /** Token mode: the weights' version the trainer last declared, for turns the server does not label. */
+  readonly weightVersion?: () => number | undefined;
 }
 
 /**
  * The agent of an `llm:<model>` policy, checked before any episode (a token-mode server is probed
  * for every route and field it needs), with what the run records of it.
  */
-export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
+export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
   const userModel = settings.user === undefined ? undefined : llmModel(settings.user);
   if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
   const tokensMode = settings.tokens === true;
   const provider = settings.provider ?? (model.startsWith('claude') && !tokensMode ? 'anthropic' : 'openai');
+  if (context.gold && !tokensMode) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
   if (tokensMode && (settings.baseURL === undefined || provider !== 'openai')) {
     throw new AgentError('BAD_USAGE', '--tokens generates token-in, token-out against a vLLM-compatible server: it needs --llm-base-url', { hint: 'Pass --llm-base-url http://<host>:8000/v1 of a vLLM server (vllm serve <model>), or drop --tokens to chat with a provider.' });
   }
@@ -104,6 +109,7 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
           seed: context.seed,
           toolParser: settings.toolParser ?? LLM_DEFAULTS.toolParser,
           ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
+          ...(settings.weightVersion ? { weightVersion: settings.weightVersion } : {}),
           ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
         },
         context.signal,
@@ -117,6 +123,7 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
     ...(userSpec ? { user: { client: await llmClient(userSpec), spec: userSpec } } : {}),
     system: context.system,
     ...(context.instruction !== undefined ? { instruction: context.instruction } : {}),
+    ...(context.gold ? { gold: context.gold } : {}),
   });
   const config: LlmRunConfig = {
     model,
@@ -263,6 +270,8 @@ export interface LlmAgentOptions {
   readonly system: string;
   /** What the user asks when the observation carries no task (`agent run`). */
   readonly instruction?: string;
+  /** Token mode: every turn is this policy's action rendered as the model's turn (a `respond` as its text), not generated. */
+  readonly gold?: Policy;
 }
 
 export function llmAgent(options: LlmAgentOptions): LlmAgent {
@@ -302,7 +311,13 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
       if (!call) {
         const report = ctx.reportLlmCall;
         const request = { system: options.system, messages: talk.messages, tools, maxTokens: options.agentSpec.maxTokens ?? 2048, temperature: options.agentSpec.temperature ?? 0, signal: ctx.signal };
-        const res = await agentTurn(obs.episode, request, report && ((call) => report('policy', call)));
+        let gold: GoldTurn | undefined;
+        if (options.gold) {
+          const action = await options.gold(obs, ctx);
+          if (action === null) return null;
+          gold = action.name === 'respond' ? { text: String(action.params?.['content'] ?? '') } : { calls: [{ name: action.name, arguments: action.params ?? {} }] };
+        }
+        const res = await agentTurn(obs.episode, request, report && ((call) => report('policy', call)), gold);
         charge(talk.usage, options.agent.model, res.inputTokens, res.outputTokens);
         talk.turns++;
         talk.messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
@@ -328,13 +343,13 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
     return null;
   };
   /** The agent model's next turn: a chat call, or in token mode a generation from the episode's ids (reported with them). */
-  const agentTurn = async (episode: number, request: ChatRequest, report: ((call: LlmCallReport) => void) | undefined): Promise<ChatResponse & { readonly invalid?: string }> => {
+  const agentTurn = async (episode: number, request: ChatRequest, report: ((call: LlmCallReport) => void) | undefined, gold: GoldTurn | undefined): Promise<ChatResponse & { readonly invalid?: string }> => {
     const tokens = options.tokens;
     if (!tokens) return reportedChat(options.agent, request, report);
     const t0 = performance.now();
     const base = { provider: 'openai' as const, model: options.agent.model };
     try {
-      const res = await tokens.turn(episode, { ...(request.system !== undefined ? { system: request.system } : {}), messages: request.messages, tools: request.tools ?? [], ...(request.signal ? { signal: request.signal } : {}) });
+      const res = await tokens.turn(episode, { ...(request.system !== undefined ? { system: request.system } : {}), messages: request.messages, tools: request.tools ?? [], ...(request.signal ? { signal: request.signal } : {}), ...(gold ? { gold } : {}) });
       report?.({ ...base, duration_ms: performance.now() - t0, input_tokens: res.inputTokens, output_tokens: res.outputTokens, tokens: res.tokens });
       return { text: res.text, toolCalls: res.toolCalls, inputTokens: res.inputTokens, outputTokens: res.outputTokens, ...(res.tokens.invalid !== undefined ? { invalid: res.tokens.invalid } : {}) };
     } catch (err) {

@@ -11,7 +11,11 @@
  * - `state_at` {seq} → `state`;  `rewards` {episode_id?} → `rewards` {episode_id, rewards}
  * - `subscribe` → `subscribed`, then `reward` pushes for this socket's episodes (never unasked:
  *   OpenEnv's client reads the next message as the reply to its request)
- * - `close` ends the session. A socket that goes away ends its episode as truncated.
+ * - `rollouts` {task_ids, n, base_url, model, sampling?, weight_version?, max_staleness?, …} (with
+ *   an id) → a `rollout_group` per task as its K episodes complete (token records), then
+ *   `rollouts_done` {groups, episodes, dropped, rerun}; `cancel` {id} stops one (rollouts.ts)
+ * - `weight_version` {version} → `weight_version`: the trainer pushed new weights (never older)
+ * - `close` ends the session. A socket that goes away ends its episode as truncated, its rollouts `client_closed`.
  * HTTP: `POST /reset` (answers the envelope and a `session_token`), `POST /step` {action,
  * episode_id}, `GET /state?episode_id=`, `POST /close`, `GET /episodes/<id>/rewards`, each with the
  * session's token (`X-Session-Token`, or `session_token` in the body or query); `GET /schema`,
@@ -40,6 +44,7 @@ import { isPlainObject, MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.j
 import { errorData, parseAction } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
 import { WsPeer } from './ws-peer.js';
+import { parseRolloutRequest, runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -78,6 +83,8 @@ export interface ServeServerOptions {
   readonly tasks?: readonly ServedTask[];
   /** GET /metrics: Prometheus metrics (open like /health: counts and names only). */
   readonly metrics?: () => Promise<MetricsPage>;
+  /** A served suite's rollouts (`rollouts` requests); undefined for an env without tasks. */
+  readonly rollouts?: RolloutHost;
 }
 
 /** Who opened an episode: a socket (by its peer), or an HTTP client (by the session token it was given). */
@@ -263,6 +270,9 @@ export class ServeServer implements AsyncDisposable {
     /** Rewards are pushed only once asked for: OpenEnv's client reads the next message as its reply. */
     let subscribed = false;
     let inOrder: Promise<void> = Promise.resolve();
+    /** This socket's rollout requests by id (cancel names one), and the weight versions its trainer declared. */
+    const rollouts = new Map<unknown, AbortController>();
+    const versions = new WeightVersions();
     const reply = (message: object): void => peer.send(JSON.stringify(message));
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>): Promise<object | undefined> => {
@@ -299,11 +309,35 @@ export class ServeServer implements AsyncDisposable {
         case 'subscribe':
           subscribed = true;
           return { type: 'subscribed', data: {} };
+        case 'rollouts': {
+          const host = this.#o.rollouts;
+          if (!host) throw new AgentError('PARAMS_INVALID', 'rollouts: this server serves an env without tasks', { hint: 'Serve a suite (an env with tasks/<split>.jsonl, e.g. fixtures/lookup) to ask for rollouts of its tasks.' });
+          const id = message['id'];
+          if (id === undefined) throw new AgentError('PARAMS_INVALID', 'rollouts needs an id: its groups are sent as they complete, each with the request\'s id', { hint: 'Send {"type": "rollouts", "id": 1, "data": {…}}.' });
+          if (rollouts.has(id)) throw new AgentError('PARAMS_INVALID', `rollouts: request ${JSON.stringify(id)} is already running on this socket`, { hint: 'Give each request its own id.' });
+          const request = parseRolloutRequest(data, host);
+          const cancel = new AbortController();
+          rollouts.set(id, cancel);
+          try {
+            const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]));
+            return { type: 'rollouts_done', data: summary };
+          } finally {
+            rollouts.delete(id);
+          }
+        }
+        case 'cancel': {
+          const running = rollouts.get(args['id']);
+          running?.abort(new AgentError('INTERRUPTED', 'the client cancelled the rollouts'));
+          return { type: 'cancelled', data: { id: args['id'] ?? null, running: running !== undefined } };
+        }
+        case 'weight_version':
+          versions.declare(args['version'], 'weight_version /data/version');
+          return { type: 'weight_version', data: { version: versions.current ?? null } };
         case 'close':
           ws.close(1000);
           return undefined;
         default:
-          return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe or close.' } };
+          return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe, rollouts, cancel, weight_version or close.' } };
       }
     };
     const onMessage = (raw: RawData, isBinary: boolean): Promise<void> => {

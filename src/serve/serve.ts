@@ -10,7 +10,8 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { loadSuite } from '../eval/benchmark/suite.js';
+import { loadSuite, type Suite } from '../eval/benchmark/suite.js';
+import { agentSystemPrompt } from '../eval/benchmark/benchmark.js';
 import { loadEnvDefinition } from '../env/load-env.js';
 import { resolveEnvDir } from '../schema/shipped-envs.js';
 import type { EnvDefinition } from '../schema/definition.js';
@@ -27,6 +28,7 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { generate } from '../generate/generate.js';
 import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
 import { ServeServer } from './serve-server.js';
+import type { RolloutHost } from './rollouts.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 
 /** What `serveEnv` serves: the env or suite, port and host, sessions and step limits, timeouts, and the run's store. */
@@ -48,7 +50,7 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
   readonly httpIdleMs?: number;
   /** A WebSocket peer from which nothing came (no message, no pong to the server's pings) for this long is cut off, its episode `client_lost` (default 30 s). */
   readonly wsTimeoutMs?: number;
-  /** A suite's split whose tasks `reset {task_id}` runs (default `test`). */
+  /** A suite's split whose tasks `reset {task_id}` runs (default `test`); several as `train,test`. */
   readonly split?: string;
   /** Also start the run's own server (POST /rewards, GET /events) on this port. */
   readonly runPort?: number;
@@ -61,6 +63,8 @@ interface Served {
   /** What the journal keeps to serve the same tasks on resume. */
   readonly from: ServedFrom;
   readonly dir: string;
+  /** A suite's own folder (its policy.md), when it is one. */
+  readonly suite?: Suite;
   readonly initialStates: readonly JsonValue[];
   readonly tasks: ReadonlyMap<string, { readonly task: ServedTask; readonly index: number }>;
 }
@@ -126,6 +130,18 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       schema: schemaOf(run.definition),
       tasks: [...served.tasks.values()].map((t) => t.task),
       metrics: () => metrics.render(),
+      ...(served.suite && served.tasks.size > 0
+        ? {
+            rollouts: {
+              runId: run.runId,
+              task: (id: string) => served.tasks.get(id),
+              taskHint: [...served.tasks.keys()][0] ?? '',
+              system: await agentSystemPrompt(served.suite),
+              start: (driver) => queue.open(driver),
+              events: run.events,
+            } satisfies RolloutHost,
+          }
+        : {}),
     });
     metrics.gauge('agent_serve_sessions', 'Sessions open on this server (WebSocket and HTTP).', () => server.sessions);
     run.events.on('run_started', (e) => options.onListening?.({ url: server.url, dir: e.dir, runId: run.runId, tasks: served.tasks.size }));
@@ -148,18 +164,24 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
     if (generated === undefined) throw new UsageError(`env '${definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
     initialStates = [generated];
   }
-  if (!existsSync(path.join(dir, 'tasks', `${split}.jsonl`))) return { from, dir, initialStates, tasks: new Map() };
-  const suite = await loadSuite(dir, split, initialStates[0] ?? null);
+  // Several splits at once (`train,test`): a trainer's tasks and the held-out ones it evaluates on, from one server.
+  const splits = split.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const present = splits.filter((s) => existsSync(path.join(dir, 'tasks', `${s}.jsonl`)));
+  if (present.length === 0) return { from, dir, initialStates, tasks: new Map() };
+  const missing = splits.filter((s) => !present.includes(s));
+  if (missing.length > 0) throw new UsageError(`no split '${missing[0] ?? ''}' in ${dir} (tasks/${missing[0] ?? ''}.jsonl)`, `Its splits: ${present.join(', ')}.`);
+  const suites = await Promise.all(present.map((s) => loadSuite(dir, s, initialStates[0] ?? null)));
+  const suite = suites[0] as Suite;
   // Tasks that share their database share one initial state (one line of states.jsonl, not hundreds).
   const states: JsonValue[] = [];
   const indexOf = new Map<JsonValue, number>();
   const tasks = new Map<string, { task: ServedTask; index: number }>();
-  for (const t of suite.tasks) {
+  for (const t of suites.flatMap((s) => s.tasks)) {
     let index = indexOf.get(t.initialState);
     if (index === undefined) indexOf.set(t.initialState, (index = states.push(t.initialState) - 1));
     tasks.set(t.id, { task: { id: t.id, instruction: t.instruction }, index });
   }
-  return { from, dir: suite.envDir, initialStates: states, tasks };
+  return { from, dir: suite.envDir, suite, initialStates: states, tasks };
 }
 
 /** GET /schema: an action is one of the env's actions with its parameters; the observation our envelope; the state the env's. */

@@ -179,14 +179,19 @@ export class ServedEpisode implements EpisodeDriver {
   }
 }
 
-/** The run's episode source: each reset a client sends is the next episode the run starts. */
+/** An episode waiting for the run to start it: told why when it never will. */
+export interface QueuedEpisode extends EpisodeDriver {
+  refuse(err: unknown): void;
+}
+
+/** The run's episode source: each reset a client sends (or rollout it asks for) is the next episode the run starts. */
 export class SessionQueue implements EpisodeSource {
-  readonly #waiting: ServedEpisode[] = [];
-  #taker: ((episode: ServedEpisode | undefined) => void) | undefined;
+  readonly #waiting: QueuedEpisode[] = [];
+  #taker: ((episode: QueuedEpisode | undefined) => void) | undefined;
   #closed = false;
 
-  /** Queue an episode; its `started` resolves once the run has reset its instance. */
-  open(episode: ServedEpisode): void {
+  /** Queue an episode; a served one's `started` resolves once the run has reset its instance. */
+  open(episode: QueuedEpisode): void {
     if (this.#closed) return episode.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
     const taker = this.#taker;
     this.#taker = undefined;
@@ -194,7 +199,7 @@ export class SessionQueue implements EpisodeSource {
     else this.#waiting.push(episode);
   }
 
-  next(signal: AbortSignal): Promise<ServedEpisode | undefined> {
+  next(signal: AbortSignal): Promise<QueuedEpisode | undefined> {
     const waiting = this.#waiting.shift();
     if (this.#closed || signal.aborted) {
       waiting?.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));

@@ -1,6 +1,6 @@
 """Python client for agentic-rl-toolkit's ``agent serve``: drive an env live from a trainer."""
 from .actions import Action
-from .client import Env
+from .client import Env, RolloutStream
 from .errors import (
     AgentRLError,
     CapacityReached,
@@ -14,7 +14,7 @@ from .errors import (
 )
 from .gym import GymEnv
 from .sync import SyncEnv
-from .types import Reward, RewardEntry, State, StepResult
+from .types import Reward, RewardEntry, RolloutGroup, RolloutSummary, State, StepResult
 
 __all__ = [
     "Action",
@@ -22,6 +22,9 @@ __all__ = [
     "SyncEnv",
     "GymEnv",
     "StepResult",
+    "RolloutStream",
+    "RolloutGroup",
+    "RolloutSummary",
     "State",
     "Reward",
     "RewardEntry",

@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from .actions import Action, to_wire
 from .errors import AgentRLError, ConnectionLost, ProtocolError, RequestTimeout, error_from
-from .types import ObsT, Reward, State, StateT, StepResult
+from .types import ObsT, Reward, RolloutGroup, RolloutSummary, State, StateT, StepResult
 
 log = logging.getLogger("agentic_rl")
 
@@ -67,6 +67,7 @@ class Env(Generic[ObsT, StateT]):
         self._ws: Optional[ClientConnection] = None
         self._reader: Optional[asyncio.Task[None]] = None
         self._pending: Dict[int, asyncio.Future[Dict[str, Any]]] = {}
+        self._streams: Dict[int, asyncio.Queue[Union[Dict[str, Any], ConnectionLost]]] = {}
         self._ids = itertools.count(1)
         self._rewards: asyncio.Queue[Union[Reward, ConnectionLost]] = asyncio.Queue()
         self._lost: Optional[ConnectionLost] = None
@@ -130,6 +131,8 @@ class Env(Generic[ObsT, StateT]):
                 if not fut.done():
                     fut.set_exception(self._lost)
             self._pending.clear()
+            for stream in self._streams.values():
+                stream.put_nowait(self._lost)
             self._rewards.put_nowait(self._lost)
 
     def _take(self, raw: Union[str, bytes]) -> None:
@@ -149,6 +152,10 @@ class Env(Generic[ObsT, StateT]):
                 log.warning("agentic_rl: dropped a reward push: %s", err)
             return
         rid = msg.get("id")
+        stream = self._streams.get(rid) if isinstance(rid, int) else None
+        if stream is not None:
+            stream.put_nowait(msg)
+            return
         fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
         if fut is None:
             log.warning("agentic_rl: dropped a frame no request waits for: %.200r", msg)
@@ -251,10 +258,132 @@ class Env(Generic[ObsT, StateT]):
             raise item
         return item
 
+    async def rollouts(
+        self,
+        task_ids: Iterable[str],
+        n: int,
+        base_url: str,
+        model: str,
+        sampling: Optional[Mapping[str, Any]] = None,
+        *,
+        weight_version: Optional[int] = None,
+        max_staleness: Optional[int] = None,
+        stale: str = "rerun",
+        concurrency: Optional[int] = None,
+        seed: Optional[int] = None,
+        tool_parser: Optional[str] = None,
+        max_context: Optional[int] = None,
+    ) -> RolloutStream:
+        """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
+        against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
+        yields each task's group as soon as its episodes are over and their late rewards landed.
+
+        ``sampling``: ``temperature``, ``top_p``, ``max_tokens``. ``weight_version``: the version the
+        trainer pushed last (turns the server does not label carry it; see ``weight_version()``).
+        ``max_staleness``: a group whose oldest turn is more versions behind is re-run
+        (``stale="rerun"``, twice at most) or dropped (``"drop"``), counted in ``stream.summary``.
+        Bad input is raised on the first ``__anext__``; leaving the loop early cancels the rest.
+        """
+        await self.connect()
+        data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
+        optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context}
+        data.update({k: v for k, v in optional.items() if v is not None})
+        rid = next(self._ids)
+        queue: asyncio.Queue[Union[Dict[str, Any], ConnectionLost]] = asyncio.Queue()
+        self._streams[rid] = queue
+        ws = self._ws
+        if ws is None or self._lost is not None:
+            del self._streams[rid]
+            raise self._lost or ConnectionLost("the session was closed", "CONNECTION_LOST")
+        try:
+            await asyncio.wait_for(ws.send(json.dumps({"type": "rollouts", "id": rid, "data": data})), self.timeout_s)
+        except (WebSocketException, asyncio.TimeoutError) as err:
+            del self._streams[rid]
+            raise self._lost or ConnectionLost(f"cannot send: {err}", "CONNECTION_LOST") from err
+        return RolloutStream(self, rid, queue)
+
+    async def weight_version(self, version: int) -> int:
+        """Tells the server the trainer pushed weights ``version`` to the inference server (never an older one)."""
+        got = (await self._request("weight_version", {"version": version})).get("version")
+        return _as_int(got, version)
+
+    async def _cancel(self, rid: int) -> None:
+        if self._lost is None and self._ws is not None:
+            await self._request("cancel", {"id": rid})
+
+    def _end_stream(self, rid: int) -> None:
+        self._streams.pop(rid, None)
+
     async def rewards_stream(self) -> AsyncIterator[Reward]:
         """Pushed rewards as they land; ends with ``ConnectionLost`` when the connection goes."""
         while True:
             yield await self.next_reward()
 
 
-__all__ = ["Env", "AgentRLError", "DEFAULT_MAX_SIZE"]
+def _as_int(v: Any, fallback: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else fallback
+
+
+class RolloutStream:
+    """The groups of one rollouts request, in the order they complete; ``summary`` once it ended.
+
+    Waits for each group at most ``Env(timeout_s=…)``. ``cancel()`` (or ``aclose()``, or leaving an
+    ``async with`` block early) ends the request's episodes on the server (``client_closed``).
+    """
+
+    def __init__(self, env: Env[Any, Any], rid: int, queue: asyncio.Queue[Union[Dict[str, Any], ConnectionLost]]):
+        self._env = env
+        self._rid = rid
+        self._queue = queue
+        self._done = False
+        self.summary: Optional[RolloutSummary] = None
+
+    def __aiter__(self) -> RolloutStream:
+        return self
+
+    async def __anext__(self) -> RolloutGroup:
+        if self._done:
+            raise StopAsyncIteration
+        try:
+            item = await asyncio.wait_for(self._queue.get(), self._env.timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestTimeout(f"no rollout group completed within {self._env.timeout_s} s", "TIMEOUT", "Episodes of long tasks take long: raise Env(timeout_s=…).") from None
+        if isinstance(item, ConnectionLost):
+            self._finish()
+            raise item
+        kind = item.get("type")
+        if kind == "rollout_group":
+            return RolloutGroup.parse(item.get("data"))
+        self._finish()
+        if kind == "rollouts_done":
+            self.summary = RolloutSummary.parse(item.get("data"))
+            raise StopAsyncIteration
+        if kind == "error":
+            raise error_from(item.get("data", {}))
+        raise ProtocolError(f"a rollouts request was answered {kind!r}", "PROTOCOL")
+
+    def _finish(self) -> None:
+        self._done = True
+        self._env._end_stream(self._rid)
+
+    async def collect(self) -> List[RolloutGroup]:
+        """Every group, once the request is done."""
+        return [g async for g in self]
+
+    async def cancel(self) -> None:
+        """Stops the request: its running episodes end ``client_closed``; no more groups come."""
+        if not self._done:
+            self._finish()
+            await self._env._cancel(self._rid)
+
+    async def aclose(self) -> None:
+        await self.cancel()
+
+    async def __aenter__(self) -> RolloutStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.cancel()
+
+
+__all__ = ["Env", "RolloutStream", "AgentRLError", "DEFAULT_MAX_SIZE"]

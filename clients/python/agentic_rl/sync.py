@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Coroutine, Generic, Iterable, List, Mapping, Optional, TypeVar
+from typing import Any, Coroutine, Generic, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
 from .actions import Action
 from .client import DEFAULT_MAX_SIZE, Env
-from .types import ObsT, Reward, State, StateT, StepResult
+from .types import ObsT, Reward, RolloutGroup, RolloutSummary, State, StateT, StepResult
 
 T = TypeVar("T")
 
@@ -90,6 +90,18 @@ class SyncEnv(Generic[ObsT, StateT]):
 
     def subscribe(self) -> None:
         self._run(self._env.subscribe())
+
+    def rollouts(self, task_ids: Iterable[str], n: int, base_url: str, model: str, sampling: Optional[Mapping[str, Any]] = None, **options: Any) -> Tuple[List[RolloutGroup], Optional[RolloutSummary]]:
+        """Every group of a rollouts request (see ``Env.rollouts``), once all are done, and the request's summary."""
+
+        async def collect() -> Tuple[List[RolloutGroup], Optional[RolloutSummary]]:
+            stream = await self._env.rollouts(list(task_ids), n, base_url, model, sampling, **options)
+            return await stream.collect(), stream.summary
+
+        return self._run(collect())
+
+    def weight_version(self, version: int) -> int:
+        return self._run(self._env.weight_version(version))
 
     def next_reward(self, timeout_s: Optional[float] = None) -> Reward:
         return self._run(self._env.next_reward(timeout_s))

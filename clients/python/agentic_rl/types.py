@@ -142,3 +142,64 @@ class Reward:
             reward=_number(o.get("reward")),
             raw=dict(o),
         )
+
+
+@dataclass(frozen=True)
+class RolloutGroup:
+    """One task's K episodes of a rollouts request, as token records (``agent export --format tokens``).
+
+    Each record is a dict with ``input_ids``, ``loss_mask`` (1 exactly on generated ids),
+    ``logprobs`` (the sampler's, None elsewhere), ``turns`` (spans with their rewards and
+    ``weight_version``), ``reward``, ``group_id``, ``weight_version`` (its oldest turn's).
+    ``staleness`` is how many versions the oldest turn was behind when the group completed.
+    """
+
+    task_id: str
+    group_id: str
+    records: List[Dict[str, Any]]
+    weight_version: Optional[int]
+    staleness: Optional[int]
+    reruns: int = 0
+
+    @property
+    def rewards(self) -> List[float]:
+        return [float(r.get("reward", 0.0)) for r in self.records]
+
+    @staticmethod
+    def parse(d: Any) -> RolloutGroup:
+        o = _object(d, "a rollout group")
+        records = o.get("records")
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ProtocolError(f"a rollout group has no records list: {records!r:.200}", "PROTOCOL")
+        version, staleness = o.get("weight_version"), o.get("staleness")
+        return RolloutGroup(
+            task_id=str(o.get("task_id", "")),
+            group_id=str(o.get("group_id", "")),
+            records=records,
+            weight_version=None if version is None else _int(version, "weight_version"),
+            staleness=None if staleness is None else _int(staleness, "staleness"),
+            reruns=_int(o.get("reruns", 0), "reruns"),
+        )
+
+
+@dataclass(frozen=True)
+class RolloutSummary:
+    """What a rollouts request did: groups sent, episodes run, stale groups dropped and re-runs."""
+
+    groups: int
+    episodes: int
+    dropped: int
+    rerun: int
+    max_staleness_seen: Optional[int]
+
+    @staticmethod
+    def parse(d: Any) -> RolloutSummary:
+        o = _object(d, "a rollouts summary")
+        seen = o.get("max_staleness_seen")
+        return RolloutSummary(
+            groups=_int(o.get("groups", 0), "groups"),
+            episodes=_int(o.get("episodes", 0), "episodes"),
+            dropped=_int(o.get("dropped", 0), "dropped"),
+            rerun=_int(o.get("rerun", 0), "rerun"),
+            max_staleness_seen=None if seen is None else _int(seen, "max_staleness_seen"),
+        )

@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 class Served:
-    def __init__(self, spec: str, out: Path):
+    def __init__(self, spec: str, out: Path, *extra: str):
         self.proc = subprocess.Popen(
-            ["node", str(REPO / "bin" / "agent.js"), "serve", spec, "--port", "0", "--json", "--out", str(out), "--max-steps", "40"],
+            ["node", str(REPO / "bin" / "agent.js"), "serve", spec, "--port", "0", "--json", "--out", str(out), "--max-steps", "40", *extra],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

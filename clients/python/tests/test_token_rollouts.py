@@ -91,3 +91,43 @@ def test_exported_tokens_are_exactly_what_the_server_produced(tiny_server, tmp_p
     # Sampled freely from a random model: no valid call, and no success.
     assert by_task["lookup-test-2"]["success"] is False
     assert {r["group_id"] for r in records} == {"lookup-test-0", "lookup-test-1", "lookup-test-2"}
+
+
+def test_weight_updates_go_forward_only_and_a_bad_file_changes_nothing(tiny_server, tmp_path: Path) -> None:
+    """POST /update_weights: a safetensors state dict loads as the new version; an older version or a file that does not fit the model is refused."""
+    safetensors = pytest.importorskip("safetensors.torch", reason="safetensors is not installed: pip install safetensors")
+    import urllib.error
+    import urllib.request
+
+    sys.path.insert(0, str(SERVER.parent))
+    import tiny_vllm_server as tiny
+
+    url = tiny_server["url"]
+
+    def post(route: str, body: dict) -> tuple[int, dict]:
+        req = urllib.request.Request(url + route, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req) as res:
+                return res.status, json.load(res)
+        except urllib.error.HTTPError as err:
+            return err.code, json.load(err)
+
+    def version() -> int:
+        with urllib.request.urlopen(url + "/v1/models") as res:
+            return json.load(res)["data"][0]["weight_version"]
+
+    # The server's own weights (same seed and size): loading them changes nothing the other tests see.
+    model = tiny.build_model(len(tiny.build_tokenizer()), 4096, 0)
+    good = tmp_path / "w.safetensors"
+    safetensors.save_file({k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}, str(good))
+    before = version()
+    assert post("/update_weights", {"path": str(good), "version": before + 1}) == (200, {"weight_version": before + 1})
+    status, body = post("/update_weights", {"path": str(good), "version": before})
+    assert status == 409 and "not above the current" in body["error"]["message"]
+    bad = tmp_path / "bad.safetensors"
+    safetensors.save_file({"not.a.weight": model.lm_head.weight.detach().clone()}, str(bad))
+    status, body = post("/update_weights", {"path": str(bad), "version": before + 5})
+    assert status == 400 and "does not fit the model" in body["error"]["message"]
+    assert version() == before + 1
+    ids = post("/tokenize", {"prompt": "hello"})[1]["tokens"]
+    assert post("/v1/completions", {"prompt": ids, "max_tokens": 2, "return_token_ids": True, "logprobs": 1})[1]["weight_version"] == before + 1

@@ -26,6 +26,7 @@ import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
 import { createLlmAgent, llmModel, type LlmAgent, type LlmPolicySettings } from '../../run/llm-agent.js';
+import { servedModel } from '../../llm/vllm.js';
 import type { LlmRunConfig } from '../../events/run-events.js';
 import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
@@ -92,9 +93,9 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-  const llm = await llmAgentFor(policyName, options, suite, seed);
+  const llm = await llmAgentFor(policyName, options, suite, seed, taskOf);
   const agent = llm?.agent;
-  if (options.llm?.tokens && !agent) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: policy (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> --llm-base-url <vLLM server> --tokens.' });
+  if (options.llm?.tokens && !agent) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: policy or gold (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> (or gold) --llm-base-url <vLLM server> --tokens.' });
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
   const gold = await goldStates(env, suite, options.signal);
   const inner: Policy = agent ? agent.policy : policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
@@ -219,10 +220,12 @@ export async function agentSystemPrompt(suite: Suite): Promise<string> {
 }
 
 /** The LLM agent (and simulated user) of an `llm:<model>` policy, and what run.json records of it; undefined for other policies. */
-async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig } | undefined> {
-  const model = llmModel(policyName);
+async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number, taskOf: (episode: number) => BenchmarkTask): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig } | undefined> {
+  // Gold in token mode: the gold actions as the model's turns, rendered by the server's template (data for a supervised warm start).
+  const gold = policyName === 'gold' && options.llm?.tokens === true && options.llm.baseURL !== undefined;
+  const model = gold ? await servedModel(options.llm?.baseURL as string, options.signal) : llmModel(policyName);
   if (model === undefined) return undefined;
-  return createLlmAgent(model, { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, { system: await agentSystemPrompt(suite), seed, ...(options.signal ? { signal: options.signal } : {}) });
+  return createLlmAgent(model, { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, { system: await agentSystemPrompt(suite), seed, ...(options.signal ? { signal: options.signal } : {}), ...(gold ? { gold: goldPolicy(taskOf) } : {}) });
 }
 
 /** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */

@@ -97,7 +97,8 @@ describe.each([
     // The chat export of an llm: run is that conversation, exactly, with the tools the model had.
     const chats = await exportChat(report.run_dir);
     expect(chats.map((c) => c.messages)).toEqual(conversations.map((c) => c.messages));
-    expect(chats[0]).toMatchObject({ task_id: task.id, success: true, reward: 1 });
+    expect(chats[0]).toMatchObject({ task_id: task.id, success: true, reward: 1, user_turns: 'conversation' });
+    expect(await exportChat(report.run_dir, { userTurns: 'said' })).toHaveLength(chats.length);
     expect(chats[0]?.tools.map((t) => t.function.name)).toContain('cancel_pending_order');
     expect(chats[0]?.tools.map((t) => t.function.name)).not.toContain('respond');
     // Every model call is an llm_call event, whose tokens add up to the conversation's usage...
@@ -117,6 +118,21 @@ describe.each([
       expect(span).toMatchObject({ kind: 3, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': expect.stringMatching(/fake-(agent|user)$/) } });
     }
     expect(chatSpans.reduce((s, x) => s + (x.attributes['gen_ai.usage.input_tokens'] as number), 0)).toBe(llmCalls.reduce((s, e) => s + (e.input_tokens ?? 0), 0));
+  });
+});
+
+describe('chat export of gold episodes', () => {
+  it("marks a τ-bench task's instruction as the simulated user's private scenario, and leaves it out of the said-only form", async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'gold-chat-'));
+    dirs.push(out);
+    const report = await runBenchmark({ suite: SUITE, tasks: ['retail-test-0'], policy: 'gold', out });
+    const [chat] = await exportChat(report.run_dir);
+    // What the agent's user message would be: "You are Yusuf Rossi in 19122. You want to…", a scenario no user says.
+    expect(chat?.messages[1]).toMatchObject({ role: 'user', content: expect.stringMatching(/^You are /) });
+    expect(chat?.user_turns).toBe('user_scenario');
+    const leftOut: [number, string][] = [];
+    expect(await exportChat(report.run_dir, { userTurns: 'said', onLeftOut: (n, why) => leftOut.push([n, why]) })).toEqual([]);
+    expect(leftOut).toEqual([[1, expect.stringContaining('scenario for a simulated user')]]);
   });
 });
 

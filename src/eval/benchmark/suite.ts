@@ -1,6 +1,7 @@
 /**
  * A benchmark suite: an env folder with task files `tasks/<split>.jsonl`, and optionally
- * `suite.json` ({name, env, error_observation}). Each task line:
+ * `suite.json` ({name, env, error_observation, instructions}: `"user_scenario"` when each task's
+ * instruction is a simulated user's private scenario, as τ-bench's are, not a user's request). Each task line:
  *   {id, instruction, user_id?, initial_state? | initial_patch?, actions: [{name, params}], outputs?, success?}
  * `success` is `"state_match"` (the default: the final state equals the gold actions' replayed on a
  * fresh copy, and each output appears in what the agent said), `{"reward_at_least": r}`, or
@@ -46,6 +47,8 @@ interface SuiteManifest {
   readonly name?: string;
   readonly env?: string;
   readonly error_observation?: string;
+  /** `request` (default) or `user_scenario`: read by the chat export, which marks such a user message. */
+  readonly instructions?: 'request' | 'user_scenario';
 }
 
 /** Load a suite's split, with every task checked (ids unique, actions and params shaped right). `base` is the env's initial state. */

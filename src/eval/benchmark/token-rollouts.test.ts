@@ -111,6 +111,30 @@ describe('token mode', () => {
     }
   });
 
+  it('renders gold actions as the model\'s turns through the server\'s template (data for a supervised warm start)', async () => {
+    await using server = await startFakeVllmServer({ reply: () => 'never asked' });
+    const report = await bench(server.url, await outDir(), { policy: 'gold', trials: 1 });
+    expect(report.metrics.success_rate.value).toBe(1);
+    // Nothing is generated: only the start-up check asked for a completion.
+    expect(server.completions).toHaveLength(1);
+    const records = await exportTokens(report.run_dir);
+    expect(records).toHaveLength(2);
+    const { decode } = await import('../../llm/fake-vllm-server.js');
+    for (const r of records) {
+      expect(r.turns.map((t) => t.gold)).toEqual([true, true]);
+      // Gold turns are trained on (mask 1) but were not sampled: no logprobs.
+      expect(r.logprobs.every((l) => l === null)).toBe(true);
+      const first = r.turns[0] as { start: number; end: number };
+      expect(decode(r.input_ids.slice(first.start, first.end))).toMatch(/^<tool_call>\n\{"name":"lookup_code","arguments":\{"key":"[a-z-]+"\}\}\n<\/tool_call><\|im_end\|>$/);
+      expect(r.loss_mask.filter((m) => m === 1)).toHaveLength(r.turns.reduce((n, t) => n + t.end - t.start, 0));
+    }
+    // The whole sequence is what the template renders for the conversation: the env's ids and the gold turns join as a model's would.
+    const text = decode(records[0]?.input_ids ?? []);
+    expect(text).toContain('<|im_end|>\n<|im_start|>user\n<tool_response>\n{"key":"frost-ram","code":"QN9Y"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name":"answer","arguments":{"code":"QN9Y"}}\n</tool_call><|im_end|>');
+    const manifest = JSON.parse(await readFile(path.join(report.run_dir, 'run.json'), 'utf8')) as { config: { policy: string; llm: unknown } };
+    expect(manifest.config).toMatchObject({ policy: 'gold', llm: { model: 'fake-model', tokens: true } });
+  });
+
   it('says where a template is not prefix-stable, instead of hiding it', async () => {
     await using server = await startFakeVllmServer({ reply: lookupModel, thinkingTemplate: true });
     const report = await bench(server.url, await outDir(), { tasks: ['lookup-test-0'], trials: 1 });

@@ -1,0 +1,463 @@
+"""GRPO through the runtime: a tiny causal LM learns multi-turn tool use on two CPU cores.
+
+The task (fixtures/lookup, its tasks drawn from --seed): the user names a key; the model must call
+`lookup_code` with that key, read the code in the tool's result, and call `answer` with it. A
+judge's verdict (1 or 0) lands on the answer step ~200 ms later. Success needs the tool call and
+its result: the codes are random, and the held-out tasks' keys and codes are never trained on.
+
+The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as the environment side:
+
+1. The trainer asks `agent serve` for rollouts: K episodes of each of T tasks, run by the suite's
+   `llm:` agent in token mode against the inference server (examples/python/tiny_vllm_server.py);
+   each group comes back as token records (`input_ids`, `loss_mask`, `logprobs`, `turns`,
+   `reward`) as soon as its K episodes are over and their late rewards have landed.
+2. While the next batch is already rolling, the trainer computes group-relative advantages and
+   takes a clipped policy-gradient step (importance ratio against the exported sampler logprobs,
+   loss only where `loss_mask` is 1), writes the weights, pushes them to the inference server
+   (`POST /update_weights`) and tells `agent serve` the new version. A group whose oldest turn is
+   more than --max-staleness versions behind is re-run by the server, never mixed in silently.
+3. Before GRPO, an optional supervised warm start on gold episodes rendered token-exact through the
+   server's template (`agent benchmark --policy gold --tokens`, `agent export --format tokens`):
+   first on each generated turn with the 40 ids before it (where the key or the code it must
+   copy is), then on the whole sequences, ~550 ids with the tool list.
+
+The model is a Qwen2 built from a config (no download) with a byte-level BPE tokenizer made on the
+spot and a Qwen2.5-style chat template, the server's own (imported from tiny_vllm_server.py, same
+seed: the trainer and the server start from the same weights, version 0).
+
+    python examples/python/grpo_tools.py --metrics metrics.jsonl --plot curve.png
+
+With no URLs it starts the model server and `agent serve` from this checkout, and stops them at the
+end; --model-url and --serve-url point it at running ones (serve a suite made by --write-suite).
+--metrics writes one JSON line per training step: step, phase, weight_version, train_success,
+eval_success (held-out tasks, greedy), mean_reward, staleness, elapsed_s.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import tiny_vllm_server as tiny  # noqa: E402 - the server's own model and tokenizer builders
+
+from agentic_rl import Env, RolloutGroup  # noqa: E402
+
+ADJECTIVES = "amber brisk coral dusky ember frost gilded hazel ivory jade keen lunar misty noble olive pale quiet rusty silver tidal".split()
+ANIMALS = "fox owl elk ram yak cod bee jay ant eel".split()
+LETTERS, DIGITS = "ABCDEFGHJKLMNPQRSTUVWXYZ", "23456789"
+MODEL = "tiny-qwen"
+
+
+# ── the suite ───────────────────────────────────────────────────────────────────────────────────
+
+
+def write_suite(dest: Path, seed: int, train: int, test: int) -> Tuple[List[str], List[str]]:
+    """fixtures/lookup's env with tasks drawn from `seed`: keys like `frost-ram-7`, codes like `Q9N4`; train and test keys disjoint."""
+    src = REPO / "fixtures" / "lookup"
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("env.json", "state_schema.json", "tools.ts", "judge.ts", "policy.md"):
+        shutil.copy(src / name, dest / name)
+    rng = random.Random(seed)
+    keys = [f"{a}-{b}-{d}" for a in ADJECTIVES for b in ANIMALS for d in range(10)]
+    rng.shuffle(keys)
+    if train + test > len(keys):
+        raise SystemExit(f"--train-tasks + --test-tasks must be at most {len(keys)}")
+    codes = {k: "".join(rng.choice(LETTERS) + rng.choice(DIGITS) for _ in range(2)) for k in keys[: train + test]}
+    (dest / "initial_states.json").write_text(json.dumps([{"codes": codes, "asked": "", "answer": None}]))
+    (dest / "tasks").mkdir(exist_ok=True)
+    splits = {"train": keys[:train], "test": keys[train: train + test]}
+    for split, split_keys in splits.items():
+        with open(dest / "tasks" / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            for i, key in enumerate(split_keys):
+                task = {
+                    "id": f"lookup-{split}-{i}",
+                    # Double quotes: after a ' the tokenizer reads 'm, 'd, 's, 't as contractions (misty would not be one token).
+                    "instruction": f'What is the code behind the key "{key}"? Look it up, then answer with the code.',
+                    "initial_patch": [{"op": "replace", "path": "/asked", "value": key}],
+                    "actions": [{"name": "lookup_code", "params": {"key": key}}, {"name": "answer", "params": {"code": codes[key]}}],
+                }
+                f.write(json.dumps(task) + "\n")
+    return [f"lookup-train-{i}" for i in range(train)], [f"lookup-test-{i}" for i in range(test)]
+
+
+# ── the services it starts when given no URLs ────────────────────────────────────────────────────
+
+
+class Services:
+    """The model server and `agent serve`, started from this checkout and stopped at the end."""
+
+    def __init__(self) -> None:
+        self.procs: List[subprocess.Popen[str]] = []
+
+    def start(self, argv: List[str], ready: str) -> str:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith(ready):
+            self.stop()
+            raise RuntimeError(f"{' '.join(argv[:3])} did not start: {proc.stderr.read() if proc.stderr else ''}")
+        return line
+
+    def model_server(self, args: argparse.Namespace) -> str:
+        line = self.start([sys.executable, str(HERE / "tiny_vllm_server.py"), "--port", "0", "--model", MODEL, "--seed", str(args.seed), *size_flags(args), "--max-batch", "64"], "READY ")
+        return line.split()[1]
+
+    def agent_serve(self, suite: Path, out: Path) -> str:
+        line = self.start(["node", str(REPO / "bin" / "agent.js"), "serve", str(suite), "--split", "train,test", "--port", "0", "--json", "--out", str(out), "--max-steps", "8"], "{")
+        return str(json.loads(line)["url"])
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        self.procs.clear()
+
+
+def size_flags(args: argparse.Namespace) -> List[str]:
+    return ["--hidden-size", str(args.hidden_size), "--layers", str(args.layers), "--heads", str(args.heads)]
+
+
+def agent_cli(*argv: str) -> str:
+    done = subprocess.run(["node", str(REPO / "bin" / "agent.js"), *argv], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"agent {argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def post(url: str, body: Dict[str, Any]) -> Dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as res:
+        answer: Dict[str, Any] = json.load(res)
+        return answer
+
+
+# ── the trainer ──────────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Batch:
+    ids: torch.Tensor
+    mask: torch.Tensor  # 1 where the loss counts (generated ids)
+    old: torch.Tensor  # the sampler's logprobs there
+    advantage: torch.Tensor  # per sequence
+
+
+class Trainer:
+    def __init__(self, args: argparse.Namespace) -> None:
+        tokenizer = tiny.build_tokenizer()
+        self.pad = int(tokenizer.pad_token_id)
+        self.model = tiny.build_model(len(tokenizer), 4096, args.seed, args.hidden_size, args.layers, args.heads)
+        self.model.train()
+        self.sft_opt = torch.optim.AdamW(self.model.parameters(), lr=args.sft_lr, weight_decay=0.0)
+        self.rl_opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, weight_decay=0.0)
+        self.clip = args.clip
+        self.micro = args.micro_batch
+
+    def logprobs(self, ids: torch.Tensor) -> torch.Tensor:
+        """log p(ids[t] | ids[:t]) for t ≥ 1 (shape [B, T-1])."""
+        attention = (ids != self.pad).long()
+        logits = self.model(ids, attention_mask=attention).logits[:, :-1].float()
+        return torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None])[..., 0]
+
+    def pad_batch(self, rows: List[Tuple[List[int], List[int], List[Optional[float]]]]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        width = max(len(r[0]) for r in rows)
+        ids = torch.full((len(rows), width), self.pad)
+        mask = torch.zeros((len(rows), width))
+        old = torch.zeros((len(rows), width))
+        for i, (seq, m, lp) in enumerate(rows):
+            ids[i, : len(seq)] = torch.tensor(seq)
+            mask[i, : len(seq)] = torch.tensor(m, dtype=torch.float)
+            old[i, : len(seq)] = torch.tensor([x if x is not None else 0.0 for x in lp])
+        return ids, mask, old
+
+    @staticmethod
+    def windows(record: Dict[str, Any], width: int) -> List[Tuple[List[int], List[int], List[Optional[float]]]]:
+        """Each generated turn with the `width` ids before it: the record's own ids, mask 1 on the turn."""
+        out = []
+        for t in record["turns"]:
+            at = max(0, t["start"] - width)
+            out.append((record["input_ids"][at: t["end"]], [0] * (t["start"] - at) + [1] * (t["end"] - t["start"]), [None] * (t["end"] - at)))
+        return out
+
+    def sft_step(self, records: List[Dict[str, Any]], window: Optional[int]) -> float:
+        rows = [w for r in records for w in self.windows(r, window)] if window else [(r["input_ids"], r["loss_mask"], r["logprobs"]) for r in records]
+        ids, mask, _ = self.pad_batch(rows)
+        lp = self.logprobs(ids)
+        m = mask[:, 1:]
+        loss = -(lp * m).sum() / m.sum().clamp(min=1)
+        self.sft_opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.sft_opt.step()
+        return float(loss.detach())
+
+    def grpo_step(self, groups: List[RolloutGroup]) -> Dict[str, float]:
+        """Group-relative advantages, then one clipped policy-gradient step over every generated token with a non-zero advantage."""
+        rows, advantages = [], []
+        for g in groups:
+            rewards = [float(r["reward"]) for r in g.records]
+            mean = sum(rewards) / len(rewards)
+            std = math.sqrt(sum((x - mean) ** 2 for x in rewards) / len(rewards))
+            if std < 1e-6:
+                continue  # every episode alike: no signal in this group
+            for r, reward in zip(g.records, rewards):
+                rows.append((r["input_ids"], r["loss_mask"], r["logprobs"]))
+                advantages.append((reward - mean) / (std + 1e-6))
+        if not rows:
+            return {"loss": 0.0, "clipped": 0.0, "sequences": 0.0}
+        tokens = sum(sum(m) for _, m, _ in rows)
+        self.rl_opt.zero_grad()
+        total, clipped = 0.0, 0.0
+        for at in range(0, len(rows), self.micro):
+            ids, mask, old = self.pad_batch(rows[at: at + self.micro])
+            adv = torch.tensor(advantages[at: at + self.micro])[:, None]
+            lp = self.logprobs(ids)
+            m, old = mask[:, 1:], old[:, 1:]
+            ratio = torch.exp(lp - old)
+            objective = torch.minimum(ratio * adv, ratio.clamp(1 - self.clip, 1 + self.clip) * adv)
+            # GRPO's 1/|o_i|: each episode's mean over its own generated tokens, so a long failed episode
+            # (a model retrying invalid calls) weighs as much as a short success, not six times more.
+            loss = -((objective * m).sum(-1) / m.sum(-1).clamp(min=1)).sum() / len(rows)
+            loss.backward()
+            total += float(loss.detach())
+            clipped += float((((ratio - 1).abs() > self.clip).float() * m).sum())
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.rl_opt.step()
+        return {"loss": total, "clipped": clipped / tokens, "sequences": float(len(rows))}
+
+    def push(self, model_url: str, version: int, folder: Path) -> None:
+        """Writes the weights as safetensors and has the inference server load them as `version`."""
+        from safetensors.torch import save_file
+
+        path = folder / f"weights-{version}.safetensors"
+        # Tied embeddings share storage with lm_head: safetensors refuses shared tensors, the server re-ties them.
+        state = {k: v.detach().clone().contiguous() for k, v in self.model.state_dict().items() if k != "lm_head.weight"}
+        save_file(state, str(path))
+        try:
+            post(f"{model_url}/update_weights", {"path": str(path), "version": version})
+        except urllib.error.HTTPError as err:
+            detail = err.read().decode(errors="replace")[:300]
+            if err.code in (404, 405):
+                raise SystemExit(f"the inference server at {model_url} has no POST /update_weights (HTTP {err.code}): the loop cannot push weights to it. "
+                                 "Serve the model with examples/python/tiny_vllm_server.py, or give your server a weight route and change Trainer.push.") from None
+            raise SystemExit(f"the inference server at {model_url} refused weights version {version} (HTTP {err.code}): {detail}") from None
+        finally:
+            path.unlink()
+
+
+# ── the loop ─────────────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Clock:
+    start: float = field(default_factory=time.monotonic)
+    waited: float = 0.0
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+
+def success(records: List[Dict[str, Any]]) -> float:
+    return sum(1 for r in records if r["reward"] >= 1) / max(1, len(records))
+
+
+async def evaluate(env: Env[Any, Any], model_url: str, test_ids: List[str], max_tokens: int) -> float:
+    """Held-out tasks, one greedy episode each."""
+    stream = await env.rollouts(test_ids, n=1, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 0, "max_tokens": max_tokens}, concurrency=64)
+    return success([r for g in await stream.collect() for r in g.records])
+
+
+async def rollouts(env: Env[Any, Any], args: argparse.Namespace, model_url: str, task_ids: List[str], seed: int) -> List[RolloutGroup]:
+    stream = await env.rollouts(task_ids, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens},
+                                max_staleness=args.max_staleness, concurrency=64, seed=seed)
+    return await stream.collect()
+
+
+def batches(items: List[Any], size: int, rng: random.Random) -> Iterator[List[Any]]:
+    while True:
+        order = items[:]
+        rng.shuffle(order)
+        for at in range(0, len(order) - size + 1, size):
+            yield order[at: at + size]
+
+
+async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite: Path, train_ids: List[str], test_ids: List[str], work: Path) -> List[Dict[str, Any]]:
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    rng = random.Random(args.seed)
+    trainer = Trainer(args)
+    clock = Clock()
+    metrics: List[Dict[str, Any]] = []
+    out = open(args.metrics, "w", encoding="utf-8") if args.metrics else None
+
+    def log(line: Dict[str, Any]) -> None:
+        line = {**line, "elapsed_s": round(clock.elapsed(), 1)}
+        metrics.append(line)
+        if out:
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+        if not args.quiet:
+            print(json.dumps(line), flush=True)
+
+    async with Env(serve_url, timeout_s=600) as env:
+        version = 0
+        await env.weight_version(version)
+        log({"step": 0, "phase": "start", "weight_version": version, "train_success": None, "eval_success": await evaluate(env, model_url, test_ids, args.max_tokens), "mean_reward": None, "staleness": None})
+
+        if args.sft_window_steps + args.sft_steps > 0:
+            # Gold episodes, token-exact through the server's template: what the model should have generated, mask 1.
+            run = json.loads(agent_cli("benchmark", str(suite), "--split", "train", "--policy", "gold", "--tokens", "--llm-base-url", f"{model_url}/v1", "--concurrency", "32", "--out", str(work / "gold"), "--json"))["run_dir"]
+            agent_cli("export", run, "--format", "tokens", "--out", str(work / "gold.jsonl"))
+            gold = [json.loads(line) for line in (work / "gold.jsonl").read_text().splitlines()]
+            source = batches(gold, args.sft_batch, rng)
+            total = args.sft_window_steps + args.sft_steps
+            for step in range(1, total + 1):
+                loss = await asyncio.to_thread(trainer.sft_step, next(source), args.sft_window if step <= args.sft_window_steps else None)
+                if step % args.eval_every_sft == 0 or step == total:
+                    version += 1
+                    await asyncio.to_thread(trainer.push, model_url, version, work)
+                    await env.weight_version(version)
+                    log({"step": step, "phase": "sft", "weight_version": version, "train_success": None, "eval_success": await evaluate(env, model_url, test_ids, args.max_tokens), "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
+
+        tasks = batches(train_ids, args.tasks_per_step, rng)
+        # The first batch, then each next one while the update of the last runs: off-policy by at most a version.
+        pending = asyncio.create_task(rollouts(env, args, model_url, next(tasks), rng.randrange(2**31)))
+        for step in range(1, args.steps + 1):
+            waited = time.monotonic()
+            groups = await pending
+            clock.waited += time.monotonic() - waited
+            if step < args.steps:
+                pending = asyncio.create_task(rollouts(env, args, model_url, next(tasks), rng.randrange(2**31)))
+            records = [r for g in groups for r in g.records]
+            # How many versions the weights being updated are ahead of the oldest the batch was sampled with.
+            staleness = max((version - g.weight_version for g in groups if g.weight_version is not None), default=None)
+            stats = await asyncio.to_thread(trainer.grpo_step, groups)
+            version += 1
+            await asyncio.to_thread(trainer.push, model_url, version, work)
+            await env.weight_version(version)
+            evaluated = await evaluate(env, model_url, test_ids, args.max_tokens) if step % args.eval_every == 0 or step == args.steps else None
+            log({
+                "step": step,
+                "phase": "grpo",
+                "weight_version": version,
+                "train_success": round(success(records), 4),
+                "eval_success": evaluated,
+                "mean_reward": round(sum(r["reward"] for r in records) / max(1, len(records)), 4),
+                "staleness": staleness,
+                "groups": len(groups),
+                "clipped": round(stats["clipped"], 4),
+            })
+    if out:
+        out.close()
+    summary = {"wall_s": round(clock.elapsed(), 1), "waited_on_rollouts_s": round(clock.waited, 1), "waited_share": round(clock.waited / max(1e-9, clock.elapsed()), 3)}
+    if not args.quiet:
+        print(json.dumps({"summary": summary}), flush=True)
+    metrics.append({"summary": summary})
+    return metrics
+
+
+def plot(metrics: List[Dict[str, Any]], file: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    evals = [(m["elapsed_s"] / 60, m["eval_success"]) for m in metrics if m.get("eval_success") is not None]
+    trains = [(m["elapsed_s"] / 60, m["train_success"]) for m in metrics if m.get("train_success") is not None]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.plot(*zip(*evals), marker="o", label="held-out success (greedy)")
+    if trains:
+        ax.plot(*zip(*trains), alpha=0.6, label="train success (sampled, K per task)")
+    grpo = next((m["elapsed_s"] / 60 for m in metrics if m.get("phase") == "grpo"), None)
+    if grpo is not None:
+        ax.axvline(grpo, color="grey", linestyle=":", label="SFT warm start → GRPO")
+    ax.set_xlabel("wall time (minutes, two CPU cores)")
+    ax.set_ylabel("success")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="lower right")
+    ax.set_title("grpo_tools.py: a tiny Qwen2 learns to look up a code, then answer")
+    fig.tight_layout()
+    fig.savefig(file, dpi=120)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model-url", help="a running vLLM-compatible server with POST /update_weights (default: start tiny_vllm_server.py)")
+    p.add_argument("--serve-url", help="a running agent serve of the suite --write-suite makes (default: start one)")
+    p.add_argument("--write-suite", help="write the suite for --seed into this folder and exit")
+    p.add_argument("--seed", type=int, default=0, help="the model's initialization, the tasks' keys and codes, and the sampling")
+    p.add_argument("--train-tasks", type=int, default=800)
+    p.add_argument("--test-tasks", type=int, default=50)
+    p.add_argument("--sft-window-steps", type=int, default=400, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
+    p.add_argument("--sft-window", type=int, default=40)
+    p.add_argument("--sft-steps", type=int, default=150, help="then supervised steps on whole gold sequences (0: none)")
+    p.add_argument("--sft-batch", type=int, default=16)
+    p.add_argument("--sft-lr", type=float, default=3e-3)
+    p.add_argument("--eval-every-sft", type=int, default=50)
+    p.add_argument("--steps", type=int, default=40, help="GRPO steps")
+    p.add_argument("--tasks-per-step", type=int, default=8)
+    p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--clip", type=float, default=0.2)
+    p.add_argument("--micro-batch", type=int, default=16)
+    p.add_argument("--max-staleness", type=int, default=1)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--hidden-size", type=int, default=64)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--metrics", help="one JSON line per training step")
+    p.add_argument("--plot", help="a PNG of the curve (matplotlib)")
+    p.add_argument("--quiet", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    args = parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="grpo-tools-"))
+    try:
+        suite = Path(args.write_suite) if args.write_suite else work / "suite"
+        train_ids, test_ids = write_suite(suite, args.seed, args.train_tasks, args.test_tasks)
+        if args.write_suite:
+            return []
+        services = Services()
+        try:
+            model_url = args.model_url or services.model_server(args)
+            serve_url = args.serve_url or services.agent_serve(suite, work / "runs")
+            metrics = asyncio.run(train(args, model_url, serve_url, suite, train_ids, test_ids, work))
+        finally:
+            services.stop()
+        if args.plot:
+            plot(metrics, args.plot)
+        return metrics
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()

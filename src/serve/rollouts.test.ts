@@ -1,0 +1,177 @@
+/**
+ * Rollouts through `agent serve` against a fake vLLM server: a trainer asks for K episodes of some
+ * tasks and gets each group once its episodes are over and the judge's late verdicts have landed,
+ * as token records labelled with weight versions; stale groups are dropped or re-run and counted;
+ * bad requests are refused naming the field; a cancelled request ends its episodes.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import WebSocket from 'ws';
+import { startFakeVllmServer, type FakeVllmServer } from '../llm/fake-vllm-server.js';
+import type { TokenRecord } from '../replay/token-export.js';
+import type { RunSummary } from '../run/run-summary.js';
+import { serveEnv } from './serve.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Looks the key up, then answers with the code the lookup gave. */
+function lookupModel(prompt: string): string {
+  const code = /"code":"(\w+)"\}\n<\/tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$/.exec(prompt)?.[1];
+  if (code !== undefined) return `<tool_call>\n{"name": "answer", "arguments": {"code": "${code}"}}\n</tool_call>`;
+  const key = [...prompt.matchAll(/the key '([a-z-]+)'/g)].pop()?.[1] ?? 'none';
+  return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
+}
+
+async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
+  const model = await startFakeVllmServer(fake);
+  cleanups.push(async () => model[Symbol.asyncDispose]());
+  const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));
+  cleanups.push(() => rm(out, { recursive: true, force: true }));
+  const controller = new AbortController();
+  let ready!: (v: { url: string; dir: string }) => void;
+  const listening = new Promise<{ url: string; dir: string }>((r) => (ready = r));
+  const done = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready }, controller.signal);
+  const stop = (): Promise<RunSummary> => {
+    controller.abort();
+    return done;
+  };
+  cleanups.push(stop);
+  return { model, ...(await listening), stop };
+}
+
+interface Message {
+  readonly type: string;
+  readonly id?: number;
+  readonly data: Record<string, unknown>;
+}
+
+/** A client that keeps every message, and waits for the one that ends a request. */
+async function connect(url: string): Promise<{ send(m: object): void; until(pred: (m: Message) => boolean): Promise<Message[]>; close(): void }> {
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+  const inbox: Message[] = [];
+  let check: (() => void) | undefined;
+  ws.on('message', (raw) => {
+    inbox.push(JSON.parse(String(raw)) as Message);
+    check?.();
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  cleanups.push(async () => ws.close());
+  return {
+    send: (m) => ws.send(JSON.stringify(m)),
+    until: (pred) =>
+      new Promise((resolve) => {
+        check = (): void => {
+          const at = inbox.findIndex(pred);
+          if (at !== -1) {
+            check = undefined;
+            resolve(inbox.splice(0, at + 1));
+          }
+        };
+        check();
+      }),
+    close: () => ws.close(),
+  };
+}
+
+const ask = (base: string, extra: object = {}): object => ({ task_ids: ['lookup-train-0', 'lookup-train-1'], n: 3, base_url: base, model: 'fake-model', sampling: { temperature: 1, max_tokens: 100 }, ...extra });
+
+describe('rollouts through agent serve', () => {
+  it('streams each task as a group of K token records once its late rewards landed, every turn labelled with its weight version', async () => {
+    const { model, url } = await setup();
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 1, data: ask(model.url, { weight_version: 4, max_staleness: 1 }) });
+    const messages = await client.until((m) => m.id === 1 && m.type !== 'rollout_group');
+    const groups = messages.filter((m) => m.type === 'rollout_group').map((m) => m.data as { task_id: string; group_id: string; records: TokenRecord[]; staleness: number; weight_version: number });
+    const done = messages[messages.length - 1] as Message;
+    expect(done.type).toBe('rollouts_done');
+    expect(done.data).toMatchObject({ groups: 2, episodes: 6, dropped: 0, rerun: 0, max_staleness_seen: 0 });
+    expect(groups.map((g) => g.task_id).sort()).toEqual(['lookup-train-0', 'lookup-train-1']);
+    for (const g of groups) {
+      expect(g.records).toHaveLength(3);
+      expect(new Set(g.records.map((r) => r.group_id))).toEqual(new Set([g.group_id]));
+      expect(g.records.map((r) => r.trial)).toEqual([0, 1, 2]);
+      expect([g.weight_version, g.staleness]).toEqual([4, 0]);
+      for (const r of g.records) {
+        // The judge's verdict comes ~200 ms after the answer: it is in the record, on the answering turn.
+        expect(r.reward).toBe(1);
+        expect(r.turns.map((t) => t.reward)).toEqual([0, 1]);
+        expect(r.turns.every((t) => t.weight_version === 4)).toBe(true);
+        const generated = (i: number): boolean => r.turns.some((t) => i >= t.start && i < t.end);
+        expect(r.loss_mask.every((m, i) => m === (generated(i) ? 1 : 0))).toBe(true);
+        expect(r.logprobs.every((l, i) => (l === null) === !generated(i))).toBe(true);
+      }
+    }
+    // Six episodes, two turns each, and the start-up check.
+    expect(model.completions).toHaveLength(13);
+  });
+
+  it("labels turns with the version the server reports, and drops or re-runs a group too many versions behind, counting it", async () => {
+    let version = 0;
+    const { model, url } = await setup({ reply: lookupModel, weightVersion: () => version });
+    const client = await connect(url);
+    client.send({ type: 'weight_version', id: 1, data: { version: 0 } });
+    await client.until((m) => m.id === 1);
+    // The trainer pushed version 3 while the server still generates with 0: every group is 3 behind.
+    client.send({ type: 'weight_version', id: 2, data: { version: 3 } });
+    await client.until((m) => m.id === 2);
+    client.send({ type: 'rollouts', id: 3, data: ask(model.url, { max_staleness: 1, stale: 'drop' }) });
+    const dropped = await client.until((m) => m.id === 3 && m.type !== 'rollout_group');
+    expect(dropped.filter((m) => m.type === 'rollout_group')).toHaveLength(0);
+    expect(dropped[dropped.length - 1]?.data).toMatchObject({ groups: 0, episodes: 6, dropped: 2, rerun: 0, max_staleness_seen: 3 });
+    client.send({ type: 'rollouts', id: 4, data: ask(model.url, { task_ids: ['lookup-train-0'], max_staleness: 1 }) });
+    const rerun = await client.until((m) => m.id === 4 && m.type !== 'rollout_group');
+    expect(rerun[rerun.length - 1]?.data).toMatchObject({ groups: 0, episodes: 9, dropped: 1, rerun: 2 });
+    // Once the server generates with the new weights, the group is fresh and sent.
+    version = 3;
+    client.send({ type: 'rollouts', id: 5, data: ask(model.url, { task_ids: ['lookup-train-0'], max_staleness: 1 }) });
+    const fresh = await client.until((m) => m.id === 5 && m.type !== 'rollout_group');
+    const group = fresh.find((m) => m.type === 'rollout_group')?.data as { staleness: number; records: TokenRecord[] };
+    expect(group.staleness).toBe(0);
+    expect(group.records.flatMap((r) => r.turns.map((t) => t.weight_version))).toEqual([3, 3, 3, 3, 3, 3]);
+  });
+
+  it('refuses a bad request naming the field, and a version older than the current one, running nothing', async () => {
+    const { model, url } = await setup();
+    const client = await connect(url);
+    const error = async (id: number, data: object, type = 'rollouts'): Promise<Record<string, unknown>> => {
+      client.send({ type, id, data });
+      const [m] = (await client.until((x) => x.id === id)).slice(-1);
+      expect(m?.type).toBe('error');
+      return m?.data ?? {};
+    };
+    expect(await error(1, ask(model.url, { task_ids: ['lookup-train-0', 'no-such-task'] }))).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('/data/task_ids/1') });
+    expect(await error(2, ask(model.url, { n: 0 }))).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('/data/n') });
+    expect(await error(3, ask(model.url, { sampling: { top_p: 2 } }))).toMatchObject({ message: expect.stringContaining('/data/sampling/top_p') });
+    client.send({ type: 'weight_version', id: 4, data: { version: 5 } });
+    await client.until((m) => m.id === 4);
+    expect(await error(5, { version: 4 }, 'weight_version')).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('older than the current weight version 5') });
+    expect(await error(6, ask(model.url, { weight_version: 2 }))).toMatchObject({ message: expect.stringContaining('older than the current weight version 5') });
+    expect(model.completions).toHaveLength(0);
+  });
+
+  it('ends the episodes of a cancelled request client_closed, and keeps serving', async () => {
+    const { model, url, dir, stop } = await setup({ reply: lookupModel, delayMs: 20 });
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 1, data: ask(model.url, { n: 4 }) });
+    await vi.waitFor(() => expect(model.completions.length).toBeGreaterThan(2), { interval: 5 });
+    client.send({ type: 'cancel', id: 2, data: { id: 1 } });
+    const messages = await client.until((m) => m.id === 1 && m.type !== 'rollout_group');
+    expect(messages[messages.length - 1]).toMatchObject({ type: 'error', data: { code: 'INTERRUPTED' } });
+    client.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-2'], n: 1 }) });
+    const after = await client.until((m) => m.id === 3 && m.type !== 'rollout_group');
+    expect(after[after.length - 1]?.data).toMatchObject({ groups: 1 });
+    const summary = await stop();
+    expect(summary.episodes.by_reason.client_closed).toBeGreaterThan(0);
+    expect(summary.episodes.by_reason.done).toBeGreaterThanOrEqual(1);
+    const episodes = (await readFile(path.join(dir, 'episodes.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { reason: string });
+    expect(episodes.filter((e) => e.reason === 'client_closed')).toHaveLength(summary.episodes.by_reason.client_closed ?? 0);
+  });
+});

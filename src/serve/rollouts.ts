@@ -1,0 +1,371 @@
+/**
+ * Rollouts as a service: a trainer asks `agent serve` for K episodes of each of some tasks, run in
+ * the runtime by an `llm:` policy in token mode against the trainer's inference server, and gets
+ * each task's group as soon as its K episodes are over and every reward they await has landed (or
+ * been imputed at its deadline): the token records of `agent export --format tokens`, streamed.
+ *
+ * Weight versions: every turn is labelled with the weights it was generated with (the server's
+ * own report, else the version the trainer last declared). A group whose oldest turn is more than
+ * `max_staleness` versions behind the newest known when it completes is re-run (`stale: "rerun"`,
+ * at most {@link MAX_RERUNS} times) or dropped (`stale: "drop"`), counted in the summary; it is
+ * never sent mixed in silently.
+ *
+ * The episodes are the run's like any other (run folder, events, debug views, export); a request
+ * that is cancelled, or whose client goes away, ends its episodes `client_closed`.
+ */
+import { truncatedBy, type EpisodeDriver } from '../run/episode-runner.js';
+import type { EpisodeFinishedEvent } from '../run/run-journal.js';
+import type { RunEvent } from '../events/run-events.js';
+import type { Observation, Policy, PolicyContext } from '../run/policy.js';
+import { createLlmAgent } from '../run/llm-agent.js';
+import { tokenRecord, type TokenRecord, type TurnOf } from '../replay/token-export.js';
+import { AgentError } from '../shared/errors.js';
+import { isPlainObject } from '../shared/json.js';
+import { raceAbort } from '../shared/abort.js';
+import { LLM_DEFAULTS } from '../shared/defaults.js';
+import type { ServedTask } from './served-episode.js';
+
+/** Episodes of one request running at once, unless it asks otherwise. */
+const DEFAULT_CONCURRENCY = 16;
+/** Times a stale group is run again before it is dropped. */
+export const MAX_RERUNS = 2;
+
+/** A rollout request, as the client sends it (`{"type": "rollouts", "data": {…}}`). */
+export interface RolloutRequest {
+  readonly taskIds: readonly string[];
+  /** Episodes per task: the GRPO group size K. */
+  readonly n: number;
+  /** The inference server's OpenAI base URL (vLLM-compatible: /tokenize, /v1/completions with token ids). */
+  readonly baseURL: string;
+  readonly model: string;
+  readonly sampling: { readonly temperature: number; readonly top_p: number; readonly max_tokens: number };
+  readonly seed: number;
+  readonly toolParser?: string;
+  readonly maxContext?: number;
+  readonly concurrency: number;
+  /** The weights' version the trainer pushed last (turns the server does not label carry it). */
+  readonly weightVersion?: number;
+  readonly maxStaleness?: number;
+  readonly stale: 'drop' | 'rerun';
+}
+
+/** A task's group: its K token records, the oldest weight version among their turns, and how far behind that was. */
+export interface RolloutGroup {
+  readonly task_id: string;
+  readonly group_id: string;
+  readonly records: readonly TokenRecord[];
+  readonly weight_version: number | null;
+  /** Versions between the oldest turn's and the newest known when the group completed (null: no versions known). */
+  readonly staleness: number | null;
+  /** 0, or how many times the group was re-run for staleness. */
+  readonly reruns: number;
+}
+
+export interface RolloutSummary {
+  readonly groups: number;
+  readonly episodes: number;
+  readonly dropped: number;
+  readonly rerun: number;
+  readonly max_staleness_seen: number | null;
+}
+
+/** What the rollouts need of the served run. */
+export interface RolloutHost {
+  readonly runId: string;
+  /** A served suite's task by id, with the initial state it starts from. */
+  task(id: string): { readonly task: ServedTask; readonly index: number } | undefined;
+  /** Example task ids, for an error's hint. */
+  readonly taskHint: string;
+  /** The system prompt an `llm:` agent of this suite is told. */
+  readonly system: string;
+  /** Hands an episode to the run (refused when the server is stopping). */
+  start(driver: EpisodeDriver & { refuse(err: unknown): void }): void;
+  readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
+}
+
+/** The request's fields, checked: a typed error naming the field (`/data/<field>`) otherwise. */
+export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutRequest {
+  const bad = (field: string, want: string, hint?: string): never => {
+    throw new AgentError('PARAMS_INVALID', `rollouts /data/${field} ${want}`, { hint: hint ?? 'Send {"type": "rollouts", "data": {"task_ids": [...], "n": 4, "base_url": "http://127.0.0.1:8000/v1", "model": "<served model>", "sampling": {"temperature": 1}}}.' });
+  };
+  if (!isPlainObject(raw)) return bad('', 'must be an object');
+  const ids = raw['task_ids'];
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) return bad('task_ids', 'must be a non-empty array of task ids');
+  ids.forEach((id, i) => {
+    if (!host.task(id as string)) bad(`task_ids/${i}`, `names no task of this suite ('${String(id)}')`, `GET /tasks lists them (ids look like '${host.taskHint}').`);
+  });
+  const n = raw['n'];
+  if (!Number.isInteger(n) || (n as number) < 1) bad('n', `must be a whole number ≥ 1 (got ${JSON.stringify(n)})`, 'n is the group size K: episodes per task.');
+  const str = (field: string): string => {
+    const v = raw[field];
+    return typeof v === 'string' && v !== '' ? v : bad(field, 'must be a non-empty string');
+  };
+  const sampling = raw['sampling'] ?? {};
+  if (!isPlainObject(sampling)) return bad('sampling', 'must be an object {temperature?, top_p?, max_tokens?}');
+  const num = (o: Record<string, unknown>, field: string, pointer: string, fallback: number, ok: (v: number) => boolean, want: string): number => {
+    const v = o[field];
+    if (v === undefined || v === null) return fallback;
+    return typeof v === 'number' && ok(v) ? v : bad(pointer, want);
+  };
+  const whole = (v: number): boolean => Number.isInteger(v);
+  const opt = (field: string, ok: (v: number) => boolean, want: string): number | undefined => (raw[field] === undefined || raw[field] === null ? undefined : num(raw, field, field, 0, ok, want));
+  const stale = raw['stale'] ?? 'rerun';
+  if (stale !== 'drop' && stale !== 'rerun') bad('stale', `must be "drop" or "rerun" (got ${JSON.stringify(stale)})`);
+  const toolParser = raw['tool_parser'];
+  if (toolParser !== undefined && typeof toolParser !== 'string') bad('tool_parser', 'must be a string (hermes, llama3_json)');
+  const maxContext = opt('max_context', (v) => whole(v) && v > 0, 'must be a whole number > 0');
+  const weightVersion = opt('weight_version', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
+  const maxStaleness = opt('max_staleness', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
+  return {
+    taskIds: ids as string[],
+    n: n as number,
+    baseURL: str('base_url'),
+    model: str('model'),
+    sampling: {
+      temperature: num(sampling, 'temperature', 'sampling/temperature', LLM_DEFAULTS.tokensTemperature, (v) => v >= 0, 'must be a number ≥ 0'),
+      top_p: num(sampling, 'top_p', 'sampling/top_p', LLM_DEFAULTS.topP, (v) => v > 0 && v <= 1, 'must be a number in (0, 1]'),
+      max_tokens: num(sampling, 'max_tokens', 'sampling/max_tokens', LLM_DEFAULTS.maxTokens, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
+    },
+    seed: num(raw, 'seed', 'seed', 0, whole, 'must be a whole number'),
+    ...(typeof toolParser === 'string' ? { toolParser } : {}),
+    ...(maxContext !== undefined ? { maxContext } : {}),
+    concurrency: num(raw, 'concurrency', 'concurrency', DEFAULT_CONCURRENCY, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
+    ...(weightVersion !== undefined ? { weightVersion } : {}),
+    ...(maxStaleness !== undefined ? { maxStaleness } : {}),
+    stale: stale as 'drop' | 'rerun',
+  };
+}
+
+/** The weights' versions a client has declared, shared by its requests: never goes back. */
+export class WeightVersions {
+  #current: number | undefined;
+
+  get current(): number | undefined {
+    return this.#current;
+  }
+
+  /** The trainer pushed `version`; an older one than the current is refused (nothing changes). */
+  declare(version: unknown, pointer: string): void {
+    if (!Number.isInteger(version) || (version as number) < 0) throw new AgentError('PARAMS_INVALID', `${pointer} must be a whole number ≥ 0 (got ${JSON.stringify(version)})`, { hint: 'Send the version the trainer just pushed to the inference server.' });
+    const v = version as number;
+    if (this.#current !== undefined && v < this.#current) {
+      throw new AgentError('PARAMS_INVALID', `${pointer} ${v} is older than the current weight version ${this.#current}`, { hint: 'Versions only go forward: declare each new version once its weights are on the inference server.' });
+    }
+    this.#current = v;
+  }
+
+  /** A version the inference server reported: the newest known moves with it. */
+  saw(version: number): void {
+    if (this.#current === undefined || version > this.#current) this.#current = version;
+  }
+}
+
+/** One episode of a group, as its events arrive; `complete` resolves once it is over and no reward it awaits is pending. */
+class EpisodeCollector {
+  readonly turns: TurnOf[] = [];
+  readonly steps = new Map<number, number>();
+  /** Delayed rewards awaited: `<trace>|<source>`. */
+  readonly #pending = new Set<string>();
+  finished: EpisodeFinishedEvent | undefined;
+  readonly complete: Promise<void>;
+  #resolve!: () => void;
+  #reject!: (err: unknown) => void;
+
+  constructor() {
+    this.complete = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.complete.catch(() => undefined);
+  }
+
+  /** The run will never start it (the server is stopping). */
+  fail(err: unknown): void {
+    this.#reject(err);
+  }
+
+  end(finished: EpisodeFinishedEvent): void {
+    this.finished = finished;
+    this.#check();
+  }
+
+  take(e: RunEvent): void {
+    switch (e.type) {
+      case 'llm_call':
+        if (e.role === 'policy' && e.tokens) this.turns.push({ step: e.step ?? 1, tokens: e.tokens });
+        break;
+      case 'trace_settled':
+        this.steps.set(e.step, e.status === 'resolved' ? e.reward : 0);
+        for (const [source, entry] of Object.entries(e.rewards)) if (entry.status === 'pending') this.#pending.add(`${e.trace_id}|${source}`);
+        break;
+      case 'reward_expected':
+        this.#pending.add(`${e.trace_id}|${e.source}`);
+        break;
+      case 'reward_arrived':
+      case 'reward_imputed':
+        this.#pending.delete(`${e.trace_id}|${e.source}`);
+        if (this.steps.has(e.step)) this.steps.set(e.step, e.reward);
+        this.#check();
+        break;
+      case 'reward_failed':
+        this.#pending.delete(`${e.trace_id}|${e.source}`);
+        this.#check();
+        break;
+      default:
+        break;
+    }
+  }
+
+  #check(): void {
+    if (this.finished && this.#pending.size === 0) this.#resolve();
+  }
+}
+
+/** An episode of a rollout: the request's agent on a task's initial state, ending `client_closed` when the request is cancelled. */
+class RolloutEpisode implements EpisodeDriver {
+  constructor(
+    readonly initialIndex: number,
+    readonly policy: Policy,
+    readonly signal: AbortSignal,
+    readonly begin: (episode: number) => void,
+    readonly over: (finished: EpisodeFinishedEvent) => void,
+    readonly refuse: (err: unknown) => void,
+  ) {}
+}
+
+/** At most `size` holders at once, served in the order they asked. */
+class Slots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  async acquire(signal: AbortSignal): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return;
+    }
+    await raceAbort(new Promise<void>((resolve) => this.#waiting.push(resolve)), signal);
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
+}
+
+/**
+ * Runs a request's groups, `concurrency` episodes at a time, task by task; `onGroup` gets each
+ * group as it completes. Resolves with the counts once every group is sent or dropped; rejects
+ * with the reason when `signal` aborts (its episodes end `client_closed`).
+ */
+export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
+  if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
+  const { agent } = await createLlmAgent(
+    request.model,
+    {
+      baseURL: request.baseURL,
+      tokens: true,
+      temperature: request.sampling.temperature,
+      topP: request.sampling.top_p,
+      maxTokens: request.sampling.max_tokens,
+      ...(request.toolParser !== undefined ? { toolParser: request.toolParser } : {}),
+      ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
+      weightVersion: () => versions.current,
+    },
+    { system: host.system, seed: request.seed, signal },
+  );
+  const collectors = new Map<number, EpisodeCollector>();
+  const unsubscribe = host.events.onAny((e) => {
+    if (!('episode' in e) || typeof e.episode !== 'number') return;
+    collectors.get(e.episode)?.take(e);
+    if (e.type === 'llm_call' && e.tokens?.weight_version !== undefined) versions.saw(e.tokens.weight_version);
+  });
+  const slots = new Slots(request.concurrency);
+  const counts = { groups: 0, episodes: 0, dropped: 0, rerun: 0, max_staleness_seen: null as number | null };
+
+  /** One episode of `task`, once a slot is free: its index and what it recorded, once complete. */
+  const episode = async (task: { readonly task: ServedTask; readonly index: number }): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
+    await slots.acquire(signal);
+    try {
+      counts.episodes++;
+      const c = new EpisodeCollector();
+      let index = -1;
+      const policy: Policy = (obs: Observation, ctx: PolicyContext) => agent.policy({ ...obs, task: { id: task.task.id, instruction: task.task.instruction } }, ctx);
+      host.start(
+        new RolloutEpisode(
+          task.index,
+          policy,
+          signal,
+          (i) => {
+            index = i;
+            collectors.set(i, c);
+          },
+          (finished) => {
+            agent.ended(finished.episode);
+            c.end(finished);
+          },
+          (err) => c.fail(err),
+        ),
+      );
+      await raceAbort(c.complete, signal);
+      collectors.delete(index);
+      return { index, c };
+    } finally {
+      slots.release();
+    }
+  };
+
+  const group = async (taskId: string): Promise<void> => {
+    const task = host.task(taskId) as { readonly task: ServedTask; readonly index: number };
+    for (let reruns = 0; ; reruns++) {
+      const members = await Promise.all(Array.from({ length: request.n }, () => episode(task)));
+      const groupId = `${taskId}/${members[0]?.index ?? 0}`;
+      const records = members.map(({ index, c }, trial) => {
+        const finished = c.finished as EpisodeFinishedEvent;
+        const terminated = !truncatedBy(finished.reason);
+        return {
+          ...tokenRecord({
+            runId: host.runId,
+            episode: index,
+            taskId,
+            trial,
+            turns: c.turns,
+            steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
+            reward: [...c.steps.values()].reduce((a, b) => a + b, 0),
+            end: { terminated, truncated: !terminated, reason: finished.reason },
+            sampling: { ...request.sampling, seed: request.seed },
+            where: `episode ${index} of run ${host.runId}`,
+          }),
+          group_id: groupId,
+        };
+      });
+      const turnVersions = records.flatMap((r) => r.turns.flatMap((t) => (t.weight_version !== undefined ? [t.weight_version] : [])));
+      const oldest = turnVersions.length > 0 ? Math.min(...turnVersions) : null;
+      const newest = versions.current;
+      const staleness = oldest !== null && newest !== undefined ? newest - oldest : null;
+      if (staleness !== null) counts.max_staleness_seen = Math.max(counts.max_staleness_seen ?? 0, staleness);
+      if (request.maxStaleness !== undefined && staleness !== null && staleness > request.maxStaleness) {
+        if (request.stale === 'rerun' && reruns < MAX_RERUNS) {
+          counts.rerun++;
+          continue;
+        }
+        counts.dropped++;
+        return;
+      }
+      counts.groups++;
+      onGroup({ task_id: taskId, group_id: groupId, records, weight_version: oldest, staleness, reruns });
+      return;
+    }
+  };
+
+  try {
+    await Promise.all(request.taskIds.map(group));
+    return counts;
+  } finally {
+    unsubscribe();
+  }
+}
