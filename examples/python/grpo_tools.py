@@ -158,14 +158,6 @@ def post(url: str, body: Dict[str, Any]) -> Dict[str, Any]:
 # ── the trainer ──────────────────────────────────────────────────────────────────────────────────
 
 
-@dataclass
-class Batch:
-    ids: torch.Tensor
-    mask: torch.Tensor  # 1 where the loss counts (generated ids)
-    old: torch.Tensor  # the sampler's logprobs there
-    advantage: torch.Tensor  # per sequence
-
-
 class Trainer:
     def __init__(self, args: argparse.Namespace) -> None:
         tokenizer = tiny.build_tokenizer()
@@ -175,6 +167,7 @@ class Trainer:
         self.sft_opt = torch.optim.AdamW(self.model.parameters(), lr=args.sft_lr, weight_decay=0.0)
         self.rl_opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, weight_decay=0.0)
         self.clip = args.clip
+        self.epochs = args.epochs
         self.micro = args.micro_batch
 
     def logprobs(self, ids: torch.Tensor) -> torch.Tensor:
@@ -216,7 +209,7 @@ class Trainer:
         return float(loss.detach())
 
     def grpo_step(self, groups: List[RolloutGroup]) -> Dict[str, float]:
-        """Group-relative advantages, then one clipped policy-gradient step over every generated token with a non-zero advantage."""
+        """Group-relative advantages, then `epochs` clipped policy-gradient steps on the batch (the ratio against the sampler's logprobs keeps the later ones honest)."""
         rows, advantages = [], []
         for g in groups:
             rewards = [float(r["reward"]) for r in g.records]
@@ -230,23 +223,25 @@ class Trainer:
         if not rows:
             return {"loss": 0.0, "clipped": 0.0, "sequences": 0.0}
         tokens = sum(sum(m) for _, m, _ in rows)
-        self.rl_opt.zero_grad()
         total, clipped = 0.0, 0.0
-        for at in range(0, len(rows), self.micro):
-            ids, mask, old = self.pad_batch(rows[at: at + self.micro])
-            adv = torch.tensor(advantages[at: at + self.micro])[:, None]
-            lp = self.logprobs(ids)
-            m, old = mask[:, 1:], old[:, 1:]
-            ratio = torch.exp(lp - old)
-            objective = torch.minimum(ratio * adv, ratio.clamp(1 - self.clip, 1 + self.clip) * adv)
-            # GRPO's 1/|o_i|: each episode's mean over its own generated tokens, so a long failed episode
-            # (a model retrying invalid calls) weighs as much as a short success, not six times more.
-            loss = -((objective * m).sum(-1) / m.sum(-1).clamp(min=1)).sum() / len(rows)
-            loss.backward()
-            total += float(loss.detach())
-            clipped += float((((ratio - 1).abs() > self.clip).float() * m).sum())
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.rl_opt.step()
+        for _ in range(self.epochs):
+            self.rl_opt.zero_grad()
+            total, clipped = 0.0, 0.0
+            for at in range(0, len(rows), self.micro):
+                ids, mask, old = self.pad_batch(rows[at: at + self.micro])
+                adv = torch.tensor(advantages[at: at + self.micro])[:, None]
+                lp = self.logprobs(ids)
+                m, old = mask[:, 1:], old[:, 1:]
+                ratio = torch.exp(lp - old)
+                objective = torch.minimum(ratio * adv, ratio.clamp(1 - self.clip, 1 + self.clip) * adv)
+                # GRPO's 1/|o_i|: each episode's mean over its own generated tokens, so a long failed episode
+                # (a model retrying invalid calls) weighs as much as a short success, not six times more.
+                loss = -((objective * m).sum(-1) / m.sum(-1).clamp(min=1)).sum() / len(rows)
+                loss.backward()
+                total += float(loss.detach())
+                clipped += float((((ratio - 1).abs() > self.clip).float() * m).sum())
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.rl_opt.step()
         return {"loss": total, "clipped": clipped / tokens, "sequences": float(len(rows))}
 
     def push(self, model_url: str, version: int, folder: Path) -> None:
@@ -341,7 +336,8 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
                     version += 1
                     await asyncio.to_thread(trainer.push, model_url, version, work)
                     await env.weight_version(version)
-                    log({"step": step, "phase": "sft", "weight_version": version, "train_success": None, "eval_success": await evaluate(env, model_url, test_ids, args.max_tokens), "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
+                    evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
+                    log({"step": step, "phase": "sft", "weight_version": version, "train_success": None, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
 
         tasks = batches(train_ids, args.tasks_per_step, rng)
         # The first batch, then each next one while the update of the last runs: off-policy by at most a version.
@@ -423,6 +419,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--clip", type=float, default=0.2)
+    p.add_argument("--epochs", type=int, default=1, help="gradient steps per batch of rollouts")
     p.add_argument("--micro-batch", type=int, default=16)
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=64)

@@ -15,10 +15,11 @@ afterAll(async () => {
 });
 
 /** Read an event stream until `enough` says so (or it ends); returns the frames as {id, event, data}. */
-async function frames(url: string, headers: Record<string, string>, enough: (f: { id: number; event: string }[]) => boolean): Promise<{ id: number; event: string; data: { type: string } }[]> {
+async function frames(url: string, headers: Record<string, string>, enough: (f: { id: number; event: string }[]) => boolean, onOpen?: () => void): Promise<{ id: number; event: string; data: { type: string } }[]> {
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  onOpen?.();
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let text = '';
@@ -70,9 +71,9 @@ describe('GET /events and /progress', () => {
     expect(resumed[0]?.id).toBe(6);
     const progress = (await (await fetch(`${base}/progress`, { headers: auth })).json()) as { steps: number; episodes_total: number };
     expect(progress).toMatchObject({ steps: 3, episodes_total: 1 });
-    // Live: what happens after connecting arrives too.
-    const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, auth, (f) => f.some((x) => x.event === 'run_finished'));
-    release();
+    // Live: what happens after connecting arrives too. The run goes on only once the stream is open:
+    // released sooner, a loaded machine may finish the run (and close its server) before the request lands.
+    const live = frames(`${base}/events?since=${first.at(-1)?.id ?? 0}`, auth, (f) => f.some((x) => x.event === 'run_finished'), release);
     expect((await live).map((f) => f.event)).toContain('run_finished');
     await done;
     await expect(stat(serverFile)).rejects.toMatchObject({ code: 'ENOENT' });

@@ -150,14 +150,14 @@ class EventStream implements Disposable {
     this.#flush.unref();
   }
 
-  /** Writes what the client has not had yet, in one write, within its high-water mark and `budget` bytes; returns the bytes written. */
-  #pump(c: Subscriber, budget = CLIENT_HIGH_WATER): number {
+  /** Writes what the client has not had yet, in one write, within its high-water mark and `budget` bytes (all of it when `last`); returns the bytes written. */
+  #pump(c: Subscriber, budget = CLIENT_HIGH_WATER, last = false): number {
     const oldest = Math.max(1, this.#next - this.#replay);
     if (c.next < oldest) {
       this.#drop(c, `client ${c.address} fell more than ${this.#replay} events behind on /events: cut off (it may reconnect with Last-Event-ID)`);
       return 0;
     }
-    let room = Math.min(budget, CLIENT_HIGH_WATER - c.res.writableLength);
+    let room = last ? Number.POSITIVE_INFINITY : Math.min(budget, CLIENT_HIGH_WATER - c.res.writableLength);
     if (room <= 0 || c.next >= this.#next) return 0;
     let batch = '';
     while (c.next < this.#next && room > 0) {
@@ -192,7 +192,11 @@ class EventStream implements Disposable {
     this.#off();
     clearInterval(this.#heartbeat);
     clearTimeout(this.#flush);
-    for (const c of this.#clients) c.res.end();
+    // The events not flushed yet (the run's last ones, run_finished among them) go out before the stream ends.
+    for (const c of this.#clients) {
+      this.#pump(c, CLIENT_HIGH_WATER, true);
+      c.res.end();
+    }
     this.#clients.clear();
   }
 }
