@@ -12,8 +12,9 @@ The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as th
    each group comes back as token records (`input_ids`, `loss_mask`, `logprobs`, `turns`,
    `reward`) as soon as its K episodes are over and their late rewards have landed.
 2. While the next batch is already rolling, the trainer computes group-relative advantages and
-   takes a clipped policy-gradient step (importance ratio against the exported sampler logprobs,
-   loss only where `loss_mask` is 1), writes the weights, pushes them to the inference server
+   takes --epochs clipped policy-gradient steps on the batch (importance ratio against the exported
+   sampler logprobs, each episode's mean over its generated tokens, loss only where `loss_mask` is
+   1), writes the weights, pushes them to the inference server
    (`POST /update_weights`) and tells `agent serve` the new version. A group whose oldest turn is
    more than --max-staleness versions behind is re-run by the server, never mixed in silently.
 3. Before GRPO, an optional supervised warm start on gold episodes rendered token-exact through the
@@ -410,16 +411,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--test-tasks", type=int, default=50)
     p.add_argument("--sft-window-steps", type=int, default=400, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
     p.add_argument("--sft-window", type=int, default=40)
-    p.add_argument("--sft-steps", type=int, default=150, help="then supervised steps on whole gold sequences (0: none)")
+    p.add_argument("--sft-steps", type=int, default=20, help="then supervised steps on whole gold sequences (0: none)")
     p.add_argument("--sft-batch", type=int, default=16)
     p.add_argument("--sft-lr", type=float, default=3e-3)
-    p.add_argument("--eval-every-sft", type=int, default=50)
-    p.add_argument("--steps", type=int, default=40, help="GRPO steps")
+    p.add_argument("--eval-every-sft", type=int, default=105)
+    p.add_argument("--steps", type=int, default=25, help="GRPO steps")
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--clip", type=float, default=0.2)
-    p.add_argument("--epochs", type=int, default=1, help="gradient steps per batch of rollouts")
+    p.add_argument("--epochs", type=int, default=4, help="gradient steps per batch of rollouts")
     p.add_argument("--micro-batch", type=int, default=16)
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=64)
