@@ -89,9 +89,10 @@ describe.runIf(available)('agent serve --resume', () => {
     const c = await connect(second.listening.url);
     await c.ask({ type: 'reset' });
     expect(await c.ask(step)).toMatchObject({ data: { info: { status: 'resolved' } } });
-    c.close();
+    // Stopped while its client is still there: the open episode ends interrupted (a client that left first would make it client_closed).
     second.child.kill('SIGINT');
     const result = await second.child;
+    c.close();
     expect(result.exitCode).toBe(0);
     expect(String(result.stderr)).toMatch(/resumed: 0 episode\(s\) finished before, 20 step\(s\) kept/);
 

@@ -61,7 +61,8 @@ describe.skipIf('skip' in browser)('the web console in a browser', () => {
       // Hovered again while the timeline may still be laying out (a bar that moved under the pointer is not entered).
       for (let attempt = 1; ; attempt++) {
         await page.hover(`.barbox[data-trace="${target.trace_id}"]`);
-        const shown = await page.waitFor(`document.querySelector('.tooltip')?.dataset.tooltip === '${target.trace_id}'`, 'the tooltip of the hovered bar', 3_000).catch((err: unknown) => (attempt < 5 ? undefined : Promise.reject(err)));
+        // A loaded machine (the whole suite at once) may take seconds to lay the timeline out: up to 8 hovers, 4 s each.
+        const shown = await page.waitFor(`document.querySelector('.tooltip')?.dataset.tooltip === '${target.trace_id}'`, 'the tooltip of the hovered bar', 4_000).catch((err: unknown) => (attempt < 8 ? undefined : Promise.reject(err)));
         if (shown) break;
       }
       expect(await page.evaluate<string>(text('.tooltip'))).toMatch(/dispatched \+[\d.]+ m?s.*settled after [\d.]+ m?s/s);

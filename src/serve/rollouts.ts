@@ -7,7 +7,7 @@
  * Weight versions: every turn is labelled with the weights it was generated with (the server's
  * own report, else the version the trainer last declared). A group whose oldest turn is more than
  * `max_staleness` versions behind the newest known when it completes is re-run (`stale: "rerun"`,
- * at most {@link MAX_RERUNS} times) or dropped (`stale: "drop"`), counted in the summary; it is
+ * at most `SERVE_DEFAULTS.staleReruns` times) or dropped (`stale: "drop"`), counted in the summary; it is
  * never sent mixed in silently.
  *
  * The episodes are the run's like any other (run folder, events, debug views, export); a request
@@ -22,13 +22,8 @@ import { tokenRecord, type TokenRecord, type TurnOf } from '../replay/token-expo
 import { AgentError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
-import { LLM_DEFAULTS } from '../shared/defaults.js';
+import { LLM_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 import type { ServedTask } from './served-episode.js';
-
-/** Episodes of one request running at once, unless it asks otherwise. */
-const DEFAULT_CONCURRENCY = 16;
-/** Times a stale group is run again before it is dropped. */
-export const MAX_RERUNS = 2;
 
 /** A rollout request, as the client sends it (`{"type": "rollouts", "data": {…}}`). */
 export interface RolloutRequest {
@@ -129,7 +124,7 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
     seed: num(raw, 'seed', 'seed', 0, whole, 'must be a whole number'),
     ...(typeof toolParser === 'string' ? { toolParser } : {}),
     ...(maxContext !== undefined ? { maxContext } : {}),
-    concurrency: num(raw, 'concurrency', 'concurrency', DEFAULT_CONCURRENCY, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
+    concurrency: num(raw, 'concurrency', 'concurrency', SERVE_DEFAULTS.rolloutConcurrency, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
     ...(weightVersion !== undefined ? { weightVersion } : {}),
     ...(maxStaleness !== undefined ? { maxStaleness } : {}),
     stale: stale as 'drop' | 'rerun',
@@ -349,7 +344,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       const staleness = oldest !== null && newest !== undefined ? newest - oldest : null;
       if (staleness !== null) counts.max_staleness_seen = Math.max(counts.max_staleness_seen ?? 0, staleness);
       if (request.maxStaleness !== undefined && staleness !== null && staleness > request.maxStaleness) {
-        if (request.stale === 'rerun' && reruns < MAX_RERUNS) {
+        if (request.stale === 'rerun' && reruns < SERVE_DEFAULTS.staleReruns) {
           counts.rerun++;
           continue;
         }

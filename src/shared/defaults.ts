@@ -30,6 +30,10 @@ export const SERVE_DEFAULTS = {
   /** A WebSocket peer that answers nothing for this long is cut off (`client_lost`). */
   wsTimeoutMs: 30_000,
   split: 'test',
+  /** A rollouts request's episodes running at once, unless it asks otherwise. */
+  rolloutConcurrency: 16,
+  /** Times a stale group is run again before it is dropped (`stale: "rerun"`). */
+  staleReruns: 2,
 } as const;
 
 /** `agent worker` and `RolloutWorker`. */
