@@ -6,7 +6,8 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -68,7 +69,11 @@ async function writeEnv(dir: string, extra: Record<string, string> = {}): Promis
 
 beforeAll(async () => {
   const dest = await tmp.dir('agent-pack-');
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  // npm pack builds into the checkout's dist/: put it back as it was, so no other test runs against a build it did not ask for.
+  const hadDist = existsSync(path.join(ROOT, 'dist'));
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).finally(async () => {
+    if (!hadDist) await rm(path.join(ROOT, 'dist'), { recursive: true, force: true });
+  });
   // npm prints the prepack script's output before the JSON.
   packed = (JSON.parse(stdout.slice(stdout.indexOf('[\n'))) as (typeof packed)[])[0] as typeof packed;
   tarball = path.join(dest, packed.filename);
