@@ -1,7 +1,7 @@
 /**
  * One episode on a real time axis: each trace a bar from dispatch to settle (the part it waited
  * for a slot lighter), commits marked on their own lane, every reward's arrival on its step's row
- * (late ones red). Wheel zooms around the pointer, dragging pans; hovering a bar gives its timings.
+ * (late ones red). Wheel zooms around the pointer, dragging pans; hovering a trace's row gives its timings.
  * Clicking a bar selects it; its seq opens in the state explorer.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
@@ -157,7 +157,9 @@ export function TimelineView({ nav, go, version }: ViewProps) {
             const left = x(t.dispatched_at);
             const started = t.started_at !== undefined ? x(t.started_at) : left;
             return (
-              <div key={t.trace_id} class={`lane${t.trace_id === nav.trace ? ' selected' : ''}`}>
+              // The whole row hovers its trace: a short bar is mostly covered by its own reward markers
+              // (8 px, drawn over the bar where they land), so the bar alone is no target.
+              <div key={t.trace_id} class={`lane${t.trace_id === nav.trace ? ' selected' : ''}`} onMouseMove={(e) => setHover({ x: e.clientX, y: e.clientY, trace: t })} onMouseLeave={() => setHover(undefined)}>
                 <span class="label" title={t.trace_id}>
                   {t.step !== undefined ? `${t.step}. ` : ''}
                   {t.action}
@@ -167,8 +169,6 @@ export function TimelineView({ nav, go, version }: ViewProps) {
                     class={`barbox ${t.status}`}
                     data-trace={t.trace_id}
                     style={{ left: `${left}px`, width: `${Math.max(2, x(end) - left)}px` }}
-                    onMouseMove={(e) => setHover({ x: e.clientX, y: e.clientY, trace: t })}
-                    onMouseLeave={() => setHover(undefined)}
                     onClick={() => go({ view: 'timeline', episode: tl.episode, trace: t.trace_id })}
                     onDblClick={() => t.seq !== undefined && go({ view: 'state', episode: tl.episode, seq: t.seq })}
                   >
