@@ -21,5 +21,7 @@ export default defineConfig({
     // cores at once keeps both cores busy.
     maxWorkers: 3,
     setupFiles: ['./vitest.setup.ts'],
+    // The run fails if it changed the checkout (scripts/worktree.ts).
+    globalSetup: ['./vitest.worktree.ts'],
   },
 });

@@ -4,9 +4,9 @@
  * show exists, and their transcripts (`$ agent …` followed by output) match what the command
  * prints today. (The generated TypeScript API pages are TypeDoc's, from the sources.)
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
@@ -15,18 +15,28 @@ import { runAgent, scratch } from '../commands/testing.js';
 import { importModule } from '../src/shared/import-module.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const WORK = path.join(ROOT, '.test-tmp', 'docs');
-const RUNS = path.join(ROOT, 'runs');
 const tmp = scratch();
-// The shell blocks write where a reader's would, into the checkout's `runs/` (a later block reads
-// what an earlier one wrote): what they added goes once they have all run.
-const runsBefore = await readdir(RUNS).then((names) => new Set(names), () => undefined);
-afterAll(async () => {
-  await rm(WORK, { recursive: true, force: true });
-  await tmp.cleanup();
-  if (!runsBefore) await rm(RUNS, { recursive: true, force: true });
-  else for (const name of await readdir(RUNS)) if (!runsBefore.has(name)) await rm(path.join(RUNS, name), { recursive: true, force: true });
-});
+afterAll(() => tmp.cleanup());
+
+/** A temporary folder whose TypeScript files are ES modules (a reader's blocks use top-level await). */
+async function moduleFolder(prefix: string): Promise<string> {
+  const dir = await tmp.dir(prefix);
+  await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+  return dir;
+}
+
+/**
+ * A folder that reads as this checkout (each of its top-level entries linked in, node_modules too)
+ * but writes into itself: a page's shell blocks run there as a reader's would in a clone, `runs/`
+ * and all, and the checkout is left as it was. Each page has its own, so pages run side by side.
+ */
+async function readersCheckout(): Promise<string> {
+  const dir = await tmp.dir('docs-reader-');
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).toString('utf8');
+  const top = new Set(files.split('\n').filter(Boolean).map((f) => f.split('/')[0] as string));
+  for (const name of [...top, 'node_modules']) await symlink(path.join(ROOT, name), path.join(dir, name));
+  return dir;
+}
 
 interface Block {
   readonly lang: string;
@@ -90,10 +100,10 @@ describe('the README and the docs', () => {
   });
 
   it('TypeScript blocks type-check against the package (strict)', async () => {
-    await mkdir(WORK, { recursive: true });
+    const work = await moduleFolder('docs-ts-');
     const files: string[] = [];
     for (const b of tsBlocks) {
-      const file = path.join(WORK, `block-${b.file.replace(/[/.]/g, '-')}-${b.line}.ts`);
+      const file = path.join(work, `block-${b.file.replace(/[/.]/g, '-')}-${b.line}.ts`);
       await writeFile(file, `${b.body}\nexport {};\n`);
       files.push(file);
     }
@@ -108,8 +118,7 @@ describe('the README and the docs', () => {
   it('the core example runs as written', async () => {
     const core = tsBlocks.find((b) => b.body.includes("AgentEnv.open('fixtures/weather')"));
     expect(core).toBeDefined();
-    const file = path.join(WORK, 'core-example.ts');
-    await mkdir(WORK, { recursive: true });
+    const file = path.join(await moduleFolder('docs-core-'), 'core-example.ts');
     await writeFile(file, `${(core as Block).body}\nexport {};\n`);
     const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
     try {
@@ -119,13 +128,22 @@ describe('the README and the docs', () => {
     }
   }, 30_000);
 
-  it.each(shBlocks.map((b) => [`${b.file}:${b.line}`, b] as const))('the shell block at %s runs as written', async (_where, block) => {
-    const home = await tmp.dir('readme-home-');
-    // `npx agent` and `npx agentic-rl-toolkit` are this checkout's CLI; npm lines (install, test) are what CI itself does.
-    const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
-    const out = await promisify(execFile)('bash', ['-e', '-c', shim + block.body], { cwd: ROOT, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 });
-    expect(out.stderr).not.toMatch(/internal error|exit \d+: agent/);
-  }, 120_000);
+  // A page's blocks run in order (a later one may read what an earlier one wrote), pages side by side.
+  const pageTurns = new Map<string, Promise<string>>();
+  it.concurrent.each(shBlocks.map((b) => [`${b.file}:${b.line}`, b] as const))('the shell block at %s runs as written', async (_where, block) => {
+    const before = pageTurns.get(block.file) ?? readersCheckout();
+    const turn = before.then(async (cwd) => {
+      const home = await tmp.dir('readme-home-');
+      // `npx agent` and `npx agentic-rl-toolkit` are this checkout's CLI; npm lines (install, test) are what CI itself does.
+      const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
+      const out = await promisify(execFile)('bash', ['-e', '-c', shim + block.body], { cwd, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 });
+      expect(out.stderr).not.toMatch(/internal error|exit \d+: agent/);
+      return cwd;
+    });
+    // The page's next block runs after this one, whether or not this one passed.
+    pageTurns.set(block.file, turn.catch(() => before));
+    await turn;
+  }, 180_000);
 
   it.each(usages.map((b) => [b.body.split('\n')[0]?.split(' ').slice(0, 2).join(' '), b] as const))('every flag in the usage of `%s` exists', async (_name, block) => {
     for (const line of block.body.split('\n')) {

@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -67,13 +67,23 @@ async function writeEnv(dir: string, extra: Record<string, string> = {}): Promis
   for (const [name, text] of Object.entries(extra)) await writeFile(path.join(dir, name), text);
 }
 
+/**
+ * A copy of the checkout (what git tracks or would, and its node_modules linked in) to pack from:
+ * `npm pack` builds into the folder it packs (prepack), and no other test may see a dist/ appear,
+ * half-built, in the checkout it reads.
+ */
+async function copyOfCheckout(): Promise<string> {
+  const copy = await tmp.dir('agent-pack-src-');
+  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+  const files = stdout.split('\0').filter((f) => f !== '' && existsSync(path.join(ROOT, f)));
+  await Promise.all(files.map((f) => cp(path.join(ROOT, f), path.join(copy, f))));
+  await symlink(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'));
+  return copy;
+}
+
 beforeAll(async () => {
   const dest = await tmp.dir('agent-pack-');
-  // npm pack builds into the checkout's dist/: put it back as it was, so no other test runs against a build it did not ask for.
-  const hadDist = existsSync(path.join(ROOT, 'dist'));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).finally(async () => {
-    if (!hadDist) await rm(path.join(ROOT, 'dist'), { recursive: true, force: true });
-  });
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: await copyOfCheckout(), maxBuffer: 64 * 1024 * 1024 });
   // npm prints the prepack script's output before the JSON.
   packed = (JSON.parse(stdout.slice(stdout.indexOf('[\n'))) as (typeof packed)[])[0] as typeof packed;
   tarball = path.join(dest, packed.filename);
@@ -131,11 +141,12 @@ describe('the installed package', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const home = await tmp.dir('readme-user-home-');
     const work = await tmp.dir('readme-user-');
-    // `npm install agentic-rl-toolkit` installs the tarball; npx runs what is installed where it runs,
+    // `npm install agentic-rl-toolkit` installs the tarball (a copy of what beforeAll installed from it:
+    // installing once is enough to know it installs); npx runs what is installed where it runs,
     // and `npx agentic-rl-toolkit` elsewhere what npx would fetch (the tarball's package); any other
     // npx would fetch a stranger's package from the registry, which is the mistake this catches.
     const shims = [
-      `npm() { [ "$1 $2" = "install agentic-rl-toolkit" ] || { echo "README runs npm $*" >&2; return 2; }; command npm install --no-audit --no-fund --prefer-offline --silent ${JSON.stringify(tarball)}; }`,
+      `npm() { [ "$1 $2" = "install agentic-rl-toolkit" ] || { echo "README runs npm $*" >&2; return 2; }; [ -d node_modules/agentic-rl-toolkit ] || cp -a ${JSON.stringify(path.join(consumer, 'node_modules'))} ${JSON.stringify(path.join(consumer, 'package.json'))} .; }`,
       `npx() { if [ -x "node_modules/.bin/$1" ]; then command npx --no-install "$@"; elif [ "$1" = agentic-rl-toolkit ]; then shift; node ${JSON.stringify(agentBin())} "$@"; else echo "npx $1 outside an installed folder fetches a stranger's package" >&2; return 2; fi; }`,
     ].join('\n');
     for (const body of blocks) {

@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,11 +8,8 @@ const dirs: string[] = [];
 afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
-async function tmp(prefix: string, inRepo = false): Promise<string> {
-  // A copied env whose tools import 'agentic-rl-toolkit' must live inside this package to resolve it.
-  const parent = inRepo ? path.resolve('.test-tmp') : os.tmpdir();
-  await mkdir(parent, { recursive: true });
-  const d = await mkdtemp(path.join(parent, prefix));
+async function tmp(prefix: string): Promise<string> {
+  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
   dirs.push(d);
   return d;
 }
@@ -54,7 +51,7 @@ describe('agent fuzz on fixtures/buggy', () => {
   });
 
   it('replays saved failures first: a fixed bug is shown as fixed, a remaining one again', async () => {
-    const env = path.join(await tmp('agent-fuzz-env-', true), 'buggy');
+    const env = path.join(await tmp('agent-fuzz-env-'), 'buggy');
     await cp('fixtures/buggy', env, { recursive: true });
     const store = await tmp('agent-fuzz-saved-');
     const first = await fuzz({ env, runs: 80, seed: 1, actions: ['double_score', 'greet'], storeDir: store });

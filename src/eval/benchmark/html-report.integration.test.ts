@@ -1,7 +1,8 @@
 /**
  * benchmark.html as a browser lays it out: at 8, 50, 115 and 1,000 tasks and with 25 tools, no two
  * labels of a chart overlap, none spills out of its chart, and the page never scrolls sideways.
- * Needs Chromium (see scripts/chromium.ts); a screenshot of each size is left in .test-tmp/benchmark-html/ to look at.
+ * Needs Chromium (see scripts/chromium.ts). To look at the pages, set AGENT_TEST_SHOTS to a folder:
+ * a screenshot of each size is written there (tests never write into the checkout).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { syntheticReport } from './report-fixture.js';
 const browser = chromiumOrSkip();
 if ('skip' in browser) console.warn(browser.skip);
 const tmp = scratch();
-const SHOTS = path.resolve(import.meta.dirname, '../../../.test-tmp/benchmark-html');
+const SHOTS = process.env['AGENT_TEST_SHOTS'];
 afterAll(() => tmp.cleanup());
 
 /** A report of `tasks` tasks with τ-bench-like names, rewards spread over 0..1 and priced calls. */
@@ -70,8 +71,10 @@ describe.skipIf('skip' in browser)('benchmark.html in a browser', () => {
     await writeFile(file, await renderHtmlReport(report(tasks), latencies(tools)));
     const layout = await withPage((browser as { bin: string }).bin, { width: 1280, height: 900 }, async (page) => {
       await page.goto(pathToFileURL(file).href);
-      await mkdir(SHOTS, { recursive: true });
-      await page.screenshot(path.join(SHOTS, `benchmark-${tasks}.png`));
+      if (SHOTS) {
+        await mkdir(SHOTS, { recursive: true });
+        await page.screenshot(path.join(SHOTS, `benchmark-${tasks}.png`));
+      }
       return page.evaluate<Layout>(LAYOUT);
     });
     expect(layout.svgs).toBeGreaterThanOrEqual(4);
