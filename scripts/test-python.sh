@@ -17,7 +17,7 @@ done
 if [ ${#PIP_ARGS[@]} -gt 0 ]; then PIP_ARGS=(--index-url "file:///opt/pypi/simple" "${PIP_ARGS[@]:2}"); fi
 has() { "$VENV/bin/python" -c "import $1" 2>/dev/null; }
 pip_install() { "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PIP_ARGS[@]}" "$@"; }
-if ! has 'agentic_rl, pytest, pytest_asyncio, websockets, prometheus_client, gymnasium, mypy' || ! [ -x "$VENV/bin/ruff" ]; then
+if ! has 'agentic_rl, pytest, pytest_asyncio, xdist, websockets, prometheus_client, gymnasium, mypy' || ! [ -x "$VENV/bin/ruff" ]; then
   pip_install -e 'clients/python[test]' prometheus-client
 fi
 # The examples' and the export readers' heavy dependencies (torch CPU, TRL, pyarrow, datasets,
@@ -25,6 +25,10 @@ fi
 if ! has 'torch, matplotlib, trl, pyarrow, datasets, polars'; then
   pip_install torch matplotlib trl pyarrow datasets polars || echo "test-python: torch/matplotlib/trl/pyarrow/datasets/polars could not be installed: the tests that need them will skip" >&2
 fi
+# Caches go into the venv, never into the checkout (package.json's test:python fails a run that changes it).
+export PYTHONPYCACHEPREFIX="$VENV/cache/pycache" RUFF_CACHE_DIR="$VENV/cache/ruff" MYPY_CACHE_DIR="$VENV/cache/mypy"
 # The client's own checks first: lint, and strict types over the package.
 (cd clients/python && "$VENV/bin/ruff" check agentic_rl tests && "$VENV/bin/python" -m mypy)
-exec "$VENV/bin/python" -m pytest -q clients/python "$@"
+# Two workers: most tests wait on servers (agent serve, the tiny model server), and the one that
+# trains a model keeps a core busy for a minute while the rest run beside it.
+exec "$VENV/bin/python" -m pytest -q -n 2 -o cache_dir="$VENV/cache/pytest" clients/python "$@"
