@@ -66,15 +66,18 @@ function stamp(file: string): string {
   return s ? `${s.size} bytes, modified ${s.mtimeMs}` : 'deleted';
 }
 
+/** A path git does not track (untracked or ignored): it can be added or removed; a tracked one only changes. */
+const untracked = (entry: string): boolean => entry.startsWith('??') || entry.startsWith('!!');
+
 /** What differs between two pictures, a line each: `added`, `changed` or `removed`, and the path. */
 export function treeChanges(before: TreePicture, after: TreePicture): string[] {
   const changes: string[] = [];
   for (const [p, v] of after) {
     const was = before.get(p);
-    if (was === undefined) changes.push(`added    ${p}`);
+    if (was === undefined) changes.push(`${untracked(v) ? 'added  ' : 'changed'}  ${p}`);
     else if (was !== v) changes.push(`changed  ${p}`);
   }
-  for (const p of before.keys()) if (!after.has(p)) changes.push(`removed  ${p}`);
+  for (const [p, v] of before) if (!after.has(p)) changes.push(`${untracked(v) ? 'removed' : 'changed'}  ${p}`);
   return changes.sort((a, b) => a.slice(9).localeCompare(b.slice(9)));
 }
 
