@@ -6,7 +6,6 @@
  */
 import { AgentError, describeError, oneLine } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
-import type { JsonSchema } from '../schema/ajv.js';
 import type { LlmProvider } from '../schema/judge-config.js';
 import type { TokenTurn } from '../events/env-events.js';
 
@@ -22,11 +21,24 @@ export interface ToolCall {
   readonly arguments: JsonObject;
 }
 
+/** A JSON Schema of an object, such as a tool's arguments (never a boolean schema). */
+export type ObjectSchema = { readonly [keyword: string]: unknown };
+
 /** A tool the model may call: its name, what it does, and a JSON Schema of its arguments. */
 export interface ToolSpec {
   readonly name: string;
   readonly description?: string;
-  readonly parameters: JsonSchema;
+  readonly parameters: ObjectSchema;
+}
+
+/** A tool in OpenAI's function-tool form, as OpenAI-compatible servers (and vLLM's /tokenize) take it. */
+export interface OpenAiTool {
+  readonly type: 'function';
+  readonly function: { readonly name: string; readonly description?: string; readonly parameters: ObjectSchema };
+}
+
+export function openAiTool(spec: ToolSpec): OpenAiTool {
+  return { type: 'function', function: { name: spec.name, ...(spec.description !== undefined ? { description: spec.description } : {}), parameters: spec.parameters } };
 }
 
 /** What a policy or judge asks a model: a system prompt, the messages, tools, a token limit, the temperature, and an abort signal. */
@@ -138,7 +150,7 @@ export async function createLlmClient(options: LlmClientOptions): Promise<LlmCli
           max_tokens: req.maxTokens,
           messages: [...(req.system !== undefined ? [{ role: 'system' as const, content: req.system }] : []), ...openaiMessages(req.messages)],
           ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-          ...(req.tools && req.tools.length > 0 ? { tools: req.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as Record<string, unknown> } })) } : {}),
+          ...(req.tools && req.tools.length > 0 ? { tools: req.tools.map(openAiTool) } : {}),
         },
         req.signal ? { signal: req.signal } : {},
       );

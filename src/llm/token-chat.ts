@@ -6,9 +6,8 @@
  * {@link TokenTurn}.
  */
 import { AgentError } from '../shared/errors.js';
-import type { JsonValue } from '../shared/json.js';
 import { hashSeed } from '../shared/rng.js';
-import type { ChatMessage, ToolCall, ToolSpec } from './client.js';
+import { openAiTool, type ChatMessage, type ToolCall, type ToolSpec } from './client.js';
 import { toolParser, TOOL_PARSERS, type ToolParser } from './tool-parsers.js';
 import { TemplateShape, TokenTranscript, type TokenTurn } from './token-transcript.js';
 import { VllmServer, type SamplingSettings, type TemplateMessage } from './vllm.js';
@@ -132,7 +131,7 @@ export class TokenChat {
     if (!ep) {
       const transcript = new TokenTranscript();
       const first = [...(request.system ? [{ role: 'system' as const, content: request.system }] : []), ...request.messages.map(templateMessage)];
-      const tools = request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters as JsonValue } }));
+      const tools = request.tools.map(openAiTool);
       transcript.addEnv(await this.server.render(first, { tools, addGenerationPrompt: true }, signal));
       this.#episodes.set(episode, { transcript, consumed: request.messages.length });
       return transcript;

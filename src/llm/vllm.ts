@@ -14,6 +14,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { sleep } from '../shared/abort.js';
 import { AgentError, describeError, isAgentError, oneLine } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
+import type { OpenAiTool } from './client.js';
 
 /** A message as the server's chat template takes it (OpenAI's chat shape). */
 export type TemplateMessage =
@@ -25,12 +26,6 @@ export type TemplateMessage =
 export interface TemplateToolCall {
   readonly type: 'function';
   readonly function: { readonly name: string; readonly arguments: JsonObject };
-}
-
-/** A tool as the chat template lists it (OpenAI's `{type: 'function', function}`). */
-export interface TemplateTool {
-  readonly type: 'function';
-  readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue };
 }
 
 /** The sampling settings of every generation of a run, recorded with it (snake_case: they are written as they are sent). */
@@ -122,7 +117,7 @@ export class VllmServer {
   }
 
   /** The chat as the server's template renders it, as ids. */
-  async render(messages: readonly TemplateMessage[], options: { readonly tools?: readonly TemplateTool[]; readonly addGenerationPrompt: boolean }, signal?: AbortSignal): Promise<number[]> {
+  async render(messages: readonly TemplateMessage[], options: { readonly tools?: readonly OpenAiTool[]; readonly addGenerationPrompt: boolean }, signal?: AbortSignal): Promise<number[]> {
     const body: JsonObject = { model: this.model, messages: messages as unknown as JsonValue[], add_generation_prompt: options.addGenerationPrompt, ...(options.tools && options.tools.length > 0 ? { tools: options.tools as unknown as JsonValue[] } : {}) };
     const ids = idList((await this.#post('/tokenize', body, signal, 'render a chat'))['tokens']);
     if (!ids) throw incompatible(this.root, "its /tokenize answer has no 'tokens' list", 'Serve the model with vLLM, or a server with the same route.');

@@ -17,8 +17,7 @@ import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
 import { codesWhere } from '../shared/error-codes.js';
-import { AgentError, describeError, isAgentError, UsageError } from '../shared/errors.js';
-import { generate } from '../generate/generate.js';
+import { AgentError, describeError, isAgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { diffStates } from '../state/diff.js';
@@ -403,13 +402,3 @@ function traceNumber(traceId: string): number {
   return Number.isInteger(n) ? n : 0;
 }
 
-/** The env's initial states, or one generated from its state schema when it declares none. */
-export async function initialStatesOf(env: AgentEnv, seed: number): Promise<readonly JsonValue[]> {
-  if (env.definition.initialStates.length > 0) return env.definition.initialStates;
-  const generated = generate(env.definition.stateSchema, new Rng(hashSeed(seed, 'initial-state')));
-  if (generated.value === undefined) {
-    await env[Symbol.asyncDispose]();
-    throw new UsageError(`env '${env.definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
-  }
-  return [generated.value];
-}

@@ -20,6 +20,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Action } from '../env/agent-instance.js';
+import { actionTool } from '../env/action-tool.js';
 import type { EnvDefinition } from '../schema/definition.js';
 import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
@@ -303,7 +304,7 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
       if (reply.includes(STOP)) return null;
       talk.messages.push({ role: 'user', content: reply });
     }
-    const tools = obs.actions.filter((a) => a.name !== 'respond').map((a) => ({ name: a.name, ...(a.description !== undefined ? { description: a.description } : {}), parameters: a.parameters }));
+    const tools = obs.actions.filter((a) => a.name !== 'respond').map(actionTool);
     // A call the env would refuse (an unknown or disabled tool, params its schema rejects) is
     // answered with the error, as tau-bench's env answers it, and the model tries again.
     for (let refused = 0; refused <= MAX_REFUSED_IN_A_ROW; ) {

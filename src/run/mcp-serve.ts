@@ -12,6 +12,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AvailableAction } from '../env/agent-instance.js';
+import { actionTool } from '../env/action-tool.js';
 import type { Observation, Policy } from './policy.js';
 import { Run } from './run.js';
 import type { RunSummary } from './run-summary.js';
@@ -51,7 +52,7 @@ async function serveEnvOverMcp(transport: Transport, options: McpServeOptions, s
   const [{ Server }, { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema }] = await Promise.all([import('@modelcontextprotocol/sdk/server/index.js'), import('@modelcontextprotocol/sdk/types.js')]);
   const server = new Server({ name: `agentic-rl-toolkit: ${options.env}`, version: '0.1.0' }, { capabilities: { tools: { listChanged: true }, resources: {} }, instructions: 'An RL environment recorded by agentic-rl-toolkit: each tool call is a step of the current episode; reset starts a new one. Read env://state for the state.' });
   const toolsOf = (actions: readonly AvailableAction[]): Tool[] => [
-    ...actions.map((a) => ({ name: a.name, ...(a.description ? { description: a.description } : {}), inputSchema: { type: 'object' as const, ...(a.parameters as object) } })),
+    ...actions.map(actionTool).map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.parameters as Tool['inputSchema'] })),
     { name: RESET_TOOL, description: 'End the current episode and start the next one from an initial state; returns that state.', inputSchema: { type: 'object' as const, properties: {} } },
   ];
   const names = (): string => (latest?.actions ?? []).map((a) => a.name).join(',');

@@ -35,6 +35,11 @@ export interface PolicyTask {
   readonly user_id?: string;
 }
 
+/** The policy, with each episode's task in its observations (`obs.task`): how a benchmark and a rollout give it. */
+export function withTask(policy: Policy, taskOf: (episode: number) => PolicyTask): Policy {
+  return (obs, ctx) => policy({ ...obs, task: taskOf(obs.episode) }, ctx);
+}
+
 /** What a policy gets beside the observation: a seeded random generator, an abort signal, and a way to report model calls. */
 export interface PolicyContext {
   /** Seeded per (episode, step). */

@@ -44,7 +44,8 @@ import { DEFAULT_QUEUE, EpisodeQueue } from './episode-queue.js';
 import { coordinate, retireDistributed, withWorkers } from './coordinator.js';
 import { archiveAndDrop, closeDurable, durableHooks, isRedisUrl, newJournal, resumeJournal, runIdFor, stopRetrying, watchStore, DEFAULT_STORE_WAIT_MS, type Durable } from './durable.js';
 import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
-import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
+import { initialStatesOf } from '../generate/initial-states.js';
+import { breather, EpisodeRunner, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
 import { memoryOrGiven, positiveInt, serverOptions, type EpisodeSource, type RunOptions, type ServerSettings } from './run-options.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
@@ -141,6 +142,7 @@ export class Run implements AsyncDisposable {
     const server = options.port === undefined ? undefined : serverOptions(options.port, options.host, options.token);
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? RUN_DEFAULTS.seed, path.resolve(options.out ?? RUN_DEFAULTS.out), options.signal);
     const saved = durable?.resumed?.run;
+    let opened: AgentEnv | undefined;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
       const storeUrl = durable ? redactUrl(durable.url) : '<redis-url>';
@@ -183,7 +185,8 @@ export class Run implements AsyncDisposable {
         watchEventLoop: true,
         ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
-      const initialStates = options.initialStates ?? (await initialStatesOf(env, seed));
+      opened = env;
+      const initialStates = options.initialStates ?? initialStatesOf(env.definition, seed);
       // An llm: policy is made once the env is open: its policy.md and description are the defaults.
       const llm = llmName === undefined ? undefined : await envLlmAgent(llmName, env.definition, options.llm ?? {}, seed, options.signal);
       const llmConfig = llm?.config ?? options.policyRecord?.llm;
@@ -208,6 +211,7 @@ export class Run implements AsyncDisposable {
         : options.onEpisodeEnd;
       return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: llm?.agent.policy ?? (policy as Policy), config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, sessions: options.sessions, otel });
     } catch (err) {
+      await opened?.[Symbol.asyncDispose]();
       // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.
       await durable?.journal.release();
       await closeDurable(durable);

@@ -22,7 +22,8 @@ import { distributedKeys } from './distributed-keys.js';
 import { closeDurable, DEFAULT_STORE_WAIT_MS, durableHooks, stopRetrying, watchStore, type Durable } from './durable.js';
 import { findEnvDir } from './env-dirs.js';
 import { envFingerprint } from './env-fingerprint.js';
-import { breather, EpisodeRunner, initialStatesOf, STORE_FAILURES, type EpisodeHooks } from './episode-runner.js';
+import { initialStatesOf } from '../generate/initial-states.js';
+import { breather, EpisodeRunner, STORE_FAILURES, type EpisodeHooks } from './episode-runner.js';
 import { FencedJournal, type EpisodeProgress } from './fenced-journal.js';
 import { loadPolicy } from './policy.js';
 import type { EpisodeFinishedEvent, InflightCall } from './run-journal.js';
@@ -147,7 +148,7 @@ export class WorkerRun implements AsyncDisposable {
         ...(traceIds ? { traceparent: (traceId: string) => traceIds.traceparent(traceId) } : {}),
       });
       const opened = env;
-      const initialStates = await initialStatesOf(env, config.seed);
+      const initialStates = initialStatesOf(env.definition, config.seed);
       const runner = (run: WorkerRun): EpisodeRunner => new EpisodeRunner({ env: opened, policy, clock: systemClock, seed: config.seed, maxSteps: config.max_steps, initialStates, emit: (e) => run.events.emit(e), breathe: breather(() => undefined) });
       return new WorkerRun({ runId, env, durable: { url: options.store, redis, store, journal }, config, initialStates, runner }, options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS);
     } catch (err) {

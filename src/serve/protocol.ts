@@ -13,12 +13,9 @@ import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
 import { AgentError, isAgentError } from '../shared/errors.js';
 import { isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import type { Action } from '../env/agent-instance.js';
+import { actionTool } from '../env/action-tool.js';
+import { openAiTool, type OpenAiTool } from '../llm/client.js';
 
-/** An action in OpenAI's tool format, as a model with tool calling takes it. */
-export interface OpenAiTool {
-  readonly type: 'function';
-  readonly function: { readonly name: string; readonly description?: string; readonly parameters: JsonValue };
-}
 
 export interface ServedObservation {
   /** The tool's observation (null on reset, and for a failed step). */
@@ -49,7 +46,7 @@ export interface StepEnvelope {
 }
 
 export function openAiTools(actions: readonly AvailableAction[]): OpenAiTool[] {
-  return actions.map((a) => ({ type: 'function', function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as JsonObject) } } }));
+  return actions.map((a) => openAiTool(actionTool(a)));
 }
 
 /** The action a client sent, in either form; a typed error naming the field otherwise. */

@@ -16,7 +16,7 @@
 import { truncatedBy, type EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
-import type { Observation, Policy, PolicyContext } from '../run/policy.js';
+import { withTask, type Policy } from '../run/policy.js';
 import { createLlmAgent } from '../run/llm-agent.js';
 import { tokenRecord, type TokenRecord, type TurnOf } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
@@ -289,7 +289,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       counts.episodes++;
       const c = new EpisodeCollector();
       let index = -1;
-      const policy: Policy = (obs: Observation, ctx: PolicyContext) => agent.policy({ ...obs, task: { id: task.task.id, instruction: task.task.instruction } }, ctx);
+      const policy = withTask(agent.policy, () => task.task);
       host.start(
         new RolloutEpisode(
           task.index,

@@ -10,7 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { loadSuite, type Suite } from '../eval/benchmark/suite.js';
+import { loadSuite, policyTask, type Suite } from '../eval/benchmark/suite.js';
 import { agentSystemPrompt } from '../eval/benchmark/benchmark.js';
 import { loadEnvDefinition } from '../env/load-env.js';
 import { resolveEnvDir } from '../schema/shipped-envs.js';
@@ -24,8 +24,7 @@ import { redactUrl } from '../state/redis-store.js';
 import { isLoopback } from '../server/http-guard.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
-import { hashSeed, Rng } from '../shared/rng.js';
-import { generate } from '../generate/generate.js';
+import { initialStatesOf } from '../generate/initial-states.js';
 import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
 import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
@@ -158,12 +157,7 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
   const dir = resolveEnvDir(spec);
   const from = { spec: dir, split };
   const definition = await loadEnvDefinition(dir);
-  let initialStates: readonly JsonValue[] = definition.initialStates;
-  if (initialStates.length === 0) {
-    const generated = generate(definition.stateSchema, new Rng(hashSeed(seed, 'initial-state'))).value;
-    if (generated === undefined) throw new UsageError(`env '${definition.name}' declares no initial states and none could be generated from its state schema`, 'Add initial_states.json (an array of states) to the env folder.');
-    initialStates = [generated];
-  }
+  const initialStates = initialStatesOf(definition, seed);
   // Several splits at once (`train,test`): a trainer's tasks and the held-out ones it evaluates on, from one server.
   const splits = split.split(',').map((s) => s.trim()).filter((s) => s !== '');
   const present = splits.filter((s) => existsSync(path.join(dir, 'tasks', `${s}.jsonl`)));
@@ -179,7 +173,7 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
   for (const t of suites.flatMap((s) => s.tasks)) {
     let index = indexOf.get(t.initialState);
     if (index === undefined) indexOf.set(t.initialState, (index = states.push(t.initialState) - 1));
-    tasks.set(t.id, { task: { id: t.id, instruction: t.instruction }, index });
+    tasks.set(t.id, { task: policyTask(t), index });
   }
   return { from, dir: suite.envDir, suite, initialStates: states, tasks };
 }

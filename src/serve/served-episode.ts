@@ -9,15 +9,14 @@ import type { EpisodeEndReason } from '../events/run-events.js';
 import type { DrivenEnd, EpisodeControl, EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { EpisodeSource } from '../run/run.js';
+import type { PolicyTask } from '../run/policy.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { openAiTools, stepEnvelope, type ServedObservation, type StepEnvelope } from './protocol.js';
 
 /** A benchmark task a served suite's episode runs (reset with `task_id`). */
-export interface ServedTask {
-  readonly id: string;
-  readonly instruction: string;
-}
+/** A served suite's task, as its episode's observations carry it. */
+export type ServedTask = PolicyTask;
 
 export interface ServedState {
   readonly episode_id: string;

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../../env/agent-env.js';
-import { loadPolicy, randomPolicy, type Policy } from '../../run/policy.js';
+import { loadPolicy, randomPolicy, withTask, type Policy } from '../../run/policy.js';
 import { Run, type RunOptions } from '../../run/run.js';
 import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
 import { forEachLine } from '../../replay/run-rewards.js';
@@ -24,7 +24,7 @@ import { applyPatch } from '../../state/patch.js';
 import { buildPolicyStack } from '../../tools/policy.js';
 import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
-import { loadSuite, type BenchmarkTask, type Suite } from './suite.js';
+import { loadSuite, policyTask, type BenchmarkTask, type Suite } from './suite.js';
 import { createLlmAgent, llmModel, type LlmAgent, type LlmPolicySettings } from '../../run/llm-agent.js';
 import { servedModel } from '../../llm/vllm.js';
 import type { LlmRunConfig } from '../../events/run-events.js';
@@ -99,10 +99,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
   const gold = await goldStates(env, suite, options.signal);
   const inner: Policy = agent ? agent.policy : policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
-  const policy: Policy = (obs, ctx) => {
-    const task = taskOf(obs.episode);
-    return inner({ ...obs, task: { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}) } }, ctx);
-  };
+  const policy = withTask(inner, (episode) => policyTask(taskOf(episode)));
   const maxSteps = options.maxSteps ?? Math.max(30, ...tasks.map((t) => t.actions.length + 2));
   const run = await Run.prepare({
     env: suite.envDir,

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { AgentError, ValidationError, type Issue } from '../../shared/errors.js';
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
 import { applyPatch, type Patch } from '../../state/patch.js';
+import type { PolicyTask } from '../../run/policy.js';
 
 /** How a task's episode is judged a success: its final state matches the gold one, its reward reaches a value, or a module decides. */
 export type SuccessCriterion = { readonly kind: 'state_match' } | { readonly kind: 'reward_at_least'; readonly value: number } | { readonly kind: 'module'; readonly module: string; readonly exportName: string };
@@ -29,6 +30,11 @@ export interface BenchmarkTask {
   readonly actions: readonly { readonly name: string; readonly params: JsonObject }[];
   readonly outputs: readonly string[];
   readonly success: SuccessCriterion;
+}
+
+/** The task as its episode's policy sees it (`obs.task`). */
+export function policyTask(task: BenchmarkTask): PolicyTask {
+  return { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}) };
 }
 
 /** A benchmark suite loaded from its folder: its name, folder, env folder, split and tasks. */
