@@ -21,7 +21,7 @@ export function renderErrorsPage(page: string): string {
   const at = page.indexOf(START);
   const end = page.indexOf(END);
   if (at < 0 || end < at) throw new Error(`${path.relative(ROOT, ERRORS_PAGE)} has no codes markers (${START} … ${END})`);
-  const rows = entries().map(([code, i]) => `| \`${code}\` | ${i.meaning.replace(/\|/g, '\\|')} | ${i.exit} | ${i.retryable ? 'yes' : 'no'} | ${[i.store ? 'stops the run, resumable' : '', i.invalidAction ? 'an invalid action' : '', i.python ? `Python: \`${i.python}\`` : ''].filter(Boolean).join('; ')} |`);
+  const rows = entries().map(([code, i]) => `| \`${code}\` | ${i.meaning.replace(/\|/g, '\\|')} | ${i.exit} | ${i.retryable ? 'yes' : 'no'} | ${[i.store ? 'stops the run, resumable' : '', i.invalidAction ? 'an invalid action' : '', i.endReason ? `ends the episode ${i.endReason}` : '', i.stopsRun ? 'no more episodes start' : '', i.python ? `Python: \`${i.python}\`` : ''].filter(Boolean).join('; ')} |`);
   const table = ['| code | meaning | exit | retryable | also |', '|---|---|---|---|---|', ...rows].join('\n');
   return `${page.slice(0, at + START.length)}\n\n${table}\n\n${page.slice(end)}`;
 }

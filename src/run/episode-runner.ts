@@ -16,7 +16,7 @@ import type { LlmCallReport } from '../llm/client.js';
 import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
-import { codesWhere } from '../shared/error-codes.js';
+import { codeInfo, codesWhere } from '../shared/error-codes.js';
 import { AgentError, describeError, isAgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
@@ -260,12 +260,13 @@ export class EpisodeRunner {
     } catch (err) {
       // The store failing under the episode (a hole in its history, lost writes) stops the run, not just the episode.
       if (isAgentError(err) && STORE_FAILURES.has(err.code)) hooks.storeFailed(err);
+      const ends = isAgentError(err) ? codeInfo(err.code)?.endReason : undefined;
       if (signal.aborted) reason = 'interrupted';
       else if (driver?.signal?.aborted) reason = 'client_closed';
-      else if (isAgentError(err) && err.code === 'CONTEXT_LIMIT') {
-        // Not a failure of the policy: the episode is cut off where the model's context ends, saying why.
-        reason = 'context_limit';
-        error = errorInfo(err);
+      else if (ends) {
+        // Not a failure of the policy (the model's context ran out): the episode is cut off there, saying why.
+        reason = ends;
+        error = errorInfo(err as AgentError);
       } else {
         reason = 'policy_error';
         const e = isAgentError(err) ? err : new AgentError('POLICY_FAILED', describeError(err), { cause: err });

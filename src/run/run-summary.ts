@@ -37,8 +37,8 @@ export interface RunSummary {
   readonly abandoned_calls?: readonly { readonly tool: string; readonly trace_id: string }[];
   /** Set when the run completed but could not have worked (every step failed, …), or stopped on a store failure. */
   readonly problem?: string;
-  /** An llm: policy's inference server failed an episode after its retries (the run then started no more): why. */
-  readonly model_failure?: string;
+  /** The error that stopped the run from starting more episodes (the inference server of an llm: policy down after its retries: LLM_UNAVAILABLE); the episodes in flight failed with it. */
+  readonly stopped_by?: { readonly code: string; readonly message: string; readonly hint?: string };
   /** A distributed run: the workers that sent events, and writes refused because their worker had lost its lease. */
   readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
   /** A run sent over OTLP (OpenTelemetry): where its spans and metrics went, and what never reached the collector. */

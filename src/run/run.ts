@@ -18,7 +18,7 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
-import type { EnvEvent } from '../events/env-events.js';
+import type { EnvEvent, ErrorInfo } from '../events/env-events.js';
 import { RunWriter, trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
 import { isLoggedReward, rewardEvent, rewardRecord } from '../replay/reward-log.js';
 import { openTrajectoryStep } from '../replay/run-rewards.js';
@@ -27,6 +27,7 @@ import { systemClock, type Clock } from '../shared/clock.js';
 import { Emitter } from '../shared/emitter.js';
 import { linkedController } from '../shared/abort.js';
 import { AgentError, isAgentError, UsageError } from '../shared/errors.js';
+import { codesWhere } from '../shared/error-codes.js';
 import type { JsonValue } from '../shared/json.js';
 import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
@@ -96,8 +97,8 @@ export class Run implements AsyncDisposable {
   /** Stops the run from inside: a store failure. */
   readonly #internal = new AbortController();
   #failure: AgentError | undefined;
-  /** The inference server of an llm: policy failed an episode after its retries: no episode is started after it. */
-  #modelDown: string | undefined;
+  /** An episode failed with an error that stops the run (the error table's `stopsRun`: an llm: policy's inference server down): no episode is started after it. */
+  #stoppedBy: ErrorInfo | undefined;
   /** `execute`'s signal (the caller's and the internal one). */
   #signal: AbortSignal | undefined;
 
@@ -126,7 +127,7 @@ export class Run implements AsyncDisposable {
     };
     this.events.onAny((e) => this.#stats.apply(e));
     this.events.on('episode_finished', (e) => {
-      if (e.error?.code === 'LLM_UNAVAILABLE') this.#modelDown ??= e.error.message;
+      if (e.error && STOPS_RUN.has(e.error.code)) this.#stoppedBy ??= e.error;
     });
     if (journal) journal.onFailure = (err) => this.#fail(err);
   }
@@ -328,7 +329,7 @@ export class Run implements AsyncDisposable {
         const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
         let next = 0;
         const worker = async (): Promise<void> => {
-          while (!signal.aborted && this.#modelDown === undefined && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
+          while (!signal.aborted && this.#stoppedBy === undefined && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
         };
         await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
       }
@@ -345,7 +346,8 @@ export class Run implements AsyncDisposable {
       await durable?.journal.flushed().catch(() => undefined);
       const sent = await telemetry?.finish();
       const built = withLoss(await withWorkers(durable, this.#stats.workersSeen(), buildSummary({ ...(sent ? { telemetry: sent } : {}), runId, status, started, finished: this.#clock.now(), config: this.config, progress: this.#stats.snapshot(), env: this.#env, counted: this.#counted, abandoned, ...(this.#failure ? { failure: this.#failure, resume: this.#resumeCommand } : {}) })), writer.loss);
-      const summary = this.#modelDown === undefined ? built : { ...built, model_failure: this.#modelDown, problem: built.problem ?? `the inference server failed: ${this.#modelDown}; the episodes in flight failed with it and no more were started (${built.episodes.finished} of ${built.episodes.requested} episodes ran; what completed is in the run folder)` };
+      const stop = this.#stoppedBy;
+      const summary = stop === undefined ? built : { ...built, stopped_by: { code: stop.code, message: stop.message, ...(stop.hint ? { hint: stop.hint } : {}) }, problem: built.problem ?? `${stop.message}; the episodes in flight failed with it and no more were started (${built.episodes.finished} of ${built.episodes.requested} episodes ran; what completed is in the run folder)` };
       await writer.finish(summary);
       if (durable && local) await this.#closeJournal(durable, local, status);
       // A write that failed while flushing is known only now: the caller hears of it all the same.
@@ -585,6 +587,9 @@ export class Run implements AsyncDisposable {
   }
 
 }
+
+/** Errors after which a run starts no more episodes (the error table's `stopsRun`). */
+const STOPS_RUN: ReadonlySet<string> = codesWhere('stopsRun');
 
 /** The policy name a served run records: its clients chose the actions. */
 const SERVED_POLICY = 'client';

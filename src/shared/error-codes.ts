@@ -18,6 +18,10 @@ export interface ErrorCodeInfo {
   readonly store?: true;
   /** The policy's action was refused before anything ran (a benchmark counts these in its invalid-action rate). */
   readonly invalidAction?: true;
+  /** Thrown by a policy, it ends the episode with this reason (truncated), not as the policy's failure. */
+  readonly endReason?: 'context_limit';
+  /** An episode that failed with it stops its run from starting more: what every episode needs is down (the episodes in flight fail with it). */
+  readonly stopsRun?: true;
   /** The Python client's exception for it (`agentic_rl.errors`); others are `AgentRLError`. */
   readonly python?: 'InvalidAction' | 'EpisodeOver' | 'CapacityReached' | 'UnknownEpisode' | 'EpisodeExists';
 }
@@ -60,8 +64,8 @@ export const ERROR_CODES = {
   UNKNOWN_EPISODE: { meaning: "`agent serve`: no episode of that id in the caller's sessions (never opened, another client's, or ended and gone).", exit: 1, retryable: false, python: 'UnknownEpisode' },
   EPISODE_EXISTS: { meaning: '`agent serve`: a reset named an episode id that is already taken on this server.', exit: 1, retryable: false, python: 'EpisodeExists' },
   LLM_INCOMPATIBLE: { meaning: "The inference server cannot do token-in, token-out generation: a route (`/tokenize`, `/v1/completions`) or a field of its answers (`tokens`, `token_ids`, `logprobs`) is missing; the message names which. Checked before the first episode.", exit: 2, retryable: false },
-  LLM_UNAVAILABLE: { meaning: 'The inference server could not be reached, or failed a request after the retries: the episode in flight fails with the reason (at start: nothing runs).', exit: 2, retryable: true },
-  CONTEXT_LIMIT: { meaning: "An llm: episode's next prompt (with room for `max_tokens`) would not fit the model's context (`max_model_len`, or `--max-context`): the episode ends truncated, reason context_limit.", exit: 1, retryable: false },
+  LLM_UNAVAILABLE: { meaning: 'The inference server could not be reached, or failed a request after the retries: the episode in flight fails with the reason (at start: nothing runs).', exit: 2, retryable: true, stopsRun: true },
+  CONTEXT_LIMIT: { meaning: "An llm: episode's next prompt (with room for `max_tokens`) would not fit the model's context (`max_model_len`, or `--max-context`): the episode ends truncated, reason context_limit.", exit: 1, retryable: false, endReason: 'context_limit' },
   POLICY_FAILED: { meaning: 'The policy threw, or answered something that is not an action.', exit: 1, retryable: false },
   INTERRUPTED: { meaning: 'Stopped by a signal (Ctrl-C) or a server shutting down before the work was done.', exit: 1, retryable: false },
   INTERNAL: { meaning: 'A bug in the toolkit: the command line prints its stack; please report it with the command you ran.', exit: 1, retryable: false },
@@ -70,7 +74,12 @@ export const ERROR_CODES = {
 /** Every code a toolkit error carries; `ERROR_CODES` says what each means and whether it is retryable. */
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The codes of one group of the table (`store`, `invalidAction`), as a set. */
-export function codesWhere(flag: 'store' | 'invalidAction'): ReadonlySet<ErrorCode> {
+/** What the table says of a code; undefined for a code that is not in it (an error of another version). */
+export function codeInfo(code: string): ErrorCodeInfo | undefined {
+  return Object.hasOwn(ERROR_CODES, code) ? (ERROR_CODES as Readonly<Record<string, ErrorCodeInfo>>)[code] : undefined;
+}
+
+/** The codes of one group of the table (`store`, `invalidAction`, `stopsRun`), as a set. */
+export function codesWhere(flag: 'store' | 'invalidAction' | 'stopsRun'): ReadonlySet<ErrorCode> {
   return new Set((Object.entries(ERROR_CODES) as [ErrorCode, ErrorCodeInfo][]).filter(([, info]) => info[flag] === true).map(([code]) => code));
 }

@@ -16,7 +16,7 @@ import { Run, type RunOptions } from '../../run/run.js';
 import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
 import { forEachLine } from '../../replay/run-rewards.js';
 import { RUN_FILES, type EpisodeRecord } from '../../replay/run-writer.js';
-import { codesWhere } from '../../shared/error-codes.js';
+import { codesWhere, type ErrorCode } from '../../shared/error-codes.js';
 import { AgentError, describeError } from '../../shared/errors.js';
 import { importModule } from '../../shared/import-module.js';
 import type { JsonValue } from '../../shared/json.js';
@@ -205,7 +205,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   await writeFile(path.join(dir, 'benchmark.html'), await renderHtmlReport(report, latencies));
   if (agent) await writeFile(path.join(dir, 'conversations.jsonl'), agent.conversations().map((c) => `${JSON.stringify(c)}\n`).join(''));
   // The report scores what completed; the benchmark still fails, as the run did.
-  if (summary.model_failure !== undefined) throw new AgentError('LLM_UNAVAILABLE', `${summary.problem ?? summary.model_failure}; the report of what completed is ${path.join(dir, 'benchmark.json')}`, { hint: 'Bring the inference server back and run the benchmark again.' });
+  const stop = summary.stopped_by;
+  if (stop !== undefined) throw new AgentError(stop.code as ErrorCode, `${summary.problem ?? stop.message}; the report of what completed is ${path.join(dir, 'benchmark.json')}`, { hint: stop.hint ?? 'Fix what stopped it and run the benchmark again.' });
   return report;
 }
 

@@ -202,8 +202,9 @@ describe('token mode', () => {
     await expect(failure).rejects.toMatchObject({ code: 'LLM_UNAVAILABLE' });
     const [dir] = (await import('node:fs')).readdirSync(out);
     const runDir = path.join(out, dir as string);
-    const summary = JSON.parse(await readFile(path.join(runDir, 'summary.json'), 'utf8')) as { model_failure?: string; episodes: { finished: number; by_reason: Record<string, number> } };
-    expect(summary.model_failure).toMatch(/failed POST \/(tokenize|v1\/completions) 3 times/);
+    const summary = JSON.parse(await readFile(path.join(runDir, 'summary.json'), 'utf8')) as { stopped_by?: { code: string; message: string }; episodes: { finished: number; by_reason: Record<string, number> } };
+    expect(summary.stopped_by?.code).toBe('LLM_UNAVAILABLE');
+    expect(summary.stopped_by?.message).toMatch(/failed POST \/(tokenize|v1\/completions) 3 times/);
     // The start-up check and two episodes of two turns, then the third episode fails: the fourth never starts.
     expect(summary.episodes.by_reason).toEqual({ done: 2, policy_error: 1 });
     expect((await exportTokens(runDir)).filter((r) => r.reason === 'done')).toHaveLength(2);
