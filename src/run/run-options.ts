@@ -8,7 +8,7 @@ import { UsageError } from '../shared/errors.js';
 import type { StateStore } from '../state/store.js';
 import type { OtelConfig } from '../observe/otel-config.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
-import type { EpisodeDriver } from './episode-runner.js';
+import type { SessionScheduler } from './session-scheduler.js';
 import type { Policy } from './policy.js';
 import type { LlmPolicySettings } from './llm-agent.js';
 import type { LlmRunConfig } from '../events/run-events.js';
@@ -80,10 +80,11 @@ export interface RunOptions {
   /** The queue of a distributed run (`agent:queue` by default): workers started with the same `--queue` take its episodes. */
   readonly queue?: string;
   /**
-   * A served run (`agent serve`): episodes come from here as clients open them, each driven by its
-   * client instead of a policy; the run goes on until `execute`'s signal aborts.
+   * A served run (`agent serve`): its server pushes episodes in as clients open them (each driven
+   * by its client, or by a rollout's own policy); the run goes on until `execute`'s signal aborts or
+   * the scheduler is closed.
    */
-  readonly sessions?: EpisodeSource;
+  readonly sessions?: SessionScheduler;
   /** A served run's env or suite folder and split, journaled (with a Redis store) so that `agent serve --resume` serves the same tasks again. */
   readonly served?: ServedFrom;
   /**
@@ -94,12 +95,6 @@ export interface RunOptions {
   readonly otel?: OtelConfig;
   /** Aborts loading (prepare); `execute` takes its own signal. */
   readonly signal?: AbortSignal;
-}
-
-/** Where a served run's episodes come from: each opened, and driven, by a client. */
-export interface EpisodeSource {
-  /** The next episode's driver, once a client opens one; undefined when no more will come. */
-  next(signal: AbortSignal): Promise<EpisodeDriver | undefined>;
 }
 
 

@@ -48,11 +48,12 @@ import { buildSummary, withLoss, type RunSummary } from './run-summary.js';
 import { initialStatesOf } from '../generate/initial-states.js';
 import { breather, EpisodeRunner, STORE_FAILURES, type EpisodeDriver, type EpisodeHooks, type PriorSteps } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
-import { memoryOrGiven, positiveInt, serverOptions, type EpisodeSource, type RunOptions, type ServerSettings } from './run-options.js';
+import { memoryOrGiven, positiveInt, serverOptions, type RunOptions, type ServerSettings } from './run-options.js';
+import { PoolScheduler, type EpisodeLauncher, type Scheduler } from './scheduler.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
 import { startTelemetry, webConsole, writeServerFile } from './run-attachments.js';
 
-export type { EpisodeSource, RunOptions } from './run-options.js';
+export type { RunOptions } from './run-options.js';
 
 interface RunSetup {
   readonly runId: string;
@@ -68,7 +69,8 @@ interface RunSetup {
   readonly storeWaitMs: number;
   readonly journalRun: JournalRun;
   readonly onEpisodeEnd: RunOptions['onEpisodeEnd'];
-  readonly sessions: EpisodeSource | undefined;
+  /** Which episodes run when: a pool of N, C at a time, or a server's sessions. */
+  readonly scheduler: Scheduler;
   readonly otel: { readonly config: OtelConfig; readonly ids: RunTraceIds } | undefined;
 }
 
@@ -210,7 +212,8 @@ export class Run implements AsyncDisposable {
             options.onEpisodeEnd?.(i, state);
           }
         : options.onEpisodeEnd;
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: llm?.agent.policy ?? (policy as Policy), config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, sessions: options.sessions, otel });
+      const scheduler = options.sessions ?? new PoolScheduler(episodes, concurrency);
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: llm?.agent.policy ?? (policy as Policy), config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
     } catch (err) {
       await opened?.[Symbol.asyncDispose]();
       // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.
@@ -305,6 +308,7 @@ export class Run implements AsyncDisposable {
         this.events.emit({ type: 'run_resumed', time: this.#clock.now(), run_id: runId, steps: resumed.steps.length, episodes_finished: [...resumed.episodes.values()].filter((e) => e.status === 'finished').length, inflight: resumed.inflight.size, lost_steps: lost });
       }
       if (queue && durable) {
+        // The distributed coordinator: episodes run on workers, their events come back through Redis.
         await coordinate(
           {
             runId,
@@ -323,21 +327,15 @@ export class Run implements AsyncDisposable {
           },
           signal,
         );
-      }
-      else if (this.#setup.sessions) await this.#serve(this.#setup.sessions, signal);
-      else {
-        const remaining = Array.from({ length: this.config.episodes }, (_, i) => i).filter((i) => resumed?.episodes.get(i)?.status !== 'finished');
-        let next = 0;
-        const worker = async (): Promise<void> => {
-          while (!signal.aborted && this.#stoppedBy === undefined && next < remaining.length) await this.#episode(remaining[next++] as number, signal);
-        };
-        await Promise.all(Array.from({ length: Math.min(this.config.concurrency, remaining.length) }, worker));
+      } else {
+        const launcher: EpisodeLauncher = { episode: (index, s, driver) => this.#episode(index, s, driver), resumed: resumed?.episodes, stopped: () => this.#stoppedBy !== undefined };
+        await this.#setup.scheduler.drive(launcher, signal);
       }
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
       this.#env.rewards.expireDue();
       // A served run ends when its server is stopped: that is its normal end (only a crash leaves it to resume).
-      const status = signal.aborted && (!this.#setup.sessions || this.#failure) ? 'interrupted' : 'completed';
+      const status = signal.aborted && (!this.#setup.scheduler.stopIsEnd || this.#failure) ? 'interrupted' : 'completed';
       // Closing the env cancels whatever is still in flight; those traces settle (as cancelled) into the logs.
       await this.#env[Symbol.asyncDispose]();
       const abandoned = this.#env.runningCalls();
@@ -362,7 +360,7 @@ export class Run implements AsyncDisposable {
 
   /** What continues this run after it stopped. */
   get #resumeCommand(): string {
-    return `agent ${this.#setup.sessions ? 'serve' : 'run'} --resume ${this.runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}`;
+    return `${this.#setup.scheduler.resumeCommand} --resume ${this.runId} --store ${this.#durable ? redactUrl(this.#durable.url) : '<redis-url>'}`;
   }
 
   /** Stop the run on a store failure (once): episodes end as interrupted, the folder is marked, the run can be resumed. */
@@ -512,31 +510,6 @@ export class Run implements AsyncDisposable {
   }
 
   /**
-   * A served run: each episode a client opens runs at once, until the signal aborts (they end
-   * interrupted). A resumed one first ends the episodes that were open when its process stopped:
-   * their clients are gone, so each ends `client_lost` with the steps it committed (every step its
-   * client was answered), its keys archived and dropped; new episodes are numbered after them.
-   */
-  async #serve(sessions: EpisodeSource, signal: AbortSignal): Promise<void> {
-    const running = new Set<Promise<unknown>>();
-    const start = (index: number, driver: EpisodeDriver): void => {
-      const episode: Promise<unknown> = this.#episode(index, signal, driver).finally(() => running.delete(episode));
-      running.add(episode);
-    };
-    let index = 0;
-    for (const [i, entry] of this.#durable?.resumed?.episodes ?? []) {
-      index = Math.max(index, i + 1);
-      if (entry.status === 'running') start(i, clientGone(entry.initial_state_id));
-    }
-    for (; !signal.aborted; index++) {
-      const driver = await sessions.next(signal).catch(() => undefined);
-      if (!driver) break;
-      start(index, driver);
-    }
-    await Promise.all(running);
-  }
-
-  /**
    * An episode's end in the folder and the store. In memory, its history is dropped (it lives on in
    * the run folder; kept, it would grow the process by one state log per episode). A durable run
    * journals the end first, then archives the history into the folder and removes its Redis keys;
@@ -551,7 +524,7 @@ export class Run implements AsyncDisposable {
       return true;
     }
     // An interrupted episode keeps its history to continue on resume; a served one ends with its server (its client is gone).
-    if ((finished.reason === 'interrupted' && !this.#setup.sessions) || this.#failure) {
+    if ((finished.reason === 'interrupted' && this.#setup.scheduler.continuesEpisodes) || this.#failure) {
       // After a store failure the journal takes no more writes: a record now would count steps the
       // folder never got. The episode is not over; a resume writes its record.
       if (record && !this.#failure) durable.journal.after(() => this.#writer?.writeEpisode(record));
@@ -596,8 +569,3 @@ const SERVED_POLICY = 'client';
 
 /** A served run has no policy: its episodes are driven by their clients (this is never asked). */
 const servedPolicy: Policy = () => null;
-
-/** A served episode open when the run's process stopped, resumed without its client: it ends at once, `client_lost`. */
-function clientGone(initialStateId: string): EpisodeDriver {
-  return { initialIndex: Number(initialStateId.slice('initial-'.length)), drive: () => Promise.resolve({ reason: 'client_lost', reward: 0 }) };
-}

@@ -73,8 +73,8 @@ export interface RolloutHost {
   readonly taskHint: string;
   /** The system prompt an `llm:` agent of this suite is told. */
   readonly system: string;
-  /** Hands an episode to the run (refused when the server is stopping). */
-  start(driver: EpisodeDriver & { refuse(err: unknown): void }): void;
+  /** Runs an episode in the run; rejects when the run will not start it (the server is stopping). */
+  start(driver: EpisodeDriver): Promise<unknown>;
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
 }
 
@@ -224,7 +224,6 @@ class RolloutEpisode implements EpisodeDriver {
     readonly signal: AbortSignal,
     readonly begin: (episode: number) => void,
     readonly over: (finished: EpisodeFinishedEvent) => void,
-    readonly refuse: (err: unknown) => void,
   ) {}
 }
 
@@ -290,22 +289,23 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       const c = new EpisodeCollector();
       let index = -1;
       const policy = withTask(agent.policy, () => task.task);
-      host.start(
-        new RolloutEpisode(
-          task.index,
-          policy,
-          signal,
-          (i) => {
-            index = i;
-            collectors.set(i, c);
-          },
-          (finished) => {
-            agent.ended(finished.episode);
-            c.end(finished);
-          },
-          (err) => c.fail(err),
-        ),
-      );
+      host
+        .start(
+          new RolloutEpisode(
+            task.index,
+            policy,
+            signal,
+            (i) => {
+              index = i;
+              collectors.set(i, c);
+            },
+            (finished) => {
+              agent.ended(finished.episode);
+              c.end(finished);
+            },
+          ),
+        )
+        .catch((err: unknown) => c.fail(err));
       await raceAbort(c.complete, signal);
       collectors.delete(index);
       return { index, c };

@@ -43,6 +43,7 @@ import { AgentError, describeError } from '../shared/errors.js';
 import { isPlainObject, MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.js';
 import { errorData, parseAction } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
+import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
 import { parseRolloutRequest, runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
 
@@ -62,8 +63,8 @@ const EPISODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export interface EpisodeOpener {
   /** A new episode (not yet started) for these reset options; a typed error for a bad one. */
   open(options: { readonly seed?: number; readonly episodeId: string; readonly taskId?: string }): ServedEpisode;
-  /** Hands it to the run, which resets its instance. */
-  start(episode: ServedEpisode): void;
+  /** Hands it to the run; resolves with its control once the run has reset its instance (rejects, saying why, when it will not start). */
+  start(episode: ServedEpisode): Promise<EpisodeControl>;
 }
 
 export interface ServeServerOptions {
@@ -214,10 +215,9 @@ export class ServeServer implements AsyncDisposable {
     const log: EpisodeLog = { id, owner, index: undefined, rewards: [], subscriber: undefined };
     this.#byId.set(id, log);
     current?.end();
-    this.#o.opener.start(episode);
     let control;
     try {
-      control = await episode.started;
+      control = await this.#o.opener.start(episode);
     } catch (err) {
       this.#byId.delete(id);
       throw err;

@@ -25,7 +25,8 @@ import { isLoopback } from '../server/http-guard.js';
 import { AgentError, UsageError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { initialStatesOf } from '../generate/initial-states.js';
-import { ServedEpisode, SessionQueue, type ServedTask } from './served-episode.js';
+import { ServedEpisode, type ServedTask } from './served-episode.js';
+import { SessionScheduler } from '../run/session-scheduler.js';
 import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
@@ -79,11 +80,11 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   const saved = options.resume === undefined ? undefined : await readJournalRun(options.resume, options.store, signal);
   if (saved && !saved.served) throw new UsageError(`run ${saved.run_id} was not served (agent serve): its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${redactUrl(String(options.store))}`);
   const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? SERVE_DEFAULTS.split, saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed);
-  const queue = new SessionQueue();
+  const sessions = new SessionScheduler();
   const run = await Run.prepare({
     ...options,
     env: served.dir,
-    sessions: queue,
+    sessions,
     served: served.from,
     initialStates: served.initialStates,
     maxSteps: options.maxSteps ?? SERVE_DEFAULTS.maxSteps,
@@ -104,11 +105,11 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       const index = o.seed !== undefined ? ((o.seed % n) + n) % n : roundRobin++ % n;
       return new ServedEpisode(index, { episodeId: o.episodeId });
     },
-    start: (episode: ServedEpisode) => queue.open(episode),
+    start: (episode: ServedEpisode) => sessions.open(episode),
   };
   const serving = new AbortController();
   const stop = (): void => {
-    queue.close();
+    sessions.close();
     serving.abort(signal.reason);
   };
   if (signal.aborted) stop();
@@ -136,7 +137,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               task: (id: string) => served.tasks.get(id),
               taskHint: [...served.tasks.keys()][0] ?? '',
               system: await agentSystemPrompt(served.suite),
-              start: (driver) => queue.open(driver),
+              start: (driver) => sessions.start(driver),
               events: run.events,
             } satisfies RolloutHost,
           }
@@ -148,7 +149,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     return await run.execute(serving.signal);
   } finally {
     signal.removeEventListener('abort', stop);
-    queue.close();
+    sessions.close();
   }
 }
 

@@ -8,7 +8,6 @@ import type { Action } from '../env/agent-instance.js';
 import type { EpisodeEndReason } from '../events/run-events.js';
 import type { DrivenEnd, EpisodeControl, EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
-import type { EpisodeSource } from '../run/run.js';
 import type { PolicyTask } from '../run/policy.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
@@ -32,10 +31,6 @@ export class ServedEpisode implements EpisodeDriver {
   /** The episode's public id: the client's, or one the server drew (never the instance's `ep-<n>`, which is guessable). */
   readonly id: string;
   #control: EpisodeControl | undefined;
-  #ready!: (control: EpisodeControl) => void;
-  #failed!: (err: unknown) => void;
-  /** Resolves once the run has reset the instance and handed it over. */
-  readonly started: Promise<EpisodeControl>;
   #finish!: (end: DrivenEnd) => void;
   readonly #ended: Promise<DrivenEnd>;
   #endReason: EpisodeEndReason | undefined;
@@ -47,12 +42,6 @@ export class ServedEpisode implements EpisodeDriver {
     this.initialIndex = initialIndex;
     this.task = options.task;
     this.id = options.episodeId;
-    this.started = new Promise((resolve, reject) => {
-      this.#ready = resolve;
-      this.#failed = reject;
-    });
-    // Nobody may wait on it (a run that stopped before the episode started): never unhandled.
-    this.started.catch(() => undefined);
     this.#ended = new Promise((resolve) => (this.#finish = resolve));
   }
 
@@ -74,19 +63,12 @@ export class ServedEpisode implements EpisodeDriver {
     this.#control = control;
     const stop = (): void => this.end('interrupted');
     signal.addEventListener('abort', stop, { once: true });
-    this.#ready(control);
     return this.#ended.finally(() => signal.removeEventListener('abort', stop));
   }
 
-  /** The run could not start it (it stopped first). */
-  refuse(err: unknown): void {
-    this.#failed(err);
-  }
-
-  /** The episode is over in the run: a client still waiting for its start (the reset failed) hears why. */
+  /** The episode is over in the run, whatever ended it (a reset that failed never reaches `drive`). */
   over(finished: EpisodeFinishedEvent): void {
     this.end(finished.reason);
-    if (!this.#control) this.#failed(new AgentError(finished.error?.code === 'INTERRUPTED' ? 'INTERRUPTED' : 'INTERNAL', `the episode could not start: ${finished.error?.message ?? finished.reason}`));
   }
 
   /** Ends the episode (a no-op once ended): `client_closed` when its client leaves before it is done, `client_lost` when it stopped answering. */
@@ -175,54 +157,5 @@ export class ServedEpisode implements EpisodeDriver {
     const control = this.#started();
     if (this.#endReason !== undefined) throw new AgentError('EPISODE_DONE', `episode '${this.id}' is over (${this.#endReason})`, { hint: 'Send reset to start the next episode.' });
     return control;
-  }
-}
-
-/** An episode waiting for the run to start it: told why when it never will. */
-export interface QueuedEpisode extends EpisodeDriver {
-  refuse(err: unknown): void;
-}
-
-/** The run's episode source: each reset a client sends (or rollout it asks for) is the next episode the run starts. */
-export class SessionQueue implements EpisodeSource {
-  readonly #waiting: QueuedEpisode[] = [];
-  #taker: ((episode: QueuedEpisode | undefined) => void) | undefined;
-  #closed = false;
-
-  /** Queue an episode; a served one's `started` resolves once the run has reset its instance. */
-  open(episode: QueuedEpisode): void {
-    if (this.#closed) return episode.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
-    const taker = this.#taker;
-    this.#taker = undefined;
-    if (taker) taker(episode);
-    else this.#waiting.push(episode);
-  }
-
-  next(signal: AbortSignal): Promise<QueuedEpisode | undefined> {
-    const waiting = this.#waiting.shift();
-    if (this.#closed || signal.aborted) {
-      waiting?.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
-      return Promise.resolve(undefined);
-    }
-    if (waiting) return Promise.resolve(waiting);
-    return new Promise((resolve) => {
-      const onAbort = (): void => {
-        this.#taker = undefined;
-        resolve(undefined);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#taker = (episode) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(episode);
-      };
-    });
-  }
-
-  /** No more episodes: those still waiting are refused. */
-  close(): void {
-    this.#closed = true;
-    for (const e of this.#waiting.splice(0)) e.refuse(new AgentError('INTERRUPTED', 'the server is stopping'));
-    this.#taker?.(undefined);
-    this.#taker = undefined;
   }
 }

@@ -1,0 +1,54 @@
+/**
+ * A run is a host (its env, events, folder, journal, servers and summary) and a scheduler that
+ * decides which episodes run when: a pool of N episodes C at a time (`agent run`, `agent
+ * benchmark`), sessions a server pushes in as its clients open them (`agent serve`, rollouts), or
+ * the distributed coordinator (episodes on workers). The host runs each episode it is handed
+ * through the episode runner, recorded the same way whoever scheduled it.
+ *
+ * A new way to drive a run is a new scheduler: it implements {@link Scheduler}, and says through
+ * its traits how the host ends and resumes it; the host checks no mode of its own.
+ */
+import type { EpisodeDriver } from './episode-runner.js';
+import type { EpisodeFinishedEvent, JournalEpisode } from './run-journal.js';
+
+/** What a scheduler drives episodes through: the host's episode runner, the journal of a resumed run, and the run's stop rule. */
+export interface EpisodeLauncher {
+  /** Runs episode `index` to its end: driven by `driver`, or by the run's own policy. */
+  episode(index: number, signal: AbortSignal, driver?: EpisodeDriver): Promise<EpisodeFinishedEvent>;
+  /** What a resumed run's journal holds of its episodes (undefined for a new run). */
+  readonly resumed: ReadonlyMap<number, JournalEpisode> | undefined;
+  /** True once an episode failed with an error that stops the run (the error table's `stopsRun`): start no more. */
+  stopped(): boolean;
+}
+
+export interface Scheduler {
+  /** The command that continues the run after its process stopped. */
+  readonly resumeCommand: 'agent run' | 'agent serve';
+  /** Whether an episode cut off by a stop continues on resume (a policy picks it up again; a client that left cannot). */
+  readonly continuesEpisodes: boolean;
+  /** Whether the run's signal aborting is its normal end (a server stopped) rather than an interruption. */
+  readonly stopIsEnd: boolean;
+  /** Starts episodes through `launcher` until the run's work is done or `signal` aborts; resolves once every episode it started has ended. */
+  drive(launcher: EpisodeLauncher, signal: AbortSignal): Promise<void>;
+}
+
+/** N episodes, C at a time, in order; a resumed run runs those its journal does not have finished. No episode starts once the run is stopped. */
+export class PoolScheduler implements Scheduler {
+  readonly resumeCommand = 'agent run';
+  readonly continuesEpisodes = true;
+  readonly stopIsEnd = false;
+
+  constructor(
+    readonly episodes: number,
+    readonly concurrency: number,
+  ) {}
+
+  async drive(launcher: EpisodeLauncher, signal: AbortSignal): Promise<void> {
+    const remaining = Array.from({ length: this.episodes }, (_, i) => i).filter((i) => launcher.resumed?.get(i)?.status !== 'finished');
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!signal.aborted && !launcher.stopped() && next < remaining.length) await launcher.episode(remaining[next++] as number, signal);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.concurrency, remaining.length) }, worker));
+  }
+}
