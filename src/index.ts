@@ -37,6 +37,7 @@ export type { RunSummary, SourceSummary } from './run/run-summary.js';
 export type { EpisodeEndReason, LlmRunConfig, RunConfig, RunEvent, SettledStepEvent } from './events/run-events.js';
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { loadPolicy, randomPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
+export { makePolicy, type PolicySetup, type RunPolicy } from './run/policy-factory.js';
 export type { LlmPolicySettings } from './run/llm-agent.js';
 
 // State: stores, patches, lifecycles.

@@ -17,11 +17,8 @@
  * policy (`--policy gold --tokens`), every turn is its action rendered by the chat template as the
  * model's turn instead of generated: token-exact supervised data.
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { Action } from '../env/agent-instance.js';
 import { actionTool } from '../env/action-tool.js';
-import type { EnvDefinition } from '../schema/definition.js';
 import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
@@ -136,20 +133,6 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
     ...(tokens ? { tool_parser: settings.toolParser ?? LLM_DEFAULTS.toolParser, max_context: tokens.limit, max_model_len: tokens.server.maxModelLen } : {}),
   };
   return { agent, config };
-}
-
-/**
- * The agent of an `llm:<model>` policy under `agent run`: told the env's `policy.md` (unless a
- * system prompt is given), asked `instruction` (default: the env's description).
- */
-export async function envLlmAgent(model: string, env: Pick<EnvDefinition, 'dir' | 'description'>, settings: LlmPolicySettings & { readonly system?: string; readonly instruction?: string }, seed: number, signal: AbortSignal | undefined): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
-  const instruction = settings.instruction ?? env.description;
-  return createLlmAgent(model, settings, {
-    system: settings.system ?? (await readFile(path.join(env.dir, 'policy.md'), 'utf8').then((t) => t.trim(), () => '')),
-    seed,
-    ...(instruction !== undefined ? { instruction } : {}),
-    ...(signal ? { signal } : {}),
-  });
 }
 
 /** `llm:<model>` → the model, or undefined for any other policy name. */

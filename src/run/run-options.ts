@@ -10,8 +10,8 @@ import type { OtelConfig } from '../observe/otel-config.js';
 import { isLoopback, newToken } from '../server/http-guard.js';
 import type { SessionScheduler } from './session-scheduler.js';
 import type { Policy } from './policy.js';
+import type { RunPolicy } from './policy-factory.js';
 import type { LlmPolicySettings } from './llm-agent.js';
-import type { LlmRunConfig } from '../events/run-events.js';
 import type { ServedFrom } from './run-journal.js';
 
 /** The run's local server: where it listens and the token its clients send. */
@@ -28,15 +28,13 @@ export interface RunOptions {
   readonly episodes?: number;
   readonly concurrency?: number;
   readonly maxSteps?: number;
-  /** `random` (default), a policy module path, `llm:<model>` (see `llm`), or a policy function. */
-  readonly policy?: string | Policy;
+  /** `random` (default), a policy module path, `llm:<model>` (see `llm`), a policy function, or one made by `makePolicy` (what run.json records of it included). */
+  readonly policy?: string | Policy | RunPolicy;
   /**
    * An `llm:<model>` policy: where the model is served and how it is sampled (token mode with
    * `tokens`), its system prompt, and what the user asks (default: the env's description).
    */
   readonly llm?: LlmPolicySettings & { readonly system?: string; readonly instruction?: string };
-  /** What run.json records of a policy function: its name, and the llm: agent it is when the caller made one (`agent benchmark`). */
-  readonly policyRecord?: { readonly name: string; readonly llm?: LlmRunConfig };
   readonly seed?: number;
   /** Parent folder of run folders (default `runs`). */
   readonly out?: string;

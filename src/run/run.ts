@@ -31,8 +31,9 @@ import { codesWhere } from '../shared/error-codes.js';
 import type { JsonValue } from '../shared/json.js';
 import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
-import { loadPolicy, type Policy } from './policy.js';
-import { envLlmAgent, llmModel } from './llm-agent.js';
+import type { Policy } from './policy.js';
+import { llmModel } from './llm-agent.js';
+import { envPolicySetup, makePolicy, type RunPolicy } from './policy-factory.js';
 import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
@@ -160,15 +161,16 @@ export class Run implements AsyncDisposable {
       const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, RUN_DEFAULTS.maxSteps);
       const seed = saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed;
       if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
-      const policyName = options.sessions ? SERVED_POLICY : saved?.config.policy ?? (typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? RUN_DEFAULTS.policy));
-      if (saved && typeof options.policy !== 'function' && policyName === 'custom') {
+      // A policy made by the caller (makePolicy), or what names one: a function, a module path, random, llm:<model>.
+      const made = typeof options.policy === 'object' ? options.policy : undefined;
+      const spec = typeof options.policy === 'object' ? made?.policy : options.policy;
+      const policyName = options.sessions ? SERVED_POLICY : saved?.config.policy ?? made?.record.name ?? (typeof spec === 'function' ? spec.name || 'custom' : (spec ?? RUN_DEFAULTS.policy));
+      if (saved && typeof spec !== 'function' && policyName === 'custom') {
         throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
       }
-      if (queueName !== undefined && typeof options.policy === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
+      if (queueName !== undefined && typeof spec === 'function') throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
       if (saved?.config.llm) throw new UsageError(`run ${saved.run_id} was run by an llm: policy, whose conversations are not journaled: its episodes cannot be continued mid-conversation`, 'Start a new run; what the interrupted run completed is in its run folder.');
-      const llmName = typeof options.policy === 'string' && !options.sessions ? llmModel(options.policy) : undefined;
-      if (llmName !== undefined && queueName !== undefined) throw new UsageError('a distributed run cannot take an llm: policy yet: its workers load the policy by path', 'Run it without --distributed (episodes run concurrently here, up to --concurrency), or wrap the model in a policy module.');
-      const policy = typeof options.policy === 'function' ? options.policy : options.sessions ? servedPolicy : llmName !== undefined ? undefined : await loadPolicy(policyName);
+      if (queueName !== undefined && llmModel(policyName) !== undefined) throw new UsageError('a distributed run cannot take an llm: policy yet: its workers load the policy by path', 'Run it without --distributed (episodes run concurrently here, up to --concurrency), or wrap the model in a policy module.');
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
@@ -190,10 +192,14 @@ export class Run implements AsyncDisposable {
       });
       opened = env;
       const initialStates = options.initialStates ?? initialStatesOf(env.definition, seed);
-      // An llm: policy is made once the env is open: its policy.md and description are the defaults.
-      const llm = llmName === undefined ? undefined : await envLlmAgent(llmName, env.definition, options.llm ?? {}, seed, options.signal);
-      const llmConfig = llm?.config ?? options.policyRecord?.llm;
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: options.policyRecord?.name ?? policyName, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
+      // Made once the env is open: an llm: agent is told the env's policy.md and asked its description (unless told otherwise).
+      const runPolicy: RunPolicy =
+        made ??
+        (options.sessions
+          ? { policy: servedPolicy, record: { name: SERVED_POLICY }, ended: () => undefined }
+          : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal)));
+      const llmConfig = runPolicy.record.llm;
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),
@@ -206,14 +212,12 @@ export class Run implements AsyncDisposable {
         ...(options.served ? { served: options.served } : {}),
       };
       const withQueue = durable && queueName !== undefined ? { ...durable, queue: new EpisodeQueue(durable.redis, queueName) } : durable;
-      const onEpisodeEnd: RunOptions['onEpisodeEnd'] = llm
-        ? (i, state) => {
-            llm.agent.ended(i);
-            options.onEpisodeEnd?.(i, state);
-          }
-        : options.onEpisodeEnd;
+      const onEpisodeEnd: RunOptions['onEpisodeEnd'] = (i, state) => {
+        runPolicy.ended(i);
+        options.onEpisodeEnd?.(i, state);
+      };
       const scheduler = options.sessions ?? new PoolScheduler(episodes, concurrency);
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: llm?.agent.policy ?? (policy as Policy), config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: runPolicy.policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
     } catch (err) {
       await opened?.[Symbol.asyncDispose]();
       // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.

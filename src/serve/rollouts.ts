@@ -17,7 +17,7 @@ import { truncatedBy, type EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
 import { withTask, type Policy } from '../run/policy.js';
-import { createLlmAgent } from '../run/llm-agent.js';
+import { llmPolicy } from '../run/policy-factory.js';
 import { tokenRecord, type TokenRecord, type TurnOf } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
@@ -258,9 +258,10 @@ class Slots {
  */
 export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
   if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
-  const { agent } = await createLlmAgent(
-    request.model,
-    {
+  const agent = await llmPolicy(request.model, `llm:${request.model}`, {
+    system: () => Promise.resolve(host.system),
+    seed: request.seed,
+    llm: {
       baseURL: request.baseURL,
       tokens: true,
       temperature: request.sampling.temperature,
@@ -270,8 +271,8 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
       weightVersion: () => versions.current,
     },
-    { system: host.system, seed: request.seed, signal },
-  );
+    signal,
+  });
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
     if (!('episode' in e) || typeof e.episode !== 'number') return;

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentEnv } from '../../env/agent-env.js';
-import { loadPolicy, randomPolicy, withTask, type Policy } from '../../run/policy.js';
+import { withTask, type Policy } from '../../run/policy.js';
 import { Run, type RunOptions } from '../../run/run.js';
 import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
 import { forEachLine } from '../../replay/run-rewards.js';
@@ -25,9 +25,9 @@ import { buildPolicyStack } from '../../tools/policy.js';
 import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, policyTask, type BenchmarkTask, type Suite } from './suite.js';
-import { createLlmAgent, llmModel, type LlmAgent, type LlmPolicySettings } from '../../run/llm-agent.js';
+import type { LlmPolicySettings } from '../../run/llm-agent.js';
+import { llmPolicy, makePolicy, namedPolicy, type PolicySetup, type RunPolicy } from '../../run/policy-factory.js';
 import { servedModel } from '../../llm/vllm.js';
-import type { LlmRunConfig } from '../../events/run-events.js';
 import { PiiIndex } from './pii.js';
 import { renderHtmlReport } from './html-report.js';
 import { compareReports, loadBaseline } from './baseline.js';
@@ -93,13 +93,12 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
-  const llm = await llmAgentFor(policyName, options, suite, seed, taskOf);
-  const agent = llm?.agent;
+  const made = await benchmarkPolicy(policyName, options, suite, seed, taskOf);
+  const agent = made.agent;
   if (options.llm?.tokens && !agent) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: policy or gold (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> (or gold) --llm-base-url <vLLM server> --tokens.' });
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
   const gold = await goldStates(env, suite, options.signal);
-  const inner: Policy = agent ? agent.policy : policyName === 'gold' ? goldPolicy(taskOf) : typeof options.policy === 'function' ? options.policy : policyName === 'random' ? randomPolicy : await loadPolicy(policyName);
-  const policy = withTask(inner, (episode) => policyTask(taskOf(episode)));
+  const policy: RunPolicy = { ...made, policy: withTask(made.policy, (episode) => policyTask(taskOf(episode))) };
   const maxSteps = options.maxSteps ?? Math.max(30, ...tasks.map((t) => t.actions.length + 2));
   const run = await Run.prepare({
     env: suite.envDir,
@@ -111,12 +110,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     ...(options.out ? { out: options.out } : {}),
     ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
     ...(options.otel ? { otel: options.otel } : {}),
-    policyRecord: { name: policyName, ...(llm ? { llm: llm.config } : {}) },
     initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
-    onEpisodeEnd: (episode, state) => {
-      finalsLive.set(episode, state);
-      agent?.ended(episode);
-    },
+    onEpisodeEnd: (episode, state) => finalsLive.set(episode, state),
     ...(options.signal ? { signal: options.signal } : {}),
   });
   const steps = new Map<number, SettledStepEvent[]>();
@@ -217,13 +212,13 @@ export async function agentSystemPrompt(suite: Suite): Promise<string> {
   return [rules.trim(), 'Act through the tools; what you write as plain text is said to the user. One tool call per turn is best; wait for its result.'].filter(Boolean).join('\n\n');
 }
 
-/** The LLM agent (and simulated user) of an `llm:<model>` policy, and what run.json records of it; undefined for other policies. */
-async function llmAgentFor(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number, taskOf: (episode: number) => BenchmarkTask): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig } | undefined> {
+/** The benchmark's policy: `gold` (its tasks' gold actions; in token mode rendered as the served model's turns), or what makePolicy makes of the rest; an `llm:` agent with the suite's rules and the simulated user. */
+async function benchmarkPolicy(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number, taskOf: (episode: number) => BenchmarkTask): Promise<RunPolicy> {
+  const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.signal ? { signal: options.signal } : {}) };
+  if (policyName !== 'gold') return makePolicy(typeof options.policy === 'function' ? options.policy : policyName, context);
   // Gold in token mode: the gold actions as the model's turns, rendered by the server's template (data for a supervised warm start).
-  const gold = policyName === 'gold' && options.llm?.tokens === true && options.llm.baseURL !== undefined;
-  const model = gold ? await servedModel(options.llm?.baseURL as string, options.signal) : llmModel(policyName);
-  if (model === undefined) return undefined;
-  return createLlmAgent(model, { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, { system: await agentSystemPrompt(suite), seed, ...(options.signal ? { signal: options.signal } : {}), ...(gold ? { gold: goldPolicy(taskOf) } : {}) });
+  if (options.llm?.tokens === true && options.llm.baseURL !== undefined) return llmPolicy(await servedModel(options.llm.baseURL, options.signal), 'gold', { ...context, gold: goldPolicy(taskOf) });
+  return namedPolicy(goldPolicy(taskOf), 'gold');
 }
 
 /** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */
