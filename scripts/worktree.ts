@@ -38,7 +38,8 @@ export function pictureTree(root = ROOT): TreePicture {
     const rel = entry.slice(3);
     // A rename's origin follows it as its own field.
     if (status.startsWith('R') || status.startsWith('C')) i++;
-    if (OWN_CACHES.some((c) => rel === c || rel.startsWith(c))) continue;
+    // (`node_modules` without its slash: a link to a folder, as some setups make it.)
+    if (OWN_CACHES.some((c) => rel === c.slice(0, -1) || rel.startsWith(c))) continue;
     if (rel.endsWith('/')) walk(root, rel, status, picture);
     else picture.set(rel, `${status} ${stamp(path.join(root, rel))}`);
   }
