@@ -10,10 +10,12 @@
  * run.events.on('episode_finished', (e) => console.log(e.episode, e.reward));
  * const summary = await run.execute(controller.signal);
  *
- * The driver of local, durable and coordinated runs (a worker's part is WorkerRun); the episode
- * itself is the EpisodeRunner's. Over 500 lines because those three share one `execute`: the run
- * folder, the run server, the store watch and the summary; what differs lives beside it
- * (durable.ts, coordinator.ts, run-summary.ts; its options and their checks in run-options.ts).
+ * The host of a run: the env, its events and statistics, the run folder, the journal, the run
+ * server and telemetry, the manifest and the summary. Which episodes run when is its scheduler's
+ * (scheduler.ts: a pool, a server's sessions; distributed runs go through coordinator.ts), the
+ * episode itself the EpisodeRunner's, the policy makePolicy's (policy-factory.ts). Still over 500
+ * lines: recording an episode in memory or in a journal (commit order, close, replay, prior
+ * state) lives here and is the next part to move out (durable.ts holds the Redis side).
  */
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
@@ -33,7 +35,7 @@ import { redactUrl } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import type { Policy } from './policy.js';
 import { llmModel } from './llm-agent.js';
-import { envPolicySetup, makePolicy, type RunPolicy } from './policy-factory.js';
+import { envPolicySetup, makePolicy, namedPolicy, type RunPolicy } from './policy-factory.js';
 import type { RunConfig, RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun, RunJournal } from './run-journal.js';
 import { RunStats, type RunProgress } from './run-stats.js';
@@ -196,7 +198,7 @@ export class Run implements AsyncDisposable {
       const runPolicy: RunPolicy =
         made ??
         (options.sessions
-          ? { policy: servedPolicy, record: { name: SERVED_POLICY }, ended: () => undefined }
+          ? namedPolicy(servedPolicy, SERVED_POLICY)
           : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal)));
       const llmConfig = runPolicy.record.llm;
       const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };

@@ -13,8 +13,7 @@ import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { openAiTools, stepEnvelope, type ServedObservation, type StepEnvelope } from './protocol.js';
 
-/** A benchmark task a served suite's episode runs (reset with `task_id`). */
-/** A served suite's task, as its episode's observations carry it. */
+/** A benchmark task a served suite's episode runs (reset with `task_id`), as its observations carry it. */
 export type ServedTask = PolicyTask;
 
 export interface ServedState {
