@@ -217,7 +217,10 @@ async function benchmarkPolicy(policyName: string, options: BenchmarkOptions, su
   const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.signal ? { signal: options.signal } : {}) };
   if (policyName !== 'gold') return makePolicy(typeof options.policy === 'function' ? options.policy : policyName, context);
   // Gold in token mode: the gold actions as the model's turns, rendered by the server's template (data for a supervised warm start).
-  if (options.llm?.tokens === true && options.llm.baseURL !== undefined) return llmPolicy(await servedModel(options.llm.baseURL, options.signal), 'gold', { ...context, gold: goldPolicy(taskOf) });
+  if (options.llm?.tokens === true) {
+    if (options.llm.baseURL === undefined) throw new AgentError('BAD_USAGE', '--policy gold --tokens renders the gold actions through a vLLM-compatible server: it needs --llm-base-url', { hint: 'Pass --llm-base-url http://<host>:8000/v1 (the server whose chat template renders them), or drop --tokens.' });
+    return llmPolicy(await servedModel(options.llm.baseURL, options.signal), 'gold', { ...context, gold: goldPolicy(taskOf) });
+  }
   return namedPolicy(goldPolicy(taskOf), 'gold');
 }
 

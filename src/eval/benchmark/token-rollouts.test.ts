@@ -133,6 +133,8 @@ describe('token mode', () => {
     expect(text).toContain('<|im_end|>\n<|im_start|>user\n<tool_response>\n{"key":"frost-ram","code":"QN9Y"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name":"answer","arguments":{"code":"QN9Y"}}\n</tool_call><|im_end|>');
     const manifest = JSON.parse(await readFile(path.join(report.run_dir, 'run.json'), 'utf8')) as { config: { policy: string; llm: unknown } };
     expect(manifest.config).toMatchObject({ policy: 'gold', llm: { model: 'fake-model', tokens: true } });
+    // Without a server to render them, gold token turns are refused saying what is missing, before anything runs.
+    await expect(runBenchmark({ suite: 'fixtures/lookup', policy: 'gold', out: await outDir(), llm: { tokens: true } })).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining('needs --llm-base-url') });
   });
 
   it('says where a template is not prefix-stable, instead of hiding it', async () => {
