@@ -21,7 +21,9 @@ import { target } from './lib/targets.js';
 
 const built = path.join(import.meta.dirname, '..', 'dist', 'src');
 if (!existsSync(path.join(built, 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
-const { AgentEnv, defineEnv, RedisStateStore, Run } = (await import(pathToFileURL(path.join(built, 'index.js')).href)) as typeof Lib;
+const { AgentEnv, defineEnv, Run } = (await import(pathToFileURL(path.join(built, 'index.js')).href)) as typeof Lib;
+// The Redis store is the package's `agentic-rl-toolkit/store/redis` entry, not the root one.
+const { RedisStateStore } = (await import(pathToFileURL(path.join(built, 'store-redis.js')).href)) as typeof Lib;
 const { APPEND_SCRIPT } = (await import(pathToFileURL(path.join(built, 'state', 'redis-store.js')).href)) as typeof RedisStoreModule;
 type RedisStateStore = Lib.RedisStateStore;
 type ToolHandler = Lib.ToolHandler;

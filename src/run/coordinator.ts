@@ -6,16 +6,15 @@
  * The episodes themselves run in `agent worker` processes (rollout-worker.ts).
  */
 import type { Redis } from 'ioredis';
-import type { RunEvent, WorkerRow } from '../events/run-events.js';
-import type { RunWriter } from '../replay/run-writer.js';
+import type { WorkerRow } from '../events/run-events.js';
 import { raceAbort, sleep } from '../shared/abort.js';
 import type { Clock } from '../shared/clock.js';
-import type { JsonValue } from '../shared/json.js';
 import { distributedKeys } from './distributed-keys.js';
 import { archiveAndDrop, type Durable } from './durable.js';
 import type { EpisodeQueue, WorkerHeartbeat } from './episode-queue.js';
 import { readEvents } from './fenced-journal.js';
 import type { RunSummary } from './run-summary.js';
+import type { EpisodeLauncher, Scheduler } from './scheduler.js';
 
 /** How long a worker may go without reporting before a coordinator counts it dead (workers report every second). */
 const WORKER_STALE_MS = 5_000;
@@ -29,7 +28,7 @@ const WORKER_STALE_MS = 5_000;
 const READ_EVERY_MS = 25;
 const READ_COUNT = 1_000;
 
-export interface CoordinatorContext {
+export interface DistributedRun {
   readonly runId: string;
   readonly episodes: number;
   /** The env the run was started with: its name, folder and fingerprint (what workers must have). */
@@ -37,20 +36,26 @@ export interface CoordinatorContext {
   readonly clock: Clock;
   readonly durable: Durable;
   readonly queue: EpisodeQueue;
-  readonly writer: RunWriter;
   /** Where finished episodes' histories are archived. */
   readonly historyDir: string;
-  readonly initialState: (stateId: string) => JsonValue;
-  readonly emit: (event: RunEvent) => void;
-  /** A committed step or reward into the run's reward ledger. */
-  readonly account: (event: RunEvent) => void;
-  /** Episodes that ran to an end, added to as they do. */
-  readonly counted: Set<number>;
-  readonly breathe: () => Promise<void>;
 }
 
-export async function coordinate(ctx: CoordinatorContext, signal: AbortSignal): Promise<void> {
-  const { runId, durable, queue, writer, clock } = ctx;
+/** The coordinator's scheduler: episodes run on workers, and their events come back through Redis. */
+export class DistributedScheduler implements Scheduler {
+  readonly resumeCommand = 'agent run';
+  readonly continuesEpisodes = true;
+  readonly stopIsEnd = false;
+  readonly remote = true;
+
+  constructor(readonly run: DistributedRun) {}
+
+  drive(launcher: EpisodeLauncher, signal: AbortSignal): Promise<void> {
+    return coordinate(this.run, launcher, signal);
+  }
+}
+
+async function coordinate(ctx: DistributedRun, launcher: EpisodeLauncher, signal: AbortSignal): Promise<void> {
+  const { runId, durable, queue, clock } = ctx;
   if (!durable.resumed) await queue.enqueue(runId, Array.from({ length: ctx.episodes }, (_, i) => i), signal);
   else await queue.ensure(signal);
   const reader = durable.redis.duplicate();
@@ -66,13 +71,13 @@ export async function coordinate(ctx: CoordinatorContext, signal: AbortSignal): 
     // Workers are alive, but each has another version of the env: say so, the run would wait forever.
     const refusing = workers.length > 0 && workers.every((w) => w.mismatched?.includes(runId));
     if (refusing && !refusedByAll) {
-      ctx.emit({ type: 'notice', time: clock.now(), code: 'ENV_MISMATCH', message: `no worker has env ${ctx.env.fingerprint ?? '?'} ('${ctx.env.name}'): ${workers.length} live worker(s) refuse the run's episodes with another version. Deploy the env the run was started with (${ctx.env.dir}) and restart them.` });
+      launcher.committed({ type: 'notice', time: clock.now(), code: 'ENV_MISMATCH', message: `no worker has env ${ctx.env.fingerprint ?? '?'} ('${ctx.env.name}'): ${workers.length} live worker(s) refuse the run's episodes with another version. Deploy the env the run was started with (${ctx.env.dir}) and restart them.` });
     }
     refusedByAll = refusing;
     const key = workers.map((w) => `${w.id}/${w.running}`).join(',');
     if (key === alive) return;
     alive = key;
-    ctx.emit({ type: 'workers', time: clock.now(), queue: queue.name, workers: workers.map(workerRow) });
+    launcher.committed({ type: 'workers', time: clock.now(), queue: queue.name, workers: workers.map(workerRow) });
   };
   await checkWorkers();
   const timer = setInterval(() => void checkWorkers(), 1_000);
@@ -97,19 +102,13 @@ export async function coordinate(ctx: CoordinatorContext, signal: AbortSignal): 
         const n = Number(p.uid.slice(cut + 1));
         if (n <= (newest.get(source) ?? 0)) continue;
         newest.set(source, n);
-        ctx.account(p.event);
-        ctx.emit(p.event);
+        launcher.committed(p.event);
         if (p.event.type !== 'episode_finished') continue;
-        const e = p.event;
-        if (p.record) {
-          writer.writeState(p.record.initial_state_id, ctx.initialState(p.record.initial_state_id));
-          writer.writeEpisode(p.record);
-        }
-        await archiveAndDrop(durable, e.instance_id, ctx.historyDir);
-        if (e.reason !== 'interrupted') ctx.counted.add(e.episode);
-        finished.add(e.episode);
+        launcher.ended(p.event, p.record);
+        await archiveAndDrop(durable, p.event.instance_id, ctx.historyDir);
+        finished.add(p.event.episode);
       }
-      await ctx.breathe();
+      await launcher.breathe();
     }
   } finally {
     clearInterval(timer);

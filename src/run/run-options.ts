@@ -12,7 +12,9 @@ import type { SessionScheduler } from './session-scheduler.js';
 import type { Policy } from './policy.js';
 import type { RunPolicy } from './policy-factory.js';
 import type { LlmPolicySettings } from './llm-agent.js';
-import type { ServedFrom } from './run-journal.js';
+import type { JournalRun, ServedFrom } from './run-journal.js';
+import { llmModel } from './llm-agent.js';
+import { isRedisUrl } from './durable.js';
 
 /** The run's local server: where it listens and the token its clients send. */
 export interface ServerSettings {
@@ -117,4 +119,42 @@ export function serverOptions(port: number, host = '127.0.0.1', token?: string):
     throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients that post rewards; or keep the default host 127.0.0.1.');
   }
   return { port, host, token: token ?? newToken() };
+}
+
+/** The policy name a served run records: its clients chose the actions. */
+export const SERVED_POLICY = 'client';
+
+/** Options that cannot go together, refused before anything is opened. */
+export function refuseConflicts(options: RunOptions, storeWaitMs: number): void {
+  if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
+  if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
+  if (options.sessions && options.distributed) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed.');
+  if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
+}
+
+interface PolicyFacts {
+  readonly options: RunOptions;
+  /** The distributed run's queue, when it is one. */
+  readonly queueName: string | undefined;
+  /** The store, its password redacted (for the hints). */
+  readonly storeUrl: string;
+  readonly policyIsFunction: boolean;
+  readonly policyName: string;
+}
+
+/** What the run's mode and policy must agree with: the journal of the run being resumed, and a distributed run's workers (they load the policy by path). */
+export function refuseMismatch(saved: JournalRun | undefined, f: PolicyFacts): void {
+  const { options, queueName, storeUrl } = f;
+  if (saved && (saved.config.policy === SERVED_POLICY) !== (options.sessions !== undefined)) {
+    throw saved.config.policy === SERVED_POLICY
+      ? new UsageError(`run ${saved.run_id} was served (agent serve): its episodes are driven by clients, not a policy`, `Serve it again: agent serve --resume ${saved.run_id} --store ${storeUrl} (episodes that were open end client_lost, with every step their clients were answered).`)
+      : new UsageError(`run ${saved.run_id} was not served: its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${storeUrl}`);
+  }
+  if (saved && options.distributed && queueName === undefined) throw new UsageError(`run ${saved.run_id} did not run distributed`, 'Resume it without --distributed.');
+  if (saved && !f.policyIsFunction && f.policyName === 'custom') {
+    throw new UsageError(`run ${saved.run_id} was started with a policy function`, 'Resume it from code: Run.prepare({ resume, store, policy }) with the same function.');
+  }
+  if (queueName !== undefined && f.policyIsFunction) throw new UsageError('a distributed run cannot take a policy function: its workers load the policy themselves', 'Pass a policy module path (the same path on every worker machine).');
+  if (saved?.config.llm) throw new UsageError(`run ${saved.run_id} was run by an llm: policy, whose conversations are not journaled: its episodes cannot be continued mid-conversation`, 'Start a new run; what the interrupted run completed is in its run folder.');
+  if (queueName !== undefined && llmModel(f.policyName) !== undefined) throw new UsageError('a distributed run cannot take an llm: policy yet: its workers load the policy by path', 'Run it without --distributed (episodes run concurrently here, up to --concurrency), or wrap the model in a policy module.');
 }

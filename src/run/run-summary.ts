@@ -1,12 +1,13 @@
 /**
  * `summary.json`: what a run comes to, built from its live statistics, its env's rewards and how
  * it ended. One place for every driver (local, durable, coordinator), so their summaries agree.
+ * And `run.json`, the manifest the folder opens with.
  */
 import type { AgentEnv } from '../env/agent-env.js';
 import type { EpisodeEndReason, RunConfig } from '../events/run-events.js';
 import type { EvaluatorStats } from '../reward/evaluators.js';
 import type { SourceSla } from '../reward/ledger.js';
-import type { RewardBinding } from '../schema/definition.js';
+import { isComputed, type EnvDefinition, type RewardBinding } from '../schema/definition.js';
 import type { AgentError } from '../shared/errors.js';
 import type { RunningCall } from '../tools/router.js';
 import type { RunWriter } from '../replay/run-writer.js';
@@ -158,4 +159,49 @@ function problemOf(p: RunProgress): string | undefined {
   if ((byReason.no_actions ?? 0) === finished && p.steps === 0) return 'no action was ever enabled: every episode ended before its first step (check enabled_if against the initial states)';
   if ((byReason.policy_error ?? 0) === finished) return `every episode ended in a policy error${p.first_policy_error ? `: ${p.first_policy_error}` : ''}`;
   return undefined;
+}
+
+export interface ManifestFacts {
+  readonly runId: string;
+  readonly definition: EnvDefinition;
+  readonly started: number;
+  readonly config: RunConfig;
+  /** The run server's port, when it serves. */
+  readonly port?: number;
+  /** A durable run's store, its password redacted. */
+  readonly store?: string;
+  /** When this process resumed the run. */
+  readonly resumedAt?: number;
+}
+
+/** `run.json`: what `agent reward` and `agent export` need to work on the folder once the run's process is gone. */
+export function runManifest(f: ManifestFacts): object {
+  const def = f.definition;
+  return {
+    schema_version: 1,
+    run_id: f.runId,
+    env: def.name,
+    env_dir: def.dir,
+    started_at: new Date(f.started).toISOString(),
+    pid: process.pid,
+    ...(f.port !== undefined ? { port: f.port } : {}),
+    ...(f.store !== undefined ? { store: f.store } : {}),
+    ...(f.resumedAt !== undefined ? { resumed_at: new Date(f.resumedAt).toISOString() } : {}),
+    config: f.config,
+    reward_sources: Object.fromEntries(
+      [...def.rewards.values()].map((r) => [
+        r.name,
+        {
+          binding: r.binding.kind,
+          schema: r.schema,
+          delay_ms: r.delayMs,
+          ...(r.deadlineMs !== undefined ? { deadline_ms: r.deadlineMs } : {}),
+          aggregation: r.aggregation,
+          weight: r.weight,
+          ...(r.fallback ? { fallback: r.fallback } : {}),
+          ...(isComputed(r.binding) ? { scope: r.binding.scope } : {}),
+        },
+      ]),
+    ),
+  };
 }

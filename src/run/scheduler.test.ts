@@ -14,6 +14,10 @@ function launcher(options: { resumed?: Map<number, JournalEpisode>; stopAfter?: 
     most: () => most,
     resumed: options.resumed,
     stopped: () => options.stopAfter !== undefined && ran.length >= options.stopAfter,
+    // The pool and the session scheduler run episodes here: nothing comes back from elsewhere.
+    committed: () => expect.fail('a local scheduler reported a remote event'),
+    ended: () => expect.fail('a local scheduler reported a remote episode'),
+    breathe: () => Promise.resolve(),
     async episode(index, signal, driver) {
       ran.push({ index, ...(driver ? { driver } : {}) });
       inFlight++;

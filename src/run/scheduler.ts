@@ -8,6 +8,8 @@
  * A new way to drive a run is a new scheduler: it implements {@link Scheduler}, and says through
  * its traits how the host ends and resumes it; the host checks no mode of its own.
  */
+import type { RunEvent } from '../events/run-events.js';
+import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { EpisodeDriver } from './episode-runner.js';
 import type { EpisodeFinishedEvent, JournalEpisode } from './run-journal.js';
 
@@ -19,6 +21,12 @@ export interface EpisodeLauncher {
   readonly resumed: ReadonlyMap<number, JournalEpisode> | undefined;
   /** True once an episode failed with an error that stops the run (the error table's `stopsRun`): start no more. */
   stopped(): boolean;
+  /** An event an episode committed elsewhere (a remote scheduler's): into the run's stream, statistics, reward ledger and folder. */
+  committed(event: RunEvent): void;
+  /** An episode that ended elsewhere: its record (and initial state) into the run folder, and counted when it ran to an end. */
+  ended(finished: EpisodeFinishedEvent, record: EpisodeRecord | undefined): void;
+  /** Waits while the run folder's writer is behind (a remote scheduler calls it between batches). */
+  breathe(): Promise<void>;
 }
 
 export interface Scheduler {
@@ -28,6 +36,8 @@ export interface Scheduler {
   readonly continuesEpisodes: boolean;
   /** Whether the run's signal aborting is its normal end (a server stopped) rather than an interruption. */
   readonly stopIsEnd: boolean;
+  /** Whether its episodes run elsewhere and come back committed (a distributed run's workers), through the launcher's `committed` and `ended`. */
+  readonly remote: boolean;
   /** Starts episodes through `launcher` until the run's work is done or `signal` aborts; resolves once every episode it started has ended. */
   drive(launcher: EpisodeLauncher, signal: AbortSignal): Promise<void>;
 }
@@ -37,6 +47,7 @@ export class PoolScheduler implements Scheduler {
   readonly resumeCommand = 'agent run';
   readonly continuesEpisodes = true;
   readonly stopIsEnd = false;
+  readonly remote = false;
 
   constructor(
     readonly episodes: number,

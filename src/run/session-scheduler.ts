@@ -25,6 +25,7 @@ export class SessionScheduler implements Scheduler {
   readonly resumeCommand = 'agent serve';
   readonly continuesEpisodes = false;
   readonly stopIsEnd = true;
+  readonly remote = false;
   #launch: ((driver: EpisodeDriver) => Promise<EpisodeFinishedEvent>) | undefined;
   readonly #waiting: Waiting[] = [];
   #closed = false;
