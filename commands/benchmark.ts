@@ -46,7 +46,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--list', 'list the suites shipped with the toolkit')
     .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', BENCHMARK_DEFAULTS.split)
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
-    .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), or a policy module", 'random')
+    .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), cmd:'<command line>' (an agent program, started once per trial with the task in AGENT_TASK), or a policy module", 'random')
     .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
     .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, BENCHMARK_DEFAULTS.trials)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, BENCHMARK_DEFAULTS.concurrency)

@@ -89,7 +89,7 @@ const ROOMS: readonly (readonly string[])[] = [
   ['reward', 'diff'],
   ['env'],
   ['replay', 'server', 'observe'],
-  ['console'],
+  ['console', 'capture'],
   ['run'],
   ['fuzz', 'eval'],
   ['serve'],

@@ -69,6 +69,7 @@ export default defineConfig({
           { text: 'Train (torch, TRL, verl)', link: '/how-to/train' },
           { text: 'Export for trainers', link: '/how-to/export' },
           { text: 'Training data from rollouts', link: '/how-to/token-rollouts' },
+          { text: 'Train your own agent program', link: '/how-to/agent-programs' },
           { text: 'Train through the runtime', link: '/how-to/train-loop' },
           { text: 'Serve an env to Python', link: '/how-to/serve-python' },
           { text: 'Distributed runs', link: '/how-to/distributed' },

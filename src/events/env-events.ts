@@ -125,6 +125,12 @@ export interface TokenTurn {
   readonly gold?: true;
   /** The chat template re-rendered its prefix when the environment's messages followed it: `env_ids` are the template's, not an exact continuation; `at` is the first token that differed. */
   readonly drift?: { readonly at: number; readonly message: string };
+  /**
+   * A captured program's turn (`--policy cmd:`): the sequence it belongs to, from 0 (absent: 0). A
+   * request whose messages do not extend a sequence so far (a compacted history, a sub-agent)
+   * starts a new one; generated ids are never re-encoded.
+   */
+  readonly segment?: number;
 }
 
 /** Everything an env emits, one union discriminated by `type`: tool calls starting and finishing, commits, rewards arriving, late or imputed, lifecycle changes, loop lag. */

@@ -1,7 +1,7 @@
 /**
  * A fake LLM API on 127.0.0.1 for tests: Anthropic's `POST /v1/messages` and the OpenAI-compatible
- * `POST /v1/chat/completions`, answering from a script (status, headers, text), and recording
- * every request. No network, no key.
+ * `POST /v1/chat/completions` (and `GET /v1/models`, naming one model: `fake-chat-model`), answering
+ * from a script (status, headers, text), and recording every request. No network, no key.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +33,10 @@ export async function startFakeLlmServer(reply: (req: FakeRequest, n: number) =>
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'fake-chat-model', object: 'model' }] }));
+        return;
+      }
       const provider = req.url === '/v1/messages' ? 'anthropic' : req.url === '/v1/chat/completions' ? 'openai' : undefined;
       if (!provider || req.method !== 'POST') {
         res.writeHead(404).end();

@@ -8,9 +8,9 @@
 import { AgentError } from '../shared/errors.js';
 import { hashSeed } from '../shared/rng.js';
 import { openAiTool, type ChatMessage, type ToolCall, type ToolSpec } from './client.js';
-import { toolParser, TOOL_PARSERS, type ToolParser } from './tool-parsers.js';
+import { toolParser, TOOL_PARSERS, type ParsedTurn, type ToolParser } from './tool-parsers.js';
 import { TemplateShape, TokenTranscript, type TokenTurn } from './token-transcript.js';
-import { VllmServer, type SamplingSettings, type TemplateMessage } from './vllm.js';
+import { VllmServer, type Completion, type SamplingSettings, type TemplateMessage } from './vllm.js';
 
 /** How a run generates in token mode: the server, the sampling settings, the tool parser, the context limit. */
 export interface TokenModeOptions {
@@ -95,13 +95,8 @@ export class TokenChat {
   async turn(episode: number, request: { readonly system?: string; readonly messages: readonly ChatMessage[]; readonly tools: readonly ToolSpec[]; readonly signal?: AbortSignal; readonly gold?: GoldTurn }): Promise<TokenChatTurn> {
     const { signal } = request;
     const transcript = await this.#transcript(episode, request);
-    const { max_tokens } = this.#options.sampling;
-    if (transcript.length + max_tokens > this.#limit) {
-      throw new AgentError('CONTEXT_LIMIT', `episode ${episode}'s prompt is ${transcript.length} tokens: with max_tokens ${max_tokens} it would pass the context limit of ${this.#limit} (${this.#limit === this.server.maxModelLen ? "the server's max_model_len" : '--max-context'})`, {
-        hint: 'The episode ends truncated here; raise the limit (the server\'s --max-model-len, or --max-context) or lower --max-tokens for longer episodes.',
-      });
-    }
-    const seed = hashSeed(this.#options.seed, 'sampling', episode, transcript.turns.length);
+    this.checkLimit(transcript, `episode ${episode}`);
+    const seed = this.seedFor(episode, transcript.turns.length);
     const n = transcript.turns.length + 1;
     const version = this.#options.weightVersion?.();
     if (request.gold) {
@@ -112,9 +107,7 @@ export class TokenChat {
       const tokens = transcript.addTurn({ token_ids: ids, logprobs: [], text, finish_reason: 'stop', stop_reason: null, model: this.server.model }, seed, { gold: true, ...(version !== undefined ? { weightVersion: version } : {}) });
       return { text, toolCalls: calls, inputTokens: tokens.prompt_length, outputTokens: ids.length, tokens };
     }
-    const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
-    const parsed = this.#parser(completion.text);
-    const tokens = transcript.addTurn(completion, seed, { ...(parsed.invalid !== undefined ? { invalid: parsed.invalid } : {}), ...(version !== undefined ? { weightVersion: version } : {}) });
+    const { parsed, tokens, completion } = await this.generate(transcript, seed, signal);
     return {
       text: parsed.invalid !== undefined ? completion.text : parsed.content,
       toolCalls: parsed.calls.map((c, i) => ({ id: `call_${episode}_${n}_${i}`, name: c.name, arguments: c.arguments })),
@@ -131,19 +124,50 @@ export class TokenChat {
     if (!ep) {
       const transcript = new TokenTranscript();
       const first = [...(request.system ? [{ role: 'system' as const, content: request.system }] : []), ...request.messages.map(templateMessage)];
-      const tools = request.tools.map(openAiTool);
-      transcript.addEnv(await this.server.render(first, { tools, addGenerationPrompt: true }, signal));
+      transcript.addEnv(await this.server.render(first, { tools: request.tools.map(openAiTool), addGenerationPrompt: true }, signal));
       this.#episodes.set(episode, { transcript, consumed: request.messages.length });
       return transcript;
     }
     // The caller's own record of our turns is skipped: those ids are in the sequence as generated.
     const added = request.messages.slice(ep.consumed).filter((m) => m.role !== 'assistant');
     ep.consumed = request.messages.length;
-    const last = ep.transcript.turns[ep.transcript.turns.length - 1];
-    const rest = last ? this.#shape.rest(last.token_ids) : [];
-    const rendered = added.length > 0 ? await this.#shape.render(this.server, added.map(templateMessage), signal) : { ids: [] };
-    ep.transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
+    await this.extend(ep.transcript, added.map(templateMessage), signal);
     return ep.transcript;
+  }
+
+  /**
+   * Appends what follows the last generated turn: the rest of its closing the model did not
+   * generate, then `messages` (tool results, a user's turn) as the template renders them after it,
+   * and the generation prompt. Generated ids are never re-encoded.
+   */
+  async extend(transcript: TokenTranscript, messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<void> {
+    const last = transcript.turns[transcript.turns.length - 1];
+    const rest = last ? this.#shape.rest(last.token_ids) : [];
+    const rendered = messages.length > 0 ? await this.#shape.render(this.server, messages, signal) : { ids: [] };
+    transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
+  }
+
+  /** The sampling seed of an episode's n-th turn (from 0): reruns sample alike, the trials of a task do not. */
+  seedFor(episode: number, n: number): number {
+    return hashSeed(this.#options.seed, 'sampling', episode, n);
+  }
+
+  /** Refuses a generation from `transcript` that would pass the context limit (CONTEXT_LIMIT, naming `what`). */
+  checkLimit(transcript: TokenTranscript, what: string): void {
+    const { max_tokens } = this.#options.sampling;
+    if (transcript.length + max_tokens <= this.#limit) return;
+    throw new AgentError('CONTEXT_LIMIT', `${what}'s prompt is ${transcript.length} tokens: with max_tokens ${max_tokens} it would pass the context limit of ${this.#limit} (${this.#limit === this.server.maxModelLen ? "the server's max_model_len" : '--max-context'})`, {
+      hint: 'The episode ends truncated here; raise the limit (the server\'s --max-model-len, or --max-context) or lower --max-tokens for longer episodes.',
+    });
+  }
+
+  /** Generates from `transcript`'s whole sequence with `seed`: the turn is appended as generated, its text read by the tool parser. */
+  async generate(transcript: TokenTranscript, seed: number, signal?: AbortSignal): Promise<{ readonly completion: Completion; readonly parsed: ParsedTurn; readonly tokens: TokenTurn }> {
+    const version = this.#options.weightVersion?.();
+    const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
+    const parsed = this.#parser(completion.text);
+    const tokens = transcript.addTurn(completion, seed, { ...(parsed.invalid !== undefined ? { invalid: parsed.invalid } : {}), ...(version !== undefined ? { weightVersion: version } : {}) });
+    return { completion, parsed, tokens };
   }
 
   /** Forget an episode's sequence (its turns are recorded already). */

@@ -65,6 +65,12 @@ export interface TokenRecord {
   readonly weight_version?: number;
   /** A turn's environment ids could not be rendered prefix-stable (see the `drift` of its llm_call event). */
   readonly drift: boolean;
+  /**
+   * An agent program's episode (`--policy cmd:`) whose history was not one sequence (a compacted
+   * context, a sub-agent): which of its sequences this record is, from 0; each carries the
+   * episode's reward and id. Absent when the episode is one sequence.
+   */
+  readonly segment?: number;
 }
 
 /** Every episode of a token-mode run folder as a token record, in episode order. */
@@ -102,6 +108,7 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
   const out: TokenRecord[] = [];
   for (const episode of [...turns.keys()].sort((a, b) => a - b)) {
     const episodeSteps = stepsOf.get(episode) ?? [];
+    const all = turns.get(episode) as TurnOf[];
     const record = episodes.get(episode);
     const verdict = verdicts.get(episode);
     const bonus = verdict ? verdictValue(verdict) : 0;
@@ -109,23 +116,34 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
     const taskId = verdict?.task_id ?? starts.get(episode) ?? '';
     const trial = trials.get(taskId) ?? 0;
     trials.set(taskId, trial + 1);
-    out.push(
-      tokenRecord({
-        runId: manifest.run_id,
-        episode,
-        taskId,
-        trial,
-        turns: turns.get(episode) as TurnOf[],
-        // exportSteps puts the verdict on the last step; here it goes on the last turn, which may have chosen no step.
-        steps: episodeSteps.map((s) => ({ step: s.step, reward: (s.reward ?? 0) - (s === lastStep ? bonus : 0) })),
-        bonus,
-        reward: lastStep ? lastStep.episode_return : bonus,
-        ...(verdict ? { success: verdict.success } : {}),
-        end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
-        sampling: llm.sampling,
-        where: path.join(dir, RUN_FILES.events),
-      }),
-    );
+    // A turn chooses the steps up to the episode's next turn, whichever sequence that is in.
+    const segments = new Map<number, TurnOf[]>();
+    all.forEach((t, i) => {
+      const turn = { ...t, next: all[i + 1]?.step ?? Number.POSITIVE_INFINITY };
+      const k = t.tokens.segment ?? 0;
+      segments.set(k, [...(segments.get(k) ?? []), turn]);
+    });
+    const lastSegment = all[all.length - 1]?.tokens.segment ?? 0;
+    for (const [segment, list] of [...segments].sort((a, b) => a[0] - b[0])) {
+      out.push(
+        tokenRecord({
+          runId: manifest.run_id,
+          episode,
+          taskId,
+          trial,
+          turns: list,
+          // exportSteps puts the verdict on the last step; here it goes on the episode's last turn, which may have chosen no step.
+          steps: episodeSteps.map((s) => ({ step: s.step, reward: (s.reward ?? 0) - (s === lastStep ? bonus : 0) })),
+          bonus: segment === lastSegment ? bonus : 0,
+          reward: lastStep ? lastStep.episode_return : bonus,
+          ...(verdict ? { success: verdict.success } : {}),
+          end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
+          sampling: llm.sampling,
+          where: path.join(dir, RUN_FILES.events),
+          ...(segments.size > 1 ? { segment } : {}),
+        }),
+      );
+    }
   }
   return out;
 }
@@ -134,6 +152,8 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
 export interface TurnOf {
   readonly step: number;
   readonly tokens: TokenTurn;
+  /** The step the episode's next turn was asked for (in a segmented episode, another sequence's turn may come next). */
+  readonly next?: number;
 }
 
 /** What one episode's token record is made of. */
@@ -154,6 +174,8 @@ export interface TokenRecordInput {
   readonly sampling: LlmRunConfig['sampling'];
   /** Where the turns were read, for an error that says which record is damaged. */
   readonly where: string;
+  /** Which of the episode's sequences these turns are (an agent program's episode in segments). */
+  readonly segment?: number;
 }
 
 /** One episode's turns as one sequence: the environment's ids masked out, each generated turn's span with the rewards of the steps it chose. */
@@ -180,7 +202,7 @@ export function tokenRecord(input: TokenRecordInput): TokenRecord {
       mask.push(1);
       logprobs.push(tokens.logprobs[k] ?? null);
     });
-    const next = list[i + 1]?.step ?? Number.POSITIVE_INFINITY;
+    const next = list[i]?.next ?? list[i + 1]?.step ?? Number.POSITIVE_INFINITY;
     const chosen = input.steps.filter((s) => s.step >= step && s.step < next);
     const isLast = i === list.length - 1;
     spans.push({
@@ -218,6 +240,7 @@ export function tokenRecord(input: TokenRecordInput): TokenRecord {
     sampling: input.sampling,
     ...(oldest !== undefined ? { weight_version: oldest } : {}),
     drift,
+    ...(input.segment !== undefined ? { segment: input.segment } : {}),
   };
 }
 
@@ -233,6 +256,7 @@ const TOKEN_FIELDS: readonly Field[] = [
   scalar('task_id', 'STRING', true),
   scalar('group_id', 'STRING', true),
   scalar('trial', 'INT32', true),
+  scalar('segment', 'INT32'),
   list('input_ids', (n) => scalar(n, 'INT32', true), true),
   scalar('prompt_length', 'INT32', true),
   list('loss_mask', (n) => scalar(n, 'INT32', true), true),

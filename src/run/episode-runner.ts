@@ -114,6 +114,8 @@ export interface EpisodeControl {
   dispatch(action: Action): string;
   /** Resolves once the steps settled so far are durable where the run keeps them: a driver acknowledges a step to its client only then. */
   committed(signal: AbortSignal): Promise<void>;
+  /** A model call the driver's agent made (a captured program's), recorded as the episode's `llm_call` before its next step. */
+  reportLlmCall(call: LlmCallReport): void;
 }
 
 export interface EpisodeRunnerOptions {
@@ -219,6 +221,7 @@ export class EpisodeRunner {
             steps: () => counts.steps,
             dispatch: (action) => this.#record(agent.dispatch(action), offeredNow()),
             committed: (s) => hooks.committed?.(s) ?? Promise.resolve(),
+            reportLlmCall: (call) => this.#o.emit({ type: 'llm_call', time: clock.now(), instance_id: agent.id, role: 'policy', ...call, episode: index, step: counts.steps + 1 }),
           },
           signal,
         );
@@ -394,7 +397,7 @@ export class EpisodeRunner {
 
 /** Whether an episode that ended so was cut short (truncated) rather than over by the env's or the policy's own end (terminated). */
 export function truncatedBy(reason: EpisodeEndReason): boolean {
-  return reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit';
+  return reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit' || reason === 'time_limit';
 }
 
 /** The number at the end of a trace id (`ep-3:7` → 7). */

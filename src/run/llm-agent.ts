@@ -23,6 +23,7 @@ import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
 import { TokenChat, type GoldTurn } from '../llm/token-chat.js';
+import type { SamplingSettings } from '../llm/vllm.js';
 import { LLM_DEFAULTS } from '../shared/defaults.js';
 import type { Observation, Policy, PolicyContext } from './policy.js';
 import type { LlmRunConfig } from '../events/run-events.js';
@@ -85,34 +86,10 @@ export interface LlmPolicySettings {
 export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
   const userModel = settings.user === undefined ? undefined : llmModel(settings.user);
   if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
-  const tokensMode = settings.tokens === true;
-  const provider = settings.provider ?? (model.startsWith('claude') && !tokensMode ? 'anthropic' : 'openai');
-  if (context.gold && !tokensMode) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
-  if (tokensMode && (settings.baseURL === undefined || provider !== 'openai')) {
-    throw new AgentError('BAD_USAGE', '--tokens generates token-in, token-out against a vLLM-compatible server: it needs --llm-base-url', { hint: 'Pass --llm-base-url http://<host>:8000/v1 of a vLLM server (vllm serve <model>), or drop --tokens to chat with a provider.' });
-  }
-  const sampling = {
-    temperature: settings.temperature ?? (tokensMode ? LLM_DEFAULTS.tokensTemperature : LLM_DEFAULTS.temperature),
-    top_p: settings.topP ?? LLM_DEFAULTS.topP,
-    max_tokens: settings.maxTokens ?? LLM_DEFAULTS.maxTokens,
-  };
+  if (context.gold && settings.tokens !== true) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
+  const { provider, sampling, tokens, config: served } = await llmServing(model, settings, context.seed, context.signal);
   const serving = { ...(settings.baseURL !== undefined ? { baseURL: settings.baseURL } : {}), provider, ...(settings.apiKeyEnv !== undefined ? { apiKeyEnv: settings.apiKeyEnv } : {}) };
   const agentSpec: LlmSpec = { model, ...serving, maxTokens: sampling.max_tokens, temperature: sampling.temperature };
-  const tokens = tokensMode
-    ? await TokenChat.open(
-        {
-          baseURL: settings.baseURL as string,
-          model,
-          sampling,
-          seed: context.seed,
-          toolParser: settings.toolParser ?? LLM_DEFAULTS.toolParser,
-          ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
-          ...(settings.weightVersion ? { weightVersion: settings.weightVersion } : {}),
-          ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
-        },
-        context.signal,
-      )
-    : undefined;
   const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...serving, provider: settings.provider ?? (userModel.startsWith('claude') ? 'anthropic' : 'openai') };
   const agent = llmAgent({
     agent: await llmClient(agentSpec),
@@ -123,16 +100,49 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
     ...(context.instruction !== undefined ? { instruction: context.instruction } : {}),
     ...(context.gold ? { gold: context.gold } : {}),
   });
+  return { agent, config: { ...served, ...(settings.user !== undefined ? { user: settings.user } : {}) } };
+}
+
+/**
+ * Where a model is served and how it is sampled, checked before any episode: in token mode the
+ * server is probed for every route and field it needs (a vLLM-compatible one at `baseURL`). What
+ * run.json records of it comes with it.
+ */
+export async function llmServing(model: string, settings: LlmPolicySettings, seed: number, signal: AbortSignal | undefined): Promise<{ readonly provider: 'anthropic' | 'openai'; readonly sampling: SamplingSettings; readonly tokens: TokenChat | undefined; readonly config: LlmRunConfig }> {
+  const tokensMode = settings.tokens === true;
+  const provider = settings.provider ?? (model.startsWith('claude') && !tokensMode ? 'anthropic' : 'openai');
+  if (tokensMode && (settings.baseURL === undefined || provider !== 'openai')) {
+    throw new AgentError('BAD_USAGE', '--tokens generates token-in, token-out against a vLLM-compatible server: it needs --llm-base-url', { hint: 'Pass --llm-base-url http://<host>:8000/v1 of a vLLM server (vllm serve <model>), or drop --tokens to chat with a provider.' });
+  }
+  const sampling = {
+    temperature: settings.temperature ?? (tokensMode ? LLM_DEFAULTS.tokensTemperature : LLM_DEFAULTS.temperature),
+    top_p: settings.topP ?? LLM_DEFAULTS.topP,
+    max_tokens: settings.maxTokens ?? LLM_DEFAULTS.maxTokens,
+  };
+  const tokens = tokensMode
+    ? await TokenChat.open(
+        {
+          baseURL: settings.baseURL as string,
+          model,
+          sampling,
+          seed,
+          toolParser: settings.toolParser ?? LLM_DEFAULTS.toolParser,
+          ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
+          ...(settings.weightVersion ? { weightVersion: settings.weightVersion } : {}),
+          ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
+        },
+        signal,
+      )
+    : undefined;
   const config: LlmRunConfig = {
     model,
     provider,
     ...(settings.baseURL !== undefined ? { base_url: settings.baseURL } : {}),
-    ...(settings.user !== undefined ? { user: settings.user } : {}),
     tokens: tokensMode,
-    sampling: { ...sampling, seed: context.seed },
+    sampling: { ...sampling, seed },
     ...(tokens ? { tool_parser: settings.toolParser ?? LLM_DEFAULTS.toolParser, max_context: tokens.limit, max_model_len: tokens.server.maxModelLen } : {}),
   };
-  return { agent, config };
+  return { provider, sampling, tokens, config };
 }
 
 /** `llm:<model>` → the model, or undefined for any other policy name. */

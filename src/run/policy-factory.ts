@@ -1,15 +1,22 @@
 /**
  * A run's policy, made in one place whatever asks for it (`agent run`, `agent benchmark`, a
- * trainer's rollouts): a function as it is, a module by its path, `random`, or an `llm:<model>`
- * agent checked before any episode. What it is comes with what run.json records of it and what it
+ * trainer's rollouts): a function as it is, a module by its path, `random`, an `llm:<model>`
+ * agent checked before any episode, or an agent program (`cmd:`) that drives each episode itself
+ * through the capture endpoint (src/capture/). What it is comes with what run.json records of it and what it
  * keeps of each episode (an LLM agent's conversation, its token sequence), let go as the episode ends.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlmRunConfig } from '../events/run-events.js';
 import type { EnvDefinition } from '../schema/definition.js';
-import { createLlmAgent, llmModel, type LlmAgent, type LlmPolicySettings } from './llm-agent.js';
-import { loadPolicy, type Policy } from './policy.js';
+import { createLlmAgent, llmModel, llmServing, type LlmAgent, type LlmPolicySettings } from './llm-agent.js';
+import { loadPolicy, type Policy, type PolicyTask } from './policy.js';
+import type { EpisodeDriver } from './episode-runner.js';
+import { servedModel } from '../llm/vllm.js';
+import { AgentError } from '../shared/errors.js';
+import { CaptureServer } from '../capture/capture-server.js';
+import type { CaptureUpstream } from '../capture/chat-capture.js';
+import { ProgramEpisode } from './program-episode.js';
 
 /** A policy ready to run: what chooses the actions, what run.json records of it, and what it keeps per episode. */
 export interface RunPolicy {
@@ -20,6 +27,10 @@ export interface RunPolicy {
   readonly agent?: LlmAgent;
   /** The episode is over: what the policy kept of it goes. */
   ended(episode: number): void;
+  /** A policy that drives each episode itself (an agent program, `cmd:`): episode i's driver, told its task when a benchmark has one. */
+  readonly driver?: (episode: number, task?: PolicyTask) => EpisodeDriver;
+  /** Releases what the policy holds for the whole run (a capture endpoint). */
+  readonly dispose?: () => Promise<void>;
 }
 
 /** What an `llm:` agent is told and how it is served: ignored by every other policy. */
@@ -33,24 +44,32 @@ export interface PolicySetup {
   readonly llm?: LlmPolicySettings;
   /** Token mode: this policy's actions rendered as the model's turns instead of generated ones (gold data). */
   readonly gold?: Policy;
+  /** The env's name (what an agent program's MCP server calls itself). */
+  readonly envName?: string;
+  /** An agent program's wall time per episode (`cmd:`; default: none). */
+  readonly programTimeoutMs?: number;
   readonly signal?: AbortSignal;
 }
 
 /** An env's defaults for an `llm:` agent under `agent run`: its policy.md as the system prompt, its description as what the user asks (unless `llm` says otherwise). */
-export function envPolicySetup(env: Pick<EnvDefinition, 'dir' | 'description'>, llm: (LlmPolicySettings & { readonly system?: string; readonly instruction?: string }) | undefined, seed: number, signal: AbortSignal | undefined): PolicySetup {
+export function envPolicySetup(env: Pick<EnvDefinition, 'dir' | 'description' | 'name'>, llm: (LlmPolicySettings & { readonly system?: string; readonly instruction?: string }) | undefined, seed: number, signal: AbortSignal | undefined, programTimeoutMs?: number): PolicySetup {
   const instruction = llm?.instruction ?? env.description;
   return {
     system: async () => llm?.system ?? (await readFile(path.join(env.dir, 'policy.md'), 'utf8').then((t) => t.trim(), () => '')),
     ...(instruction !== undefined ? { instruction } : {}),
     seed,
+    envName: env.name,
+    ...(programTimeoutMs !== undefined ? { programTimeoutMs } : {}),
     ...(llm ? { llm } : {}),
     ...(signal ? { signal } : {}),
   };
 }
 
-/** The policy `spec` names: a function, `random`, a module path, or `llm:<model>` (an agent, its server checked before any episode). */
+/** The policy `spec` names: a function, `random`, a module path, `llm:<model>` (an agent, its server checked before any episode), or `cmd:<command line>` (an agent program, started per episode). */
 export async function makePolicy(spec: string | Policy, context: PolicySetup): Promise<RunPolicy> {
   if (typeof spec === 'function') return namedPolicy(spec, spec.name || 'custom');
+  const command = programCommand(spec);
+  if (command !== undefined) return programPolicy(command, context);
   const model = llmModel(spec);
   if (model === undefined) return namedPolicy(await loadPolicy(spec), spec);
   return llmPolicy(model, spec, context);
@@ -71,4 +90,39 @@ export async function llmPolicy(model: string, name: string, context: PolicySetu
 /** A policy function as a run's policy, recorded as `name`; it keeps nothing per episode. */
 export function namedPolicy(policy: Policy, name: string): RunPolicy {
   return { policy, record: { name }, ended: () => undefined };
+}
+
+const PREFIX = 'cmd:';
+
+/** `cmd:<command line>` → the command line; undefined for any other policy name. */
+export function programCommand(spec: string): string | undefined {
+  return spec.startsWith(PREFIX) ? spec.slice(PREFIX.length).trim() : undefined;
+}
+
+/**
+ * `cmd:<command line>`: an agent program as the run's policy. Each episode is driven by one start of
+ * the program (program-episode.ts) through one capture endpoint for the run, its model calls
+ * completed against the inference server the run names (`--llm-base-url`; in token mode with
+ * `--tokens`, as the `llm:` policy's turns are), checked before any episode.
+ */
+export async function programPolicy(command: string, context: PolicySetup): Promise<RunPolicy> {
+  if (command === '') throw new AgentError('BAD_USAGE', "--policy cmd: names no command", { hint: "Pass the program's command line: --policy cmd:'python3 agent.py'." });
+  const settings = context.llm ?? {};
+  if (settings.baseURL === undefined) {
+    throw new AgentError('BAD_USAGE', "an agent program's model calls go to an inference server: --policy cmd: needs --llm-base-url", { hint: 'Pass --llm-base-url http://<host>:8000/v1 of a vLLM-compatible server (add --tokens to record token-exact turns for training).' });
+  }
+  const model = await servedModel(settings.baseURL, context.signal);
+  const { tokens, config } = await llmServing(model, { ...settings, provider: 'openai' }, context.seed, context.signal);
+  const apiKey = settings.apiKeyEnv !== undefined ? process.env[settings.apiKeyEnv] : undefined;
+  const upstream: CaptureUpstream = tokens ? { kind: 'tokens', chat: tokens } : { kind: 'text', baseURL: settings.baseURL, apiKey, model };
+  const server = await CaptureServer.start();
+  const timeoutMs = context.programTimeoutMs;
+  return {
+    // Never asked: each episode is driven by its program.
+    policy: () => null,
+    record: { name: `${PREFIX}${command}`, llm: config },
+    ended: () => undefined,
+    driver: (_episode, task) => new ProgramEpisode({ command, server, upstream, envName: context.envName ?? 'env', ...(context.instruction !== undefined ? { instruction: context.instruction } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) }, task),
+    dispose: () => server[Symbol.asyncDispose](),
+  };
 }

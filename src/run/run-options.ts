@@ -37,6 +37,8 @@ export interface RunOptions {
    * `tokens`), its system prompt, and what the user asks (default: the env's description).
    */
   readonly llm?: LlmPolicySettings & { readonly system?: string; readonly instruction?: string };
+  /** An agent program's (`cmd:`) wall time per episode, in ms: past it, its process tree is killed and the episode ends `time_limit`. */
+  readonly programTimeoutMs?: number;
   readonly seed?: number;
   /** Parent folder of run folders (default `runs`). */
   readonly out?: string;

@@ -61,7 +61,7 @@ interface RunSetup {
   readonly env: AgentEnv;
   readonly ownedStore: StateStore | undefined;
   readonly durable: Durable | undefined;
-  readonly policy: Policy;
+  readonly policy: RunPolicy;
   readonly config: RunConfig;
   readonly out: string;
   readonly clock: Clock;
@@ -114,7 +114,7 @@ export class Run implements AsyncDisposable {
     this.#clock = setup.clock;
     this.#stats = new RunStats(() => setup.clock.now());
     this.events = new Emitter<RunEvent>();
-    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.max_steps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: this.#breathe });
+    this.#runner = new EpisodeRunner({ env: setup.env, policy: setup.policy.policy, clock: setup.clock, seed: setup.config.seed, maxSteps: setup.config.max_steps, initialStates: setup.initialStates, emit: (e) => this.events.emit(e), breathe: this.#breathe });
     const host: RecorderHost = {
       runId: setup.runId,
       env: setup.env,
@@ -155,6 +155,7 @@ export class Run implements AsyncDisposable {
     const durable = options.resume !== undefined ? await resumeJournal(options.resume, options.store, options.signal) : await newJournal(options.store, clock, options.seed ?? RUN_DEFAULTS.seed, path.resolve(options.out ?? RUN_DEFAULTS.out), options.signal);
     const saved = durable?.resumed?.run;
     let opened: AgentEnv | undefined;
+    let built: RunPolicy | undefined;
     try {
       const queueName = saved ? saved.distributed?.queue : options.distributed ? (options.queue ?? DEFAULT_QUEUE) : undefined;
       // A policy made by the caller (makePolicy), or what names one: a function, a module path, random, llm:<model>.
@@ -189,11 +190,11 @@ export class Run implements AsyncDisposable {
       opened = env;
       const initialStates = options.initialStates ?? initialStatesOf(env.definition, seed);
       // Made once the env is open: an llm: agent is told the env's policy.md and asked its description (unless told otherwise).
-      const runPolicy: RunPolicy =
+      const runPolicy: RunPolicy = (built =
         made ??
         (options.sessions
           ? namedPolicy(servedPolicy, SERVED_POLICY)
-          : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal)));
+          : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal, options.programTimeoutMs))));
       const llmConfig = runPolicy.record.llm;
       const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {
@@ -216,9 +217,10 @@ export class Run implements AsyncDisposable {
         options.sessions ??
         (withQueue?.queue
           ? new DistributedScheduler({ runId, episodes, env: { name: config.env, dir: journalRun.env_dir, fingerprint: journalRun.env_fingerprint }, clock, durable: withQueue, queue: withQueue.queue, historyDir: path.join(out, runId, 'history') })
-          : new PoolScheduler(episodes, concurrency));
-      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: runPolicy.policy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
+          : new PoolScheduler(episodes, concurrency, runPolicy.driver));
+      return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: runPolicy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
     } catch (err) {
+      await built?.dispose?.();
       await opened?.[Symbol.asyncDispose]();
       // A resume refused here gives the run back: another process (or this one, fixed) may take it at once.
       await durable?.journal.release();
@@ -370,6 +372,7 @@ export class Run implements AsyncDisposable {
   /** Release the env without running (after `execute`, it is released already). */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#env[Symbol.asyncDispose]();
+    await this.#setup.policy.dispose?.();
     await this.#setup.ownedStore?.[Symbol.asyncDispose]();
     await closeDurable(this.#durable);
   }

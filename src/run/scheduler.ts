@@ -52,13 +52,18 @@ export class PoolScheduler implements Scheduler {
   constructor(
     readonly episodes: number,
     readonly concurrency: number,
+    /** Each episode's driver, when the policy drives episodes itself (an agent program); else the run's policy loop. */
+    readonly driverFor?: (episode: number) => EpisodeDriver,
   ) {}
 
   async drive(launcher: EpisodeLauncher, signal: AbortSignal): Promise<void> {
     const remaining = Array.from({ length: this.episodes }, (_, i) => i).filter((i) => launcher.resumed?.get(i)?.status !== 'finished');
     let next = 0;
     const worker = async (): Promise<void> => {
-      while (!signal.aborted && !launcher.stopped() && next < remaining.length) await launcher.episode(remaining[next++] as number, signal);
+      while (!signal.aborted && !launcher.stopped() && next < remaining.length) {
+        const index = remaining[next++] as number;
+        await launcher.episode(index, signal, this.driverFor?.(index));
+      }
     };
     await Promise.all(Array.from({ length: Math.min(this.concurrency, remaining.length) }, worker));
   }

@@ -95,10 +95,12 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
   const made = await benchmarkPolicy(policyName, options, suite, seed, taskOf);
   const agent = made.agent;
-  if (options.llm?.tokens && !agent) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: policy or gold (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> (or gold) --llm-base-url <vLLM server> --tokens.' });
+  if (options.llm?.tokens && !agent && !made.driver) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: or cmd: policy, or gold (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> (or cmd:<command line>, or gold) --llm-base-url <vLLM server> --tokens.' });
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
   const gold = await goldStates(env, suite, options.signal);
-  const policy: RunPolicy = { ...made, policy: withTask(made.policy, (episode) => policyTask(taskOf(episode))) };
+  const taskFor = (episode: number): ReturnType<typeof policyTask> => policyTask(taskOf(episode));
+  const driver = made.driver;
+  const policy: RunPolicy = { ...made, policy: withTask(made.policy, taskFor), ...(driver ? { driver: (episode: number) => driver(episode, taskFor(episode)) } : {}) };
   const maxSteps = options.maxSteps ?? Math.max(30, ...tasks.map((t) => t.actions.length + 2));
   const run = await Run.prepare({
     env: suite.envDir,

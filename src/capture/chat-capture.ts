@@ -1,0 +1,254 @@
+/**
+ * One episode's model calls as a program makes them (OpenAI Chat Completions), answered and
+ * recorded as turns of the episode.
+ *
+ * In token mode each request is rendered by the inference server's chat template and completed
+ * from token ids, as the `llm:` policy's turns are (token-chat.ts). A program owns its history, so
+ * the episode keeps segments: a request whose messages extend a segment's (its messages, then the
+ * reply it was given) continues that segment, only the new messages rendered and appended; any
+ * other request (a compacted history, an edited turn, a sub-agent's conversation) starts a new
+ * segment from its whole prompt. Generated ids are never re-encoded. Without token routes upstream,
+ * requests pass through as text and are recorded without ids.
+ */
+import type { LlmCallReport, OpenAiTool } from '../llm/client.js';
+import type { TokenChat } from '../llm/token-chat.js';
+import { TokenTranscript } from '../llm/token-transcript.js';
+import type { TemplateMessage, TemplateToolCall } from '../llm/vllm.js';
+import { isAgentError } from '../shared/errors.js';
+import type { JsonObject, JsonValue } from '../shared/json.js';
+import { CaptureError } from './capture-errors.js';
+
+/** A tool call as OpenAI's chat format carries it: arguments as a JSON string. */
+export interface WireToolCall {
+  readonly id: string;
+  readonly type: 'function';
+  readonly function: { readonly name: string; readonly arguments: string };
+}
+
+/** A Chat Completions request, checked. */
+export interface ChatCall {
+  readonly model: string;
+  readonly messages: readonly TemplateMessage[];
+  readonly tools: readonly OpenAiTool[];
+  readonly stream: boolean;
+  /** `stream_options.include_usage`: a last chunk with the usage. */
+  readonly includeUsage: boolean;
+  /** The body as sent (what a pass-through forwards). */
+  readonly body: JsonObject;
+}
+
+/** The answer, as one object; streaming renders it as chunks (sse.ts). */
+export interface ChatAnswer {
+  readonly id: string;
+  readonly created: number;
+  readonly model: string;
+  readonly content: string | null;
+  readonly toolCalls: readonly WireToolCall[];
+  readonly finishReason: 'stop' | 'length' | 'tool_calls';
+  readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: number; readonly total_tokens: number };
+}
+
+/** Where a capture's completions come from: token mode against a vLLM-compatible server, or plain pass-through. */
+export type CaptureUpstream = { readonly kind: 'tokens'; readonly chat: TokenChat } | { readonly kind: 'text'; readonly baseURL: string; readonly apiKey: string | undefined; readonly model: string };
+
+interface Segment {
+  readonly transcript: TokenTranscript;
+  readonly index: number;
+  /** The tools it was rendered with (JSON). */
+  readonly tools: string;
+  /** Its messages so far, normalised (JSON each), the replies it was given included. */
+  messages: string[];
+}
+
+export class ChatCapture {
+  readonly #upstream: CaptureUpstream;
+  readonly #episode: number;
+  readonly #report: (call: LlmCallReport) => void;
+  readonly #segments: Segment[] = [];
+  /** One request at a time per episode: a segment is extended in the order its turns were asked. */
+  #queue: Promise<unknown> = Promise.resolve();
+  #turns = 0;
+
+  constructor(upstream: CaptureUpstream, episode: number, report: (call: LlmCallReport) => void) {
+    this.#upstream = upstream;
+    this.#episode = episode;
+    this.#report = report;
+  }
+
+  /** Model calls answered so far. */
+  get turns(): number {
+    return this.#turns;
+  }
+
+  /** Segments the episode's turns fell into. */
+  get segments(): number {
+    return this.#segments.length;
+  }
+
+  /** The model name the program must ask for. */
+  get model(): string {
+    return this.#upstream.kind === 'tokens' ? this.#upstream.chat.server.model : this.#upstream.model;
+  }
+
+  complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
+    const next = this.#queue.then(() => this.#complete(call, signal));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
+    if (call.model !== this.model) throw new CaptureError(404, 'model_not_found', `The model '${call.model}' does not exist: this endpoint serves '${this.model}'`, 'model');
+    const t0 = performance.now();
+    const n = this.#turns++;
+    const id = `chatcmpl-${this.#episode}-${n}`;
+    const created = Math.floor(Date.now() / 1000);
+    try {
+      const answer = this.#upstream.kind === 'tokens' ? await this.#tokens(this.#upstream.chat, call, n, id, created, t0, signal) : await this.#text(this.#upstream, call, id, created, t0, signal);
+      return answer;
+    } catch (err) {
+      if (err instanceof CaptureError) throw err;
+      this.#report({ provider: 'openai', model: this.model, duration_ms: performance.now() - t0, input_tokens: 0, output_tokens: 0, error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
+  }
+
+  async #tokens(chat: TokenChat, call: ChatCall, n: number, id: string, created: number, t0: number, signal: AbortSignal): Promise<ChatAnswer> {
+    const seen = call.messages.map((m) => JSON.stringify(m));
+    const tools = JSON.stringify(call.tools);
+    const segment = await this.#segmentFor(chat, call, seen, tools, signal);
+    try {
+      chat.checkLimit(segment.transcript, `episode ${this.#episode}, segment ${segment.index}`);
+    } catch (err) {
+      if (isAgentError(err)) throw new CaptureError(400, 'context_length_exceeded', err.message, 'messages');
+      throw err;
+    }
+    const { parsed, tokens, completion } = await chat.generate(segment.transcript, chat.seedFor(this.#episode, n), signal);
+    const turn = segment.index > 0 ? { ...tokens, segment: segment.index } : tokens;
+    this.#report({ provider: 'openai', model: completion.model, duration_ms: performance.now() - t0, input_tokens: tokens.prompt_length, output_tokens: completion.token_ids.length, tokens: turn });
+    const toolCalls: WireToolCall[] = parsed.calls.map((c, i) => ({ id: `call_${this.#episode}_${n}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+    const content = parsed.invalid !== undefined ? completion.text : parsed.content;
+    // The reply as the program will send it back: what extends this segment next time.
+    segment.messages = [...seen, JSON.stringify(assistantMessage(content, toolCalls))];
+    return {
+      id,
+      created,
+      model: completion.model,
+      content: content === '' && toolCalls.length > 0 ? null : content,
+      toolCalls,
+      finishReason: toolCalls.length > 0 ? 'tool_calls' : completion.finish_reason === 'length' ? 'length' : 'stop',
+      usage: { prompt_tokens: tokens.prompt_length, completion_tokens: completion.token_ids.length, total_tokens: tokens.prompt_length + completion.token_ids.length },
+    };
+  }
+
+  /** The segment a request continues (its messages extend the segment's, with the same tools), or a new one rendered from the whole prompt. */
+  async #segmentFor(chat: TokenChat, call: ChatCall, seen: readonly string[], tools: string, signal: AbortSignal): Promise<Segment> {
+    for (let i = this.#segments.length - 1; i >= 0; i--) {
+      const s = this.#segments[i] as Segment;
+      if (s.tools !== tools || seen.length <= s.messages.length || !s.messages.every((m, k) => m === seen[k])) continue;
+      const added = call.messages.slice(s.messages.length);
+      // A message the program wrote as the assistant's was not generated here: it cannot extend the sequence as it was sampled.
+      if (added.some((m) => m.role === 'assistant')) continue;
+      await chat.extend(s.transcript, added, signal);
+      return s;
+    }
+    const transcript = new TokenTranscript();
+    transcript.addEnv(await chat.server.render(call.messages, { tools: call.tools, addGenerationPrompt: true }, signal));
+    const segment: Segment = { transcript, index: this.#segments.length, tools, messages: [] };
+    this.#segments.push(segment);
+    return segment;
+  }
+
+  async #text(upstream: Extract<CaptureUpstream, { kind: 'text' }>, call: ChatCall, id: string, created: number, t0: number, signal: AbortSignal): Promise<ChatAnswer> {
+    const body = { ...call.body, model: upstream.model, stream: false };
+    delete (body as Record<string, unknown>)['stream_options'];
+    const res = await fetch(`${upstream.baseURL.replace(/\/$/, '')}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {}) }, body: JSON.stringify(body), signal });
+    const answer = (await res.json().catch(() => null)) as JsonObject | null;
+    if (!res.ok || !answer) throw new CaptureError(502, 'upstream_error', `the inference server at ${upstream.baseURL} answered ${res.status}: ${JSON.stringify(answer?.['error'] ?? answer).slice(0, 300)}`);
+    const choice = (answer['choices'] as JsonObject[] | undefined)?.[0];
+    const message = (choice?.['message'] ?? {}) as JsonObject;
+    const usage = (answer['usage'] ?? {}) as JsonObject;
+    const input = Number(usage['prompt_tokens'] ?? 0);
+    const output = Number(usage['completion_tokens'] ?? 0);
+    this.#report({ provider: 'openai', model: upstream.model, duration_ms: performance.now() - t0, input_tokens: input, output_tokens: output });
+    const toolCalls = ((message['tool_calls'] ?? []) as unknown as WireToolCall[]).map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }));
+    const finish = choice?.['finish_reason'];
+    return { id, created, model: upstream.model, content: typeof message['content'] === 'string' ? message['content'] : null, toolCalls, finishReason: finish === 'tool_calls' || finish === 'length' ? finish : 'stop', usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } };
+  }
+}
+
+/** A reply as the template (and the comparison with the next request) takes it. */
+function assistantMessage(content: string, calls: readonly WireToolCall[]): TemplateMessage {
+  return { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls.map(templateCall) } : {}) };
+}
+
+function templateCall(c: WireToolCall): TemplateToolCall {
+  let args: JsonValue;
+  try {
+    args = JSON.parse(c.function.arguments) as JsonValue;
+  } catch {
+    args = {};
+  }
+  return { type: 'function', function: { name: c.function.name, arguments: args !== null && typeof args === 'object' && !Array.isArray(args) ? args : {} } };
+}
+
+/** A Chat Completions body checked and normalised (messages as the template takes them); a bad one is a 400 naming the field. */
+export function chatCall(body: unknown): ChatCall {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new CaptureError(400, 'invalid_request_error', 'the request body must be a JSON object');
+  const b = body as JsonObject;
+  if (typeof b['model'] !== 'string') throw new CaptureError(400, 'invalid_request_error', "'model' must be a string", 'model');
+  if (!Array.isArray(b['messages']) || b['messages'].length === 0) throw new CaptureError(400, 'invalid_request_error', "'messages' must be a non-empty array", 'messages');
+  const messages = b['messages'].map((m, i) => templateMessage(m, `messages[${i}]`));
+  const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => wireTool(t, `tools[${i}]`)) : bad("'tools' must be an array", 'tools');
+  const options = b['stream_options'];
+  return { model: b['model'], messages, tools, stream: b['stream'] === true, includeUsage: options !== null && typeof options === 'object' && !Array.isArray(options) && options['include_usage'] === true, body: b };
+}
+
+function bad(message: string, param: string): never {
+  throw new CaptureError(400, 'invalid_request_error', message, param);
+}
+
+/** Text of a message's content: a string, or the text of its parts. */
+function text(content: JsonValue | undefined, where: string): string {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((p, i) => (p !== null && typeof p === 'object' && !Array.isArray(p) && p['type'] === 'text' && typeof p['text'] === 'string' ? p['text'] : bad(`${where}.content[${i}]: only text parts are supported`, `${where}.content`)))
+      .join('');
+  }
+  return bad(`${where}.content must be a string or an array of text parts`, `${where}.content`);
+}
+
+function templateMessage(m: JsonValue, where: string): TemplateMessage {
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return bad(`${where} must be an object`, where);
+  const role = m['role'];
+  switch (role) {
+    case 'system':
+    case 'developer':
+      return { role: 'system', content: text(m['content'], where) };
+    case 'user':
+      return { role: 'user', content: text(m['content'], where) };
+    case 'assistant': {
+      const calls = m['tool_calls'];
+      if (calls !== undefined && calls !== null && !Array.isArray(calls)) return bad(`${where}.tool_calls must be an array`, `${where}.tool_calls`);
+      const list = (calls ?? []).map((c, i) => {
+        const f = c !== null && typeof c === 'object' && !Array.isArray(c) ? c['function'] : undefined;
+        if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string' || typeof f['arguments'] !== 'string') return bad(`${where}.tool_calls[${i}] needs function.name and function.arguments (a JSON string)`, `${where}.tool_calls`);
+        return templateCall({ id: '', type: 'function', function: { name: f['name'], arguments: f['arguments'] } });
+      });
+      return { role: 'assistant', content: text(m['content'], where), ...(list.length > 0 ? { tool_calls: list } : {}) };
+    }
+    case 'tool':
+      if (typeof m['tool_call_id'] !== 'string') return bad(`${where}.tool_call_id must be a string`, `${where}.tool_call_id`);
+      return { role: 'tool', content: text(m['content'], where), tool_call_id: m['tool_call_id'] };
+    default:
+      return bad(`${where}.role must be system, developer, user, assistant or tool (got ${JSON.stringify(role)})`, `${where}.role`);
+  }
+}
+
+function wireTool(t: JsonValue, where: string): OpenAiTool {
+  const f = t !== null && typeof t === 'object' && !Array.isArray(t) && t['type'] === 'function' ? t['function'] : undefined;
+  if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string') return bad(`${where} must be {"type": "function", "function": {"name", "parameters"}}`, where);
+  const params = f['parameters'];
+  return { type: 'function', function: { name: f['name'], ...(typeof f['description'] === 'string' ? { description: f['description'] } : {}), parameters: (params !== null && typeof params === 'object' && !Array.isArray(params) ? params : { type: 'object' }) as OpenAiTool['function']['parameters'] } };
+}
