@@ -1,7 +1,8 @@
 /**
- * A capture request refused, as the program's SDK expects to read it: an HTTP status and OpenAI's
- * error body (`{"error": {"message", "type", "param", "code"}}`), which the SDKs raise as their
- * own typed errors (a 401 as an authentication error, a 404 as not found, a 400 as bad request).
+ * A capture request refused, as the program's SDK expects to read it: an HTTP status and the error
+ * body of the API it called — OpenAI's `{"error": {"message", "type", "param", "code"}}` or
+ * Anthropic's `{"type": "error", "error": {"type", "message"}}` — which the SDKs raise as their own
+ * typed errors (a 401 as an authentication error, a 404 as not found, a 400 as bad request).
  */
 export class CaptureError extends Error {
   constructor(
@@ -14,8 +15,12 @@ export class CaptureError extends Error {
     this.name = 'CaptureError';
   }
 
-  /** OpenAI's error body. */
-  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  /** The error body in the shape of the API called. */
+  body(api: 'openai' | 'anthropic'): object {
+    if (api === 'anthropic') return { type: 'error', error: { type: ANTHROPIC_TYPES[this.status] ?? 'api_error', message: this.message } };
     return { error: { message: this.message, type: this.type, param: this.param, code: this.status === 401 ? 'invalid_api_key' : this.type === 'model_not_found' ? 'model_not_found' : null } };
   }
 }
+
+/** Anthropic's error types by status. */
+const ANTHROPIC_TYPES: Readonly<Record<number, string>> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error' };

@@ -1,7 +1,7 @@
 /**
  * The capture endpoint: one HTTP server on loopback for a run's agent programs. Each episode's
  * program gets a token of its own (128 random bits) that opens only that episode: its model calls
- * (`/v1/chat/completions`, `/v1/models`, the key sent as OpenAI's `Authorization: Bearer` or
+ * (OpenAI's `/v1/chat/completions`, `/v1/responses` and `/v1/models`, Anthropic's `/v1/messages`, the key sent as OpenAI's `Authorization: Bearer` or
  * Anthropic's `x-api-key`) and its tools over MCP (`/mcp/<token>`, the token in the URL so any MCP
  * client works as configured). A wrong or finished episode's token is a 401 in OpenAI's error
  * shape; request bodies are bounded; the Host and Origin checks are every server's (http-guard.ts).
@@ -14,6 +14,9 @@ import { CaptureError } from './capture-errors.js';
 import { chatCall, type ChatAnswer, type ChatCapture } from './chat-capture.js';
 import { serveMcp, type EpisodeTools } from './episode-mcp.js';
 import { writeChatStream } from './chat-stream.js';
+import { message, messagesCall, writeMessageStream } from './anthropic-messages.js';
+import { outputItems, response, responsesCall, writeResponseStream } from './openai-responses.js';
+import type { JsonValue } from '../shared/json.js';
 
 /** What a token opens: the episode's model calls and tools, while it runs. */
 export interface CapturedEpisode {
@@ -51,6 +54,8 @@ export class CaptureServer implements AsyncDisposable {
   readonly #host: string;
   readonly #maxBody: number;
   readonly #episodes = new Map<string, CapturedEpisode>();
+  /** Each open episode's Responses items by response id (`previous_response_id`). */
+  readonly #responses = new Map<string, Map<string, readonly JsonValue[]>>();
 
   private constructor(server: Server, host: string, port: number, maxBody: number) {
     this.#server = server;
@@ -72,7 +77,12 @@ export class CaptureServer implements AsyncDisposable {
   open(episode: CapturedEpisode): EpisodeEndpoint {
     const token = randomBytes(16).toString('hex');
     this.#episodes.set(token, episode);
-    return { token, openaiBaseUrl: `${this.url}/v1`, anthropicBaseUrl: this.url, mcpUrl: `${this.url}/mcp/${token}`, close: () => void this.#episodes.delete(token) };
+    this.#responses.set(token, new Map());
+    const close = (): void => {
+      this.#episodes.delete(token);
+      this.#responses.delete(token);
+    };
+    return { token, openaiBaseUrl: `${this.url}/v1`, anthropicBaseUrl: this.url, mcpUrl: `${this.url}/mcp/${token}`, close };
   }
 
   /** Episodes open now. */
@@ -82,6 +92,7 @@ export class CaptureServer implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.#episodes.clear();
+    this.#responses.clear();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -95,18 +106,31 @@ export class CaptureServer implements AsyncDisposable {
         const episode = this.#episode(url.pathname.slice('/mcp/'.length));
         return await serveMcp(episode.tools, req, res, req.method === 'POST' ? await this.#body(req) : undefined);
       }
-      const episode = this.#episode(keyOf(req));
+      const key = keyOf(req);
+      const episode = this.#episode(key);
       if (req.method === 'GET' && url.pathname === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: episode.chat.model, object: 'model', created: 0, owned_by: 'agentic-rl-toolkit' }] });
       if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
         const call = chatCall(await this.#body(req));
         const answer = await episode.chat.complete(call, episode.signal);
         return call.stream ? writeChatStream(res, answer, call.includeUsage) : json(res, 200, completion(answer));
       }
-      throw new CaptureError(404, 'not_found_error', `no route ${req.method ?? ''} ${url.pathname}: this endpoint serves /v1/chat/completions, /v1/models and /mcp/<token>`);
+      if (req.method === 'POST' && url.pathname === '/v1/messages') {
+        const call = messagesCall(await this.#body(req));
+        const answer = await episode.chat.complete(call, episode.signal);
+        return call.stream ? writeMessageStream(res, answer) : json(res, 200, message(answer));
+      }
+      if (req.method === 'POST' && url.pathname === '/v1/responses') {
+        const kept = this.#responses.get(key as string) as Map<string, readonly JsonValue[]>;
+        const call = responsesCall(await this.#body(req), (id) => kept.get(id));
+        const answer = await episode.chat.complete(call, episode.signal);
+        kept.set(`resp_${answer.id}`, [...call.items, ...outputItems(answer)]);
+        return call.stream ? writeResponseStream(res, answer, call) : json(res, 200, response(answer, call));
+      }
+      throw new CaptureError(404, 'not_found_error', `no route ${req.method ?? ''} ${url.pathname}: this endpoint serves /v1/chat/completions, /v1/responses, /v1/messages, /v1/models and /mcp/<token>`);
     } catch (err) {
       const e = err instanceof CaptureError ? err : new CaptureError(502, 'upstream_error', err instanceof Error ? err.message : String(err));
       if (res.headersSent) return void res.destroy();
-      json(res, e.status, e.body());
+      json(res, e.status, e.body(url.pathname === '/v1/messages' ? 'anthropic' : 'openai'));
     }
   }
 

@@ -33,8 +33,8 @@ export interface ChatCall {
   readonly stream: boolean;
   /** `stream_options.include_usage`: a last chunk with the usage. */
   readonly includeUsage: boolean;
-  /** The body as sent (what a pass-through forwards). */
-  readonly body: JsonObject;
+  /** The request as an OpenAI Chat Completions body (what a pass-through forwards upstream). */
+  readonly upstreamBody: JsonObject;
 }
 
 /** The answer, as one object; streaming renders it as chunks (sse.ts). */
@@ -159,7 +159,7 @@ export class ChatCapture {
   }
 
   async #text(upstream: Extract<CaptureUpstream, { kind: 'text' }>, call: ChatCall, id: string, created: number, t0: number, signal: AbortSignal): Promise<ChatAnswer> {
-    const body = { ...call.body, model: upstream.model, stream: false };
+    const body = { ...call.upstreamBody, model: upstream.model, stream: false };
     delete (body as Record<string, unknown>)['stream_options'];
     const res = await fetch(`${upstream.baseURL.replace(/\/$/, '')}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {}) }, body: JSON.stringify(body), signal });
     const answer = (await res.json().catch(() => null)) as JsonObject | null;
@@ -181,7 +181,8 @@ function assistantMessage(content: string, calls: readonly WireToolCall[]): Temp
   return { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls.map(templateCall) } : {}) };
 }
 
-function templateCall(c: WireToolCall): TemplateToolCall {
+/** A wire call as the template takes it (arguments as an object; what cannot be read as one, as `{}`). */
+export function templateCall(c: WireToolCall): TemplateToolCall {
   let args: JsonValue;
   try {
     args = JSON.parse(c.function.arguments) as JsonValue;
@@ -200,7 +201,7 @@ export function chatCall(body: unknown): ChatCall {
   const messages = b['messages'].map((m, i) => templateMessage(m, `messages[${i}]`));
   const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => wireTool(t, `tools[${i}]`)) : bad("'tools' must be an array", 'tools');
   const options = b['stream_options'];
-  return { model: b['model'], messages, tools, stream: b['stream'] === true, includeUsage: options !== null && typeof options === 'object' && !Array.isArray(options) && options['include_usage'] === true, body: b };
+  return { model: b['model'], messages, tools, stream: b['stream'] === true, includeUsage: options !== null && typeof options === 'object' && !Array.isArray(options) && options['include_usage'] === true, upstreamBody: b };
 }
 
 function bad(message: string, param: string): never {

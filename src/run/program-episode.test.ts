@@ -1,7 +1,7 @@
 /**
  * An agent program trained as it is: `--policy cmd:` starts examples/agents/openai-tools.mjs (the
- * `openai` package's tool loop, the env's tools over MCP) once per episode against a fake vLLM
- * server. Every exported turn is a completion the server produced, ids and logprobs exactly;
+ * `openai` package's tool loop, the env's tools over MCP), its Responses-API and `@anthropic-ai/sdk`
+ * twins once per episode against a fake vLLM server. Every exported turn is a completion the server produced, ids and logprobs exactly;
  * streaming and not give the same records; a history the program rewrites starts a new segment;
  * a wrong key, a failing program and one that outlives its time limit end as they should.
  */
@@ -17,6 +17,8 @@ import { runBenchmark } from '../eval/benchmark/benchmark.js';
 import type { RunOptions } from './run-options.js';
 
 const AGENT = path.resolve('examples/agents/openai-tools.mjs');
+const ANTHROPIC_AGENT = path.resolve('examples/agents/anthropic-tools.mjs');
+const RESPONSES_AGENT = path.resolve('examples/agents/openai-responses.mjs');
 const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
@@ -41,19 +43,19 @@ async function run(command: string, url: string, extra: Partial<RunOptions> = {}
 }
 
 describe('an agent program as the policy (cmd:)', () => {
-  it('records each of its model calls as a token-exact turn, and its MCP calls as the steps, streaming or not', async () => {
+  it('records each of its model calls as a token-exact turn, and its MCP calls as the steps, whichever SDK, streaming or not', async () => {
     await using server = await startFakeVllmServer({ reply: lookupModel });
     const exported = [];
-    for (const stream of [false, true]) {
-      const report = await runBenchmark({ suite: 'fixtures/lookup', tasks: ['lookup-test-0', 'lookup-test-1'], trials: 1, seed: 3, out: await tmp(), policy: `cmd:node ${AGENT}${stream ? ' --stream' : ''}`, llm: { baseURL: server.url, tokens: true, maxTokens: 200 } });
-      expect(report.metrics.success_rate.value).toBe(1);
+    for (const command of [`node ${AGENT}`, `node ${AGENT} --stream`, `node ${ANTHROPIC_AGENT}`, `node ${ANTHROPIC_AGENT} --stream`, `node ${RESPONSES_AGENT}`, `node ${RESPONSES_AGENT} --stream --previous`]) {
+      const report = await runBenchmark({ suite: 'fixtures/lookup', tasks: ['lookup-test-0', 'lookup-test-1'], trials: 1, seed: 3, out: await tmp(), policy: `cmd:${command}`, llm: { baseURL: server.url, tokens: true, maxTokens: 200 } });
+      expect(report.metrics.success_rate.value, command).toBe(1);
       const records = await exportTokens(report.run_dir);
       expect(records.map((r) => r.task_id)).toEqual(['lookup-test-0', 'lookup-test-1']);
       for (const rec of records) {
         expect(rec.turns).toHaveLength(2);
         for (const t of rec.turns) {
           const completion = server.completions.find((c) => same(rec.input_ids.slice(0, t.start), c.prompt_token_ids) && same(rec.input_ids.slice(t.start, t.end), c.token_ids) && same(rec.logprobs.slice(t.start, t.end), c.logprobs));
-          expect(completion, `episode ${rec.episode}'s turn at ${t.start} is a completion the server produced`).toBeDefined();
+          expect(completion, `${command}: episode ${rec.episode}'s turn at ${t.start} is a completion the server produced`).toBeDefined();
         }
         const generated = rec.turns.reduce((n, t) => n + t.end - t.start, 0);
         expect(rec.loss_mask.filter((m) => m === 1)).toHaveLength(generated);
@@ -62,11 +64,11 @@ describe('an agent program as the policy (cmd:)', () => {
       }
       exported.push(records.map((rec) => ({ ids: rec.input_ids, mask: rec.loss_mask, rewards: rec.turns.map((t) => t.reward) })));
       const manifest = JSON.parse(await readFile(path.join(report.run_dir, 'run.json'), 'utf8')) as { config: { policy: string; llm: { tokens: boolean } } };
-      expect(manifest.config.policy).toBe(`cmd:node ${AGENT}${stream ? ' --stream' : ''}`);
+      expect(manifest.config.policy).toBe(`cmd:${command}`);
       expect(manifest.config.llm.tokens).toBe(true);
     }
-    // Same seed, same program: streaming changes nothing that is recorded.
-    expect(exported[1]).toEqual(exported[0]);
+    // Same seed, same conversation: neither streaming, nor the API the SDK speaks, nor a chained history changes what is recorded.
+    for (const other of exported.slice(1)) expect(other).toEqual(exported[0]);
   });
 
   it('starts a new segment when the program rewrites its history, never re-encoding generated ids', async () => {
@@ -126,7 +128,7 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
     expect(await gone(child)).toBe(true);
   });
 
-  it('answers a wrong key with a 401 in OpenAI’s shape, and refuses an unknown model naming the served one', async () => {
+  it('answers a wrong key with a 401 in the shape of the API called, and refuses an unknown model naming the served one', async () => {
     await using server = await startFakeVllmServer({ reply: lookupModel });
     const dir = await tmp();
     const program = path.join(dir, 'probe.mjs');
@@ -137,7 +139,8 @@ const post = (key, body) => fetch(base + '/chat/completions', { method: 'POST', 
 const wrong = await post('0'.repeat(32), { model: process.env.AGENT_MODEL, messages: [{ role: 'user', content: 'hi' }] });
 const model = await post(process.env.OPENAI_API_KEY, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
 const malformed = await post(process.env.OPENAI_API_KEY, { model: process.env.AGENT_MODEL, messages: [{ role: 'robot', content: 'hi' }] });
-await (await import('node:fs/promises')).writeFile(process.argv[2], JSON.stringify({ wrong, model, malformed }));
+const anthropic = await fetch(process.env.ANTHROPIC_BASE_URL + '/v1/messages', { method: 'POST', headers: { 'x-api-key': 'f'.repeat(32), 'content-type': 'application/json' }, body: JSON.stringify({ model: process.env.AGENT_MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) }).then(async (r) => [r.status, await r.json()]);
+await (await import('node:fs/promises')).writeFile(process.argv[2], JSON.stringify({ wrong, model, malformed, anthropic }));
 `,
     );
     const answers = path.join(dir, 'answers.json');
@@ -150,6 +153,8 @@ await (await import('node:fs/promises')).writeFile(process.argv[2], JSON.stringi
     expect(said['model']?.[1].error.message).toContain("serves 'fake-model'");
     expect(said['malformed']?.[0]).toBe(400);
     expect(said['malformed']?.[1].error.param).toBe('messages[0].role');
+    // Anthropic's SDK reads Anthropic's shape.
+    expect(said['anthropic']).toEqual([401, { type: 'error', error: { type: 'authentication_error', message: expect.stringMatching(/opens no running episode/) } }]);
   });
 });
 
