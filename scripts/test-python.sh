@@ -17,7 +17,7 @@ done
 if [ ${#PIP_ARGS[@]} -gt 0 ]; then PIP_ARGS=(--index-url "file:///opt/pypi/simple" "${PIP_ARGS[@]:2}"); fi
 has() { "$VENV/bin/python" -c "import $1" 2>/dev/null; }
 pip_install() { "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PIP_ARGS[@]}" "$@"; }
-if ! has 'agentic_rl, pytest, pytest_asyncio, xdist, websockets, prometheus_client, gymnasium, mypy' || ! [ -x "$VENV/bin/ruff" ]; then
+if ! has 'agentic_rl, pytest, pytest_asyncio, xdist, websockets, prometheus_client, gymnasium, mypy, openai, anthropic' || ! [ -x "$VENV/bin/ruff" ]; then
   pip_install -e 'clients/python[test]' prometheus-client
 fi
 # The examples' and the export readers' heavy dependencies (torch CPU, TRL, pyarrow, datasets,

@@ -1,0 +1,78 @@
+"""Agent programs written in Python against their SDKs' public APIs (examples/agents/openai_tools.py on
+the `openai` package, anthropic_tools.py on the `anthropic` package; the env's tools over MCP by hand),
+trained as they are: `agent benchmark --policy cmd:'python …' --tokens` runs the lookup suite against
+the tiny vLLM-compatible server, and every exported turn must be exactly a completion the server
+logged (its prompt the sequence before it, its ids and logprobs the server's), the mask 1 on exactly
+those ids, the answer's turn rewarded. Both SDKs' conversations give the same records."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+SERVER = REPO / "examples" / "python" / "tiny_vllm_server.py"
+AGENTS = REPO / "examples" / "agents"
+
+SCRIPT = [
+    # The first turn: look up the key the task asks about.
+    {"match": r"key '([a-z]+-[a-z]+)'(?:(?!<tool_response>).)*<\|im_start\|>assistant\n$",
+     "text": '<tool_call>\n{"name": "lookup_code", "arguments": {"key": "\\1"}}\n</tool_call>'},
+    # After a lookup: answer with its code.
+    {"match": r'"code":"(\w+)"\}\n</tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$',
+     "text": 'Found it.\n<tool_call>\n{"name": "answer", "arguments": {"code": "\\1"}}\n</tool_call>'},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("torch", reason="torch is not installed: pip install torch transformers")
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install transformers")
+    tmp = tmp_path_factory.mktemp("tiny-programs")
+    script = tmp / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    log = tmp / "completions.jsonl"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--script", str(script), "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise RuntimeError(f"the tiny server did not start: {proc.stderr.read() if proc.stderr else ''}")
+    yield {"url": line.split()[1], "log": log}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def agent(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["node", str(REPO / "bin" / "agent.js"), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_python_programs_are_trained_as_they_are(tiny_server, tmp_path: Path) -> None:
+    pytest.importorskip("openai", reason="the openai package is not installed: pip install openai")
+    pytest.importorskip("anthropic", reason="the anthropic package is not installed: pip install anthropic")
+    sequences = []
+    for program in ("openai_tools.py", "anthropic_tools.py"):
+        out = tmp_path / program
+        bench = agent("benchmark", "fixtures/lookup", "--policy", f"cmd:{sys.executable} {AGENTS / program}", "--llm-base-url", f"{tiny_server['url']}/v1", "--tokens",
+                      "--max-tokens", "48", "--tasks", "lookup-test-0", "--trials", "1", "--seed", "5", "--out", str(out), "--json")
+        assert bench.returncode == 0, bench.stderr
+        report = json.loads(bench.stdout)
+        assert report["metrics"]["success_rate"]["value"] == 1, program
+        assert agent("export", report["run_dir"], "--format", "tokens", "--out", str(out / "t.jsonl")).returncode == 0
+        [record] = [json.loads(line) for line in (out / "t.jsonl").read_text().splitlines()]
+        completions = [json.loads(line) for line in tiny_server["log"].read_text().splitlines()]
+        ids, mask, logprobs = record["input_ids"], record["loss_mask"], record["logprobs"]
+        assert len(record["turns"]) == 2
+        for t in record["turns"]:
+            start, end = t["start"], t["end"]
+            produced = any(c["prompt_token_ids"] == ids[:start] and c["token_ids"] == ids[start:end] and c["logprobs"] == logprobs[start:end] for c in completions)
+            assert produced, f"{program}: the turn at {start} is not a completion the server produced"
+        in_turn = [any(t["start"] <= i < t["end"] for t in record["turns"]) for i in range(len(ids))]
+        assert mask == [1 if x else 0 for x in in_turn]
+        assert [t["reward"] for t in record["turns"]] == [0, 2]
+        sequences.append((ids, mask))
+    # The same conversation through either SDK's API is the same sequence.
+    assert sequences[0] == sequences[1]
