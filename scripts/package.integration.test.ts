@@ -101,7 +101,7 @@ describe('the tarball', () => {
     expect(packed.size).toBeLessThan(3 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/reference/records.md', 'clients/python/pyproject.toml', 'clients/python/agentic_rl/client.py', 'examples/python/reinforce.py', 'examples/python/grpo_tools.py', 'examples/python/tiny_vllm_server.py', 'fixtures/lookup/tools.ts', 'fixtures/lookup/tasks/train.jsonl', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/reference/records.md', 'clients/python/pyproject.toml', 'clients/python/agentic_rl/client.py', 'examples/python/reinforce.py', 'examples/python/grpo_tools.py', 'examples/python/tiny_vllm_server.py', 'examples/agents/openai-tools.mjs', 'examples/agents/openai_tools.py', 'fixtures/lookup/tools.ts', 'fixtures/lookup/tasks/train.jsonl', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
