@@ -15,6 +15,7 @@ interface Flags {
   host: string;
   token?: string;
   maxSessions: number;
+  allowAgentPrograms?: boolean;
   maxSteps: number;
   httpIdle: number;
   wsTimeout: number;
@@ -39,6 +40,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', RUN_DEFAULTS.host)
     .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
     .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, SERVE_DEFAULTS.maxSessions)
+    .option('--allow-agent-programs', 'let a rollouts request name an agent program ("agent": {"command": [...]}) to run each episode; it runs as this server\'s user')
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
     .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, SERVE_DEFAULTS.httpIdleMs)
     .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, SERVE_DEFAULTS.wsTimeoutMs)
@@ -76,6 +78,7 @@ export function registerServe(program: Command, io: Io): void {
             host: flags.host,
             ...(flags.token !== undefined ? { token: flags.token } : {}),
             maxSessions: flags.maxSessions,
+            ...(flags.allowAgentPrograms ? { agentPrograms: true } : {}),
             maxSteps: flags.maxSteps,
             httpIdleMs: flags.httpIdle,
             wsTimeoutMs: flags.wsTimeout,

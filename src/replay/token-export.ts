@@ -116,34 +116,23 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
     const taskId = verdict?.task_id ?? starts.get(episode) ?? '';
     const trial = trials.get(taskId) ?? 0;
     trials.set(taskId, trial + 1);
-    // A turn chooses the steps up to the episode's next turn, whichever sequence that is in.
-    const segments = new Map<number, TurnOf[]>();
-    all.forEach((t, i) => {
-      const turn = { ...t, next: all[i + 1]?.step ?? Number.POSITIVE_INFINITY };
-      const k = t.tokens.segment ?? 0;
-      segments.set(k, [...(segments.get(k) ?? []), turn]);
-    });
-    const lastSegment = all[all.length - 1]?.tokens.segment ?? 0;
-    for (const [segment, list] of [...segments].sort((a, b) => a[0] - b[0])) {
-      out.push(
-        tokenRecord({
-          runId: manifest.run_id,
-          episode,
-          taskId,
-          trial,
-          turns: list,
-          // exportSteps puts the verdict on the last step; here it goes on the episode's last turn, which may have chosen no step.
-          steps: episodeSteps.map((s) => ({ step: s.step, reward: (s.reward ?? 0) - (s === lastStep ? bonus : 0) })),
-          bonus: segment === lastSegment ? bonus : 0,
-          reward: lastStep ? lastStep.episode_return : bonus,
-          ...(verdict ? { success: verdict.success } : {}),
-          end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
-          sampling: llm.sampling,
-          where: path.join(dir, RUN_FILES.events),
-          ...(segments.size > 1 ? { segment } : {}),
-        }),
-      );
-    }
+    out.push(
+      ...episodeTokenRecords({
+        runId: manifest.run_id,
+        episode,
+        taskId,
+        trial,
+        turns: all,
+        // exportSteps puts the verdict on the last step; here it goes on the episode's last turn, which may have chosen no step.
+        steps: episodeSteps.map((s) => ({ step: s.step, reward: (s.reward ?? 0) - (s === lastStep ? bonus : 0) })),
+        bonus,
+        reward: lastStep ? lastStep.episode_return : bonus,
+        ...(verdict ? { success: verdict.success } : {}),
+        end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
+        sampling: llm.sampling,
+        where: path.join(dir, RUN_FILES.events),
+      }),
+    );
   }
   return out;
 }
@@ -176,6 +165,23 @@ export interface TokenRecordInput {
   readonly where: string;
   /** Which of the episode's sequences these turns are (an agent program's episode in segments). */
   readonly segment?: number;
+}
+
+/**
+ * An episode's token records: one, or one per segment when an agent program's history was not one
+ * sequence (each with the episode's id and reward; a benchmark's verdict on the episode's last turn).
+ * A turn chooses the steps up to the episode's next turn, whichever segment that is in.
+ */
+export function episodeTokenRecords(input: TokenRecordInput): TokenRecord[] {
+  const all = input.turns;
+  const segments = new Map<number, TurnOf[]>();
+  all.forEach((t, i) => {
+    const k = t.tokens.segment ?? 0;
+    segments.set(k, [...(segments.get(k) ?? []), { ...t, next: all[i + 1]?.step ?? Number.POSITIVE_INFINITY }]);
+  });
+  if (segments.size <= 1) return [tokenRecord(input)];
+  const last = all[all.length - 1]?.tokens.segment ?? 0;
+  return [...segments].sort((a, b) => a[0] - b[0]).map(([segment, turns]) => tokenRecord({ ...input, turns, bonus: segment === last ? (input.bonus ?? 0) : 0, segment }));
 }
 
 /** One episode's turns as one sequence: the environment's ids masked out, each generated turn's span with the rewards of the steps it chose. */

@@ -27,7 +27,7 @@ function lookupModel(prompt: string): string {
   return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
 }
 
-async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
+async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
   const model = await startFakeVllmServer(fake);
   cleanups.push(async () => model[Symbol.asyncDispose]());
   const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));
@@ -35,7 +35,7 @@ async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: 
   const controller = new AbortController();
   let ready!: (v: { url: string; dir: string }) => void;
   const listening = new Promise<{ url: string; dir: string }>((r) => (ready = r));
-  const done = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready }, controller.signal);
+  const done = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready, ...serving }, controller.signal);
   const stop = (): Promise<RunSummary> => {
     controller.abort();
     return done;
@@ -111,6 +111,31 @@ describe('rollouts through agent serve', () => {
     }
     // Six episodes, two turns each, and the start-up check.
     expect(model.completions).toHaveLength(13);
+  });
+
+  it('runs each episode with the agent program a request names, when the server allows it: its turns exact, its groups as any', async () => {
+    const refused = await setup();
+    const plain = await connect(refused.url);
+    const program = ['node', path.resolve('examples/agents/openai-tools.mjs')];
+    plain.send({ type: 'rollouts', id: 1, data: ask(refused.model.url, { agent: { command: program } }) });
+    const [error] = await plain.until((m) => m.id === 1);
+    expect(error?.type).toBe('error');
+    expect(JSON.stringify(error?.data)).toContain('--allow-agent-programs');
+
+    const { model, url } = await setup({ reply: lookupModel }, { agentPrograms: true });
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 2, data: ask(model.url, { n: 2, agent: { command: program } }) });
+    const messages = await client.until((m) => m.id === 2 && m.type !== 'rollout_group');
+    expect(messages[messages.length - 1]?.type).toBe('rollouts_done');
+    const groups = messages.filter((m) => m.type === 'rollout_group').map((m) => m.data as { records: TokenRecord[] });
+    expect(groups).toHaveLength(2);
+    for (const r of groups.flatMap((g) => g.records)) {
+      expect(r.turns.map((t) => t.reward)).toEqual([0, 1]);
+      for (const t of r.turns) {
+        const same = (a: readonly (number | null)[], b: readonly number[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+        expect(model.completions.some((c) => same(r.input_ids.slice(0, t.start), c.prompt_token_ids) && same(r.input_ids.slice(t.start, t.end), c.token_ids))).toBe(true);
+      }
+    }
   });
 
   it("labels turns with the version the server reports, and drops or re-runs a group too many versions behind, counting it", async () => {

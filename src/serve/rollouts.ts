@@ -17,8 +17,8 @@ import { truncatedBy, type EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
 import { withTask, type Policy } from '../run/policy.js';
-import { llmPolicy } from '../run/policy-factory.js';
-import { tokenRecord, type TokenRecord, type TurnOf } from '../replay/token-export.js';
+import { llmPolicy, programPolicy, type PolicySetup, type RunPolicy } from '../run/policy-factory.js';
+import { episodeTokenRecords, type TokenRecord, type TurnOf } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
@@ -42,6 +42,8 @@ export interface RolloutRequest {
   readonly weightVersion?: number;
   readonly maxStaleness?: number;
   readonly stale: 'drop' | 'rerun';
+  /** An agent program that runs each episode instead of the suite's `llm:` agent (its argv, joined as a shell command line). */
+  readonly agent?: { readonly command: string };
 }
 
 /** A task's group: its K token records, the oldest weight version among their turns, and how far behind that was. */
@@ -76,6 +78,8 @@ export interface RolloutHost {
   /** Runs an episode in the run; rejects when the run will not start it (the server is stopping). */
   start(driver: EpisodeDriver): Promise<unknown>;
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
+  /** Whether a request may name an agent program to run (`agent serve --allow-agent-programs`): it runs as this server's user. */
+  readonly agentPrograms?: boolean;
 }
 
 /** The request's fields, checked: a typed error naming the field (`/data/<field>`) otherwise. */
@@ -111,6 +115,10 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
   const maxContext = opt('max_context', (v) => whole(v) && v > 0, 'must be a whole number > 0');
   const weightVersion = opt('weight_version', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
   const maxStaleness = opt('max_staleness', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
+  const agent = raw['agent'];
+  if (agent !== undefined && !host.agentPrograms) bad('agent', 'names an agent program, which this server does not run', 'A program runs as the server\'s user: start agent serve with --allow-agent-programs to let its clients name one.');
+  const argv = isPlainObject(agent) ? agent['command'] : undefined;
+  if (agent !== undefined && !(Array.isArray(argv) && argv.length > 0 && argv.every((a) => typeof a === 'string' && a !== ''))) bad('agent/command', 'must be a non-empty array of strings (the program and its arguments)', 'Send "agent": {"command": ["python3", "my_agent.py"]}.');
   return {
     taskIds: ids as string[],
     n: n as number,
@@ -128,7 +136,13 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
     ...(weightVersion !== undefined ? { weightVersion } : {}),
     ...(maxStaleness !== undefined ? { maxStaleness } : {}),
     stale: stale as 'drop' | 'rerun',
+    ...(Array.isArray(argv) ? { agent: { command: (argv as string[]).map(shellQuote).join(' ') } } : {}),
   };
+}
+
+/** An argument as `sh` reads it back unchanged. */
+function shellQuote(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The weights' versions a client has declared, shared by its requests: never goes back. */
@@ -216,15 +230,29 @@ class EpisodeCollector {
   }
 }
 
-/** An episode of a rollout: the request's agent on a task's initial state, ending `client_closed` when the request is cancelled. */
+/**
+ * An episode of a rollout: the request's agent on a task's initial state — its `llm:` policy in the
+ * run's loop, or its program driving the episode — ending `client_closed` when the request is cancelled.
+ */
 class RolloutEpisode implements EpisodeDriver {
+  readonly drive?: EpisodeDriver['drive'];
+
   constructor(
     readonly initialIndex: number,
     readonly policy: Policy,
+    program: EpisodeDriver | undefined,
     readonly signal: AbortSignal,
     readonly begin: (episode: number) => void,
     readonly over: (finished: EpisodeFinishedEvent) => void,
-  ) {}
+  ) {
+    const drive = program?.drive?.bind(program);
+    if (drive) {
+      this.drive = async (control, runSignal) => {
+        const end = await drive(control, AbortSignal.any([runSignal, signal]));
+        return signal.aborted && !runSignal.aborted ? { ...end, reason: 'client_closed' } : end;
+      };
+    }
+  }
 }
 
 /** At most `size` holders at once, served in the order they asked. */
@@ -258,7 +286,7 @@ class Slots {
  */
 export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
   if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
-  const agent = await llmPolicy(request.model, `llm:${request.model}`, {
+  const setup: PolicySetup = {
     system: () => Promise.resolve(host.system),
     seed: request.seed,
     llm: {
@@ -272,7 +300,16 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       weightVersion: () => versions.current,
     },
     signal,
-  });
+  };
+  const agent = request.agent ? await programPolicy(request.agent.command, setup) : await llmPolicy(request.model, `llm:${request.model}`, setup);
+  try {
+    return await rollGroups(request, host, versions, agent, onGroup, signal);
+  } finally {
+    await agent.dispose?.();
+  }
+}
+
+async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, agent: RunPolicy, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
     if (!('episode' in e) || typeof e.episode !== 'number') return;
@@ -295,6 +332,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
           new RolloutEpisode(
             task.index,
             policy,
+            agent.driver?.(task.index, task.task),
             signal,
             (i) => {
               index = i;
@@ -320,24 +358,21 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
     for (let reruns = 0; ; reruns++) {
       const members = await Promise.all(Array.from({ length: request.n }, () => episode(task)));
       const groupId = `${taskId}/${members[0]?.index ?? 0}`;
-      const records = members.map(({ index, c }, trial) => {
+      const records = members.flatMap(({ index, c }, trial) => {
         const finished = c.finished as EpisodeFinishedEvent;
         const terminated = !truncatedBy(finished.reason);
-        return {
-          ...tokenRecord({
-            runId: host.runId,
-            episode: index,
-            taskId,
-            trial,
-            turns: c.turns,
-            steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
-            reward: [...c.steps.values()].reduce((a, b) => a + b, 0),
-            end: { terminated, truncated: !terminated, reason: finished.reason },
-            sampling: { ...request.sampling, seed: request.seed },
-            where: `episode ${index} of run ${host.runId}`,
-          }),
-          group_id: groupId,
-        };
+        return episodeTokenRecords({
+          runId: host.runId,
+          episode: index,
+          taskId,
+          trial,
+          turns: c.turns,
+          steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
+          reward: [...c.steps.values()].reduce((a, b) => a + b, 0),
+          end: { terminated, truncated: !terminated, reason: finished.reason },
+          sampling: { ...request.sampling, seed: request.seed },
+          where: `episode ${index} of run ${host.runId}`,
+        }).map((r) => ({ ...r, group_id: groupId }));
       });
       const turnVersions = records.flatMap((r) => r.turns.flatMap((t) => (t.weight_version !== undefined ? [t.weight_version] : [])));
       const oldest = turnVersions.length > 0 ? Math.min(...turnVersions) : null;

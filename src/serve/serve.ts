@@ -46,6 +46,8 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
   readonly listen: number;
   /** Sessions at once, WebSocket and HTTP together (default 1,024). */
   readonly maxSessions?: number;
+  /** Let a rollouts request name an agent program to run its episodes (`--allow-agent-programs`): it runs as this process's user. */
+  readonly agentPrograms?: boolean;
   /** An HTTP session with no request for this long ends (default 5 minutes). */
   readonly httpIdleMs?: number;
   /** A WebSocket peer from which nothing came (no message, no pong to the server's pings) for this long is cut off, its episode `client_lost` (default 30 s). */
@@ -139,6 +141,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               system: await agentSystemPrompt(served.suite),
               start: (driver) => sessions.start(driver),
               events: run.events,
+              ...(options.agentPrograms ? { agentPrograms: true } : {}),
             } satisfies RolloutHost,
           }
         : {}),

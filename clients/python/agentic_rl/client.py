@@ -16,7 +16,7 @@ import asyncio
 import itertools
 import json
 import logging
-from typing import Any, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, Union
+from typing import Any, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, Union
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
@@ -273,6 +273,7 @@ class Env(Generic[ObsT, StateT]):
         seed: Optional[int] = None,
         tool_parser: Optional[str] = None,
         max_context: Optional[int] = None,
+        agent: Optional[Sequence[str]] = None,
     ) -> RolloutStream:
         """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
         against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
@@ -282,12 +283,17 @@ class Env(Generic[ObsT, StateT]):
         trainer pushed last (turns the server does not label carry it; see ``weight_version()``).
         ``max_staleness``: a group whose oldest turn is more versions behind is re-run
         (``stale="rerun"``, twice at most) or dropped (``"drop"``), counted in ``stream.summary``.
+        ``agent``: an agent program's command (``["python3", "my_agent.py"]``) that runs each episode
+        instead of the suite's agent, its model calls captured in token mode (the server must be started
+        with ``--allow-agent-programs``; see the "Train your own agent program" page).
         Bad input is raised on the first ``__anext__``; leaving the loop early cancels the rest.
         """
         await self.connect()
         data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
         optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context}
         data.update({k: v for k, v in optional.items() if v is not None})
+        if agent is not None:
+            data["agent"] = {"command": list(agent)}
         rid = next(self._ids)
         queue: asyncio.Queue[Union[Dict[str, Any], ConnectionLost]] = asyncio.Queue()
         self._streams[rid] = queue

@@ -76,3 +76,27 @@ def test_python_programs_are_trained_as_they_are(tiny_server, tmp_path: Path) ->
         sequences.append((ids, mask))
     # The same conversation through either SDK's API is the same sequence.
     assert sequences[0] == sequences[1]
+
+
+async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: Path) -> None:
+    from agentic_rl import Env
+
+    from .conftest import Served
+
+    served = Served("fixtures/lookup", tmp_path, "--split", "train", "--allow-agent-programs")
+    try:
+        async with Env(served.url) as env:
+            stream = await env.rollouts(["lookup-train-0"], n=2, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen", sampling={"max_tokens": 48},
+                                        agent=[sys.executable, str(AGENTS / "openai_tools.py")])
+            groups = [group async for group in stream]
+        assert stream.summary is not None and stream.summary.groups == 1
+        [group] = groups
+        assert [r["trial"] for r in group.records] == [0, 1]
+        completions = [json.loads(line) for line in tiny_server["log"].read_text().splitlines()]
+        for record in group.records:
+            ids = record["input_ids"]
+            assert [t["reward"] for t in record["turns"]] == [0, 1]
+            for t in record["turns"]:
+                assert any(c["prompt_token_ids"] == ids[: t["start"]] and c["token_ids"] == ids[t["start"]: t["end"]] for c in completions)
+    finally:
+        served.stop()
