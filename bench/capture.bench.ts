@@ -88,7 +88,7 @@ if (process.argv[2] === '--server') {
   /** Through the endpoint: `n` programs at once in the clients' process. */
   const proxied = async (n: number): Promise<{ cpuMs: number; latencies: number[]; errors: number }> => {
     const controller = new AbortController();
-    const endpoints = Array.from({ length: n }, (_, i) => capture.open({ chat: new ChatCapture({ kind: 'tokens', chat }, 100_000 + i, () => undefined), tools: { name: 'bench', list: () => [], call: () => Promise.reject(new Error('no tools in this bench')) }, signal: controller.signal }));
+    const endpoints = Array.from({ length: n }, (_, i) => capture.open({ chat: new ChatCapture({ kind: 'tokens', chat }, 100_000 + i, { report: () => undefined }), tools: { name: 'bench', list: () => [], call: () => Promise.reject(new Error('no tools in this bench')) }, signal: controller.signal }));
     const cpu0 = process.cpuUsage();
     const done = new Promise<{ latencies: number[]; errors: number }>((resolve) => clients.once('message', (m) => resolve(m as { latencies: number[]; errors: number })));
     clients.send({ url: capture.url, model: chat.server.model, tokens: endpoints.map((e) => e.token) });

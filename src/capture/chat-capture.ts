@@ -14,7 +14,7 @@ import type { LlmCallReport, OpenAiTool } from '../llm/client.js';
 import type { TokenChat } from '../llm/token-chat.js';
 import { TokenTranscript } from '../llm/token-transcript.js';
 import type { TemplateMessage, TemplateToolCall } from '../llm/vllm.js';
-import { isAgentError } from '../shared/errors.js';
+import { AgentError, isAgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { CaptureError } from './capture-errors.js';
 
@@ -64,15 +64,21 @@ export class ChatCapture {
   readonly #upstream: CaptureUpstream;
   readonly #episode: number;
   readonly #report: (call: LlmCallReport) => void;
+  readonly #failed: ((err: AgentError) => void) | undefined;
   readonly #segments: Segment[] = [];
   /** One request at a time per episode: a segment is extended in the order its turns were asked. */
   #queue: Promise<unknown> = Promise.resolve();
   #turns = 0;
 
-  constructor(upstream: CaptureUpstream, episode: number, report: (call: LlmCallReport) => void) {
+  /**
+   * `report` hears every model call (a failed one too); `failed`, an inference server that failed a
+   * request after its retries (the program is answered a 502 all the same): the episode fails with it.
+   */
+  constructor(upstream: CaptureUpstream, episode: number, hooks: { readonly report: (call: LlmCallReport) => void; readonly failed?: (err: AgentError) => void }) {
     this.#upstream = upstream;
     this.#episode = episode;
-    this.#report = report;
+    this.#report = hooks.report;
+    this.#failed = hooks.failed;
   }
 
   /** Model calls answered so far. */
@@ -106,9 +112,11 @@ export class ChatCapture {
       const answer = this.#upstream.kind === 'tokens' ? await this.#tokens(this.#upstream.chat, call, n, id, created, t0, signal) : await this.#text(this.#upstream, call, id, created, t0, signal);
       return answer;
     } catch (err) {
-      if (err instanceof CaptureError) throw err;
-      this.#report({ provider: 'openai', model: this.model, duration_ms: performance.now() - t0, input_tokens: 0, output_tokens: 0, error: err instanceof Error ? err.message : String(err) });
-      throw err;
+      if (err instanceof CaptureError || signal.aborted) throw err;
+      const failure = isAgentError(err) ? err : new AgentError('LLM_UNAVAILABLE', `the inference server failed: ${err instanceof Error ? err.message : String(err)}`);
+      this.#report({ provider: 'openai', model: this.model, duration_ms: performance.now() - t0, input_tokens: 0, output_tokens: 0, error: failure.message });
+      this.#failed?.(failure);
+      throw new CaptureError(502, 'upstream_error', failure.message);
     }
   }
 

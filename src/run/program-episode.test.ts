@@ -88,6 +88,7 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
     );
     const { run: r, summary } = await run(`node ${program}`, server.url, { episodes: 1 });
     expect(summary.episodes.by_reason).toEqual({ policy_stop: 1 });
+    expect(summary.model_turns).toEqual({ total: 2, failed: 0, segments: 2, segmented_episodes: 1 });
     const records = await exportTokens(r.dir as string);
     expect(records.map((rec) => rec.segment ?? 0)).toEqual([0, 1]);
     for (const rec of records) {
@@ -126,6 +127,15 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
     const child = Number((await readFile(marker, 'utf8')).trim());
     expect(child).toBeGreaterThan(1);
     expect(await gone(child)).toBe(true);
+  });
+
+  it("fails the episode with the inference server's error when it dies under a program, answering the program a well-formed 502, and starts no more", async () => {
+    // One completion for the start-up check, one for the first episode's first turn; then the server is gone.
+    await using server = await startFakeVllmServer({ reply: lookupModel, dieAfter: 2 });
+    const { summary } = await run(`node ${AGENT}`, server.url, { episodes: 3, concurrency: 1 });
+    expect(summary.episodes.by_reason).toEqual({ policy_error: 1 });
+    expect(summary.stopped_by?.code).toBe('LLM_UNAVAILABLE');
+    expect(summary.model_turns).toMatchObject({ total: 2, failed: 1 });
   });
 
   it('answers a wrong key with a 401 in the shape of the API called, and refuses an unknown model naming the served one', async () => {

@@ -70,7 +70,11 @@ export class ProgramEpisode implements EpisodeDriver {
       ended.abort();
       finish();
     };
-    const chat = new ChatCapture(settings.upstream, control.episode, (call) => control.reportLlmCall(call));
+    const chat = new ChatCapture(settings.upstream, control.episode, {
+      report: (call) => control.reportLlmCall(call),
+      // The inference server failed a request after its retries: the episode fails with that, not with whatever the program makes of its 502.
+      failed: (err) => endWith('policy_error', { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) }),
+    });
     const tools: EpisodeTools = {
       name: `agentic-rl-toolkit: ${settings.envName}`,
       list: () => (end ? [] : control.agent.availableActions().map(actionTool).map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.parameters as CallToolInput }))),

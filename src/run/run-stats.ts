@@ -53,6 +53,18 @@ export interface RunProgress {
   readonly store_down?: { readonly since: number; readonly store: string };
   /** A distributed run: its live workers, and since when there have been none (epoch ms). */
   readonly workers?: { readonly queue: string; readonly alive: readonly WorkerRow[]; readonly none_since?: number };
+  /** The policy's model calls, once it made one: how many, how many failed, and the token sequences their episodes fell into. */
+  readonly model_turns?: ModelTurns;
+}
+
+/** A run's policy model calls (an llm: policy's, an agent program's captured ones). */
+export interface ModelTurns {
+  readonly total: number;
+  readonly failed: number;
+  /** Token sequences over every episode with turns: one each, more where an agent program's history was not one sequence. */
+  readonly segments: number;
+  /** Episodes whose turns fell into more than one sequence. */
+  readonly segmented_episodes: number;
 }
 
 /** A reward that arrived lately, for the live view: its source, value, trace and status (arrived, late, imputed). */
@@ -85,6 +97,10 @@ export class RunStats {
   #storeDown: { since: number; store: string } | undefined;
   #workers: RunProgress['workers'];
   readonly #workersSeen = new Set<string>();
+  readonly #turns = { total: 0, failed: 0 };
+  /** Episodes with turns, and the sequences each has past its first (only those with more). */
+  readonly #turnEpisodes = new Set<number>();
+  readonly #extraSegments = new Map<number, number>();
 
   constructor(clock: () => number) {
     this.#clock = clock;
@@ -131,6 +147,16 @@ export class RunStats {
         for (const w of e.workers) this.#workersSeen.add(w.id);
         const noneSince = e.workers.length > 0 ? undefined : (this.#workers?.none_since ?? e.time);
         this.#workers = { queue: e.queue, alive: e.workers, ...(noneSince !== undefined ? { none_since: noneSince } : {}) };
+        break;
+      }
+      case 'llm_call': {
+        if (e.role !== 'policy') break;
+        this.#turns.total++;
+        if (e.error !== undefined) this.#turns.failed++;
+        if (e.episode === undefined) break;
+        this.#turnEpisodes.add(e.episode);
+        const segment = e.tokens?.segment ?? 0;
+        if (segment > (this.#extraSegments.get(e.episode) ?? 0)) this.#extraSegments.set(e.episode, segment);
         break;
       }
       case 'loop_blocked':
@@ -199,7 +225,13 @@ export class RunStats {
       ...(this.#firstPolicyError !== undefined ? { first_policy_error: this.#firstPolicyError } : {}),
       ...(this.#storeDown ? { store_down: { ...this.#storeDown } } : {}),
       ...(this.#workers ? { workers: this.#workers } : {}),
+      ...(this.#turns.total > 0 ? { model_turns: this.#modelTurns() } : {}),
     };
+  }
+
+  #modelTurns(): ModelTurns {
+    const extra = [...this.#extraSegments.values()].reduce((a, b) => a + b, 0);
+    return { ...this.#turns, segments: this.#turnEpisodes.size + extra, segmented_episodes: this.#extraSegments.size };
   }
 
   /** Every worker a distributed run has seen alive. */

@@ -11,7 +11,7 @@ import { isComputed, type EnvDefinition, type RewardBinding } from '../schema/de
 import type { AgentError } from '../shared/errors.js';
 import type { RunningCall } from '../tools/router.js';
 import type { RunWriter } from '../replay/run-writer.js';
-import type { RunProgress } from './run-stats.js';
+import type { ModelTurns, RunProgress } from './run-stats.js';
 import type { TelemetrySummary } from '../observe/telemetry.js';
 
 /** A finished run's summary.json: status, timing, config, episodes by how they ended, steps, per-tool figures, rewards per source. */
@@ -44,6 +44,8 @@ export interface RunSummary {
   readonly distributed?: { readonly queue: string; readonly workers: readonly string[]; readonly fenced_writes: number };
   /** A run sent over OTLP (OpenTelemetry): where its spans and metrics went, and what never reached the collector. */
   readonly telemetry?: TelemetrySummary;
+  /** The policy's model calls, when it made any: how many, how many failed, and the token sequences their episodes fell into. */
+  readonly model_turns?: ModelTurns;
 }
 
 /** One reward source over the run: values that arrived, their mean, and for delayed sources the SLA and what computing them cost. */
@@ -96,6 +98,7 @@ export function buildSummary(o: SummaryInput): RunSummary {
     loop_blocked: p.loop_blocked.length,
     ...(o.abandoned.length > 0 ? { abandoned_calls: o.abandoned.map((c) => ({ tool: c.tool, trace_id: c.traceId })) } : {}),
     ...(problem ? { problem } : {}),
+    ...(p.model_turns ? { model_turns: p.model_turns } : {}),
     ...(o.telemetry ? { telemetry: o.telemetry } : {}),
   };
 }
