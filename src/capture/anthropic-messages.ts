@@ -9,58 +9,52 @@ import type { ServerResponse } from 'node:http';
 import type { OpenAiTool } from '../llm/client.js';
 import type { TemplateMessage } from '../llm/vllm.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
-import { CaptureError } from './capture-errors.js';
+import { badRequest, contentText, isObject } from './capture-errors.js';
 import { templateCall, type ChatAnswer, type ChatCall, type WireToolCall } from './chat-capture.js';
-
-const isObject = (v: JsonValue | undefined): v is JsonObject => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-function bad(message: string, param: string): never {
-  throw new CaptureError(400, 'invalid_request_error', message, param);
-}
 
 /** A Messages body checked and translated; a bad one is a 400 naming the field. */
 export function messagesCall(body: unknown): ChatCall {
-  if (!isObject(body as JsonValue)) return bad('the request body must be a JSON object', 'body');
+  if (!isObject(body as JsonValue)) return badRequest('the request body must be a JSON object', 'body');
   const b = body as JsonObject;
-  if (typeof b['model'] !== 'string') return bad("'model' must be a string", 'model');
-  if (!Array.isArray(b['messages']) || b['messages'].length === 0) return bad("'messages' must be a non-empty array", 'messages');
-  const system = b['system'] === undefined ? undefined : textOf(b['system'], 'system');
+  if (typeof b['model'] !== 'string') return badRequest("'model' must be a string", 'model');
+  if (!Array.isArray(b['messages']) || b['messages'].length === 0) return badRequest("'messages' must be a non-empty array", 'messages');
+  const system = b['system'] === undefined ? undefined : contentText(b['system'], 'system');
   const template: TemplateMessage[] = system ? [{ role: 'system', content: system }] : [];
   const wire: JsonObject[] = system ? [{ role: 'system', content: system }] : [];
   b['messages'].forEach((m, i) => {
     const where = `messages[${i}]`;
-    if (!isObject(m)) return bad(`${where} must be an object`, where);
-    const blocks = typeof m['content'] === 'string' ? [{ type: 'text', text: m['content'] }] : Array.isArray(m['content']) ? m['content'] : bad(`${where}.content must be a string or an array of blocks`, `${where}.content`);
+    if (!isObject(m)) return badRequest(`${where} must be an object`, where);
+    const blocks = typeof m['content'] === 'string' ? [{ type: 'text', text: m['content'] }] : Array.isArray(m['content']) ? m['content'] : badRequest(`${where}.content must be a string or an array of blocks`, `${where}.content`);
     if (m['role'] === 'assistant') {
       let text = '';
       const calls: WireToolCall[] = [];
       blocks.forEach((block, k) => {
-        if (!isObject(block)) return bad(`${where}.content[${k}] must be a block`, `${where}.content`);
+        if (!isObject(block)) return badRequest(`${where}.content[${k}] must be a block`, `${where}.content`);
         if (block['type'] === 'text' && typeof block['text'] === 'string') text += block['text'];
         else if (block['type'] === 'tool_use' && typeof block['id'] === 'string' && typeof block['name'] === 'string' && isObject(block['input'])) calls.push({ id: block['id'], type: 'function', function: { name: block['name'], arguments: JSON.stringify(block['input']) } });
-        else if (block['type'] !== 'thinking' && block['type'] !== 'redacted_thinking') bad(`${where}.content[${k}]: an assistant's blocks are text, tool_use or thinking`, `${where}.content`);
+        else if (block['type'] !== 'thinking' && block['type'] !== 'redacted_thinking') badRequest(`${where}.content[${k}]: an assistant's blocks are text, tool_use or thinking`, `${where}.content`);
       });
       template.push({ role: 'assistant', content: text, ...(calls.length > 0 ? { tool_calls: calls.map(templateCall) } : {}) });
       wire.push({ role: 'assistant', content: text, ...(calls.length > 0 ? { tool_calls: calls as unknown as JsonValue[] } : {}) });
       return;
     }
-    if (m['role'] !== 'user') return bad(`${where}.role must be user or assistant (got ${JSON.stringify(m['role'])})`, `${where}.role`);
+    if (m['role'] !== 'user') return badRequest(`${where}.role must be user or assistant (got ${JSON.stringify(m['role'])})`, `${where}.role`);
     let text = '';
     blocks.forEach((block, k) => {
-      if (!isObject(block)) return bad(`${where}.content[${k}] must be a block`, `${where}.content`);
+      if (!isObject(block)) return badRequest(`${where}.content[${k}] must be a block`, `${where}.content`);
       if (block['type'] === 'text' && typeof block['text'] === 'string') text += block['text'];
       else if (block['type'] === 'tool_result' && typeof block['tool_use_id'] === 'string') {
-        const content = block['content'] === undefined ? '' : textOf(block['content'], `${where}.content[${k}].content`);
+        const content = block['content'] === undefined ? '' : contentText(block['content'], `${where}.content[${k}].content`);
         template.push({ role: 'tool', content, tool_call_id: block['tool_use_id'] });
         wire.push({ role: 'tool', content, tool_call_id: block['tool_use_id'] });
-      } else bad(`${where}.content[${k}]: a user's blocks are text or tool_result`, `${where}.content`);
+      } else badRequest(`${where}.content[${k}]: a user's blocks are text or tool_result`, `${where}.content`);
     });
     if (text !== '') {
       template.push({ role: 'user', content: text });
       wire.push({ role: 'user', content: text });
     }
   });
-  const tools: OpenAiTool[] = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => tool(t, `tools[${i}]`)) : bad("'tools' must be an array", 'tools');
+  const tools: OpenAiTool[] = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => tool(t, `tools[${i}]`)) : badRequest("'tools' must be an array", 'tools');
   return {
     model: b['model'],
     messages: template,
@@ -71,14 +65,8 @@ export function messagesCall(body: unknown): ChatCall {
   };
 }
 
-function textOf(content: JsonValue, where: string): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p, i) => (isObject(p) && p['type'] === 'text' && typeof p['text'] === 'string' ? p['text'] : bad(`${where}[${i}]: only text blocks are supported`, where))).join('');
-  return bad(`${where} must be a string or an array of text blocks`, where);
-}
-
 function tool(t: JsonValue, where: string): OpenAiTool {
-  if (!isObject(t) || typeof t['name'] !== 'string') return bad(`${where} must be {"name", "input_schema"}`, where);
+  if (!isObject(t) || typeof t['name'] !== 'string') return badRequest(`${where} must be {"name", "input_schema"}`, where);
   const schema = isObject(t['input_schema']) ? t['input_schema'] : { type: 'object' };
   return { type: 'function', function: { name: t['name'], ...(typeof t['description'] === 'string' ? { description: t['description'] } : {}), parameters: schema as OpenAiTool['function']['parameters'] } };
 }

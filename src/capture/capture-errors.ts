@@ -4,6 +4,8 @@
  * Anthropic's `{"type": "error", "error": {"type", "message"}}` — which the SDKs raise as their own
  * typed errors (a 401 as an authentication error, a 404 as not found, a 400 as bad request).
  */
+import type { JsonObject, JsonValue } from '../shared/json.js';
+
 export class CaptureError extends Error {
   constructor(
     readonly status: number,
@@ -24,3 +26,20 @@ export class CaptureError extends Error {
 
 /** Anthropic's error types by status. */
 const ANTHROPIC_TYPES: Readonly<Record<number, string>> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error' };
+
+/** A request that cannot be read: a 400 naming the field. */
+export function badRequest(message: string, param: string): never {
+  throw new CaptureError(400, 'invalid_request_error', message, param);
+}
+
+export const isObject = (v: JsonValue | undefined): v is JsonObject => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The text of a message's content: absent, a string, or the text of its parts (of `partTypes`); anything else is a 400 naming `where`. */
+export function contentText(content: JsonValue | undefined, where: string, partTypes: readonly string[] = ['text']): string {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((p, i) => (isObject(p) && partTypes.includes(p['type'] as string) && typeof p['text'] === 'string' ? p['text'] : badRequest(`${where}[${i}]: only text parts are supported`, where))).join('');
+  }
+  return badRequest(`${where} must be a string or an array of text parts`, where);
+}

@@ -16,7 +16,7 @@ import { TokenTranscript } from '../llm/token-transcript.js';
 import type { TemplateMessage, TemplateToolCall } from '../llm/vllm.js';
 import { AgentError, isAgentError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
-import { CaptureError } from './capture-errors.js';
+import { badRequest, CaptureError, contentText } from './capture-errors.js';
 
 /** A tool call as OpenAI's chat format carries it: arguments as a JSON string. */
 export interface WireToolCall {
@@ -207,57 +207,41 @@ export function chatCall(body: unknown): ChatCall {
   if (typeof b['model'] !== 'string') throw new CaptureError(400, 'invalid_request_error', "'model' must be a string", 'model');
   if (!Array.isArray(b['messages']) || b['messages'].length === 0) throw new CaptureError(400, 'invalid_request_error', "'messages' must be a non-empty array", 'messages');
   const messages = b['messages'].map((m, i) => templateMessage(m, `messages[${i}]`));
-  const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => wireTool(t, `tools[${i}]`)) : bad("'tools' must be an array", 'tools');
+  const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].map((t, i) => wireTool(t, `tools[${i}]`)) : badRequest("'tools' must be an array", 'tools');
   const options = b['stream_options'];
   return { model: b['model'], messages, tools, stream: b['stream'] === true, includeUsage: options !== null && typeof options === 'object' && !Array.isArray(options) && options['include_usage'] === true, upstreamBody: b };
 }
 
-function bad(message: string, param: string): never {
-  throw new CaptureError(400, 'invalid_request_error', message, param);
-}
-
-/** Text of a message's content: a string, or the text of its parts. */
-function text(content: JsonValue | undefined, where: string): string {
-  if (content === undefined || content === null) return '';
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((p, i) => (p !== null && typeof p === 'object' && !Array.isArray(p) && p['type'] === 'text' && typeof p['text'] === 'string' ? p['text'] : bad(`${where}.content[${i}]: only text parts are supported`, `${where}.content`)))
-      .join('');
-  }
-  return bad(`${where}.content must be a string or an array of text parts`, `${where}.content`);
-}
-
 function templateMessage(m: JsonValue, where: string): TemplateMessage {
-  if (m === null || typeof m !== 'object' || Array.isArray(m)) return bad(`${where} must be an object`, where);
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return badRequest(`${where} must be an object`, where);
   const role = m['role'];
   switch (role) {
     case 'system':
     case 'developer':
-      return { role: 'system', content: text(m['content'], where) };
+      return { role: 'system', content: contentText(m['content'], `${where}.content`) };
     case 'user':
-      return { role: 'user', content: text(m['content'], where) };
+      return { role: 'user', content: contentText(m['content'], `${where}.content`) };
     case 'assistant': {
       const calls = m['tool_calls'];
-      if (calls !== undefined && calls !== null && !Array.isArray(calls)) return bad(`${where}.tool_calls must be an array`, `${where}.tool_calls`);
+      if (calls !== undefined && calls !== null && !Array.isArray(calls)) return badRequest(`${where}.tool_calls must be an array`, `${where}.tool_calls`);
       const list = (calls ?? []).map((c, i) => {
         const f = c !== null && typeof c === 'object' && !Array.isArray(c) ? c['function'] : undefined;
-        if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string' || typeof f['arguments'] !== 'string') return bad(`${where}.tool_calls[${i}] needs function.name and function.arguments (a JSON string)`, `${where}.tool_calls`);
+        if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string' || typeof f['arguments'] !== 'string') return badRequest(`${where}.tool_calls[${i}] needs function.name and function.arguments (a JSON string)`, `${where}.tool_calls`);
         return templateCall({ id: '', type: 'function', function: { name: f['name'], arguments: f['arguments'] } });
       });
-      return { role: 'assistant', content: text(m['content'], where), ...(list.length > 0 ? { tool_calls: list } : {}) };
+      return { role: 'assistant', content: contentText(m['content'], `${where}.content`), ...(list.length > 0 ? { tool_calls: list } : {}) };
     }
     case 'tool':
-      if (typeof m['tool_call_id'] !== 'string') return bad(`${where}.tool_call_id must be a string`, `${where}.tool_call_id`);
-      return { role: 'tool', content: text(m['content'], where), tool_call_id: m['tool_call_id'] };
+      if (typeof m['tool_call_id'] !== 'string') return badRequest(`${where}.tool_call_id must be a string`, `${where}.tool_call_id`);
+      return { role: 'tool', content: contentText(m['content'], `${where}.content`), tool_call_id: m['tool_call_id'] };
     default:
-      return bad(`${where}.role must be system, developer, user, assistant or tool (got ${JSON.stringify(role)})`, `${where}.role`);
+      return badRequest(`${where}.role must be system, developer, user, assistant or tool (got ${JSON.stringify(role)})`, `${where}.role`);
   }
 }
 
 function wireTool(t: JsonValue, where: string): OpenAiTool {
   const f = t !== null && typeof t === 'object' && !Array.isArray(t) && t['type'] === 'function' ? t['function'] : undefined;
-  if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string') return bad(`${where} must be {"type": "function", "function": {"name", "parameters"}}`, where);
+  if (f === null || typeof f !== 'object' || Array.isArray(f) || typeof f['name'] !== 'string') return badRequest(`${where} must be {"type": "function", "function": {"name", "parameters"}}`, where);
   const params = f['parameters'];
   return { type: 'function', function: { name: f['name'], ...(typeof f['description'] === 'string' ? { description: f['description'] } : {}), parameters: (params !== null && typeof params === 'object' && !Array.isArray(params) ? params : { type: 'object' }) as OpenAiTool['function']['parameters'] } };
 }

@@ -11,14 +11,11 @@ import type { ServerResponse } from 'node:http';
 import type { OpenAiTool } from '../llm/client.js';
 import type { TemplateMessage } from '../llm/vllm.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
-import { CaptureError } from './capture-errors.js';
+import { badRequest, contentText, isObject } from './capture-errors.js';
+
+/** The text parts a Responses input may carry. */
+const RESPONSE_TEXT = ['input_text', 'output_text', 'text'];
 import { templateCall, type ChatAnswer, type ChatCall, type WireToolCall } from './chat-capture.js';
-
-const isObject = (v: JsonValue | undefined): v is JsonObject => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-function bad(message: string, param: string): never {
-  throw new CaptureError(400, 'invalid_request_error', message, param);
-}
 
 /** A Responses request, translated; `items` is its whole input (a previous response's included), kept to answer the next one. */
 export interface ResponsesCall extends ChatCall {
@@ -27,12 +24,12 @@ export interface ResponsesCall extends ChatCall {
 
 /** A Responses body checked and translated; `previous` finds the items of an earlier response of the episode. */
 export function responsesCall(body: unknown, previous: (id: string) => readonly JsonValue[] | undefined): ResponsesCall {
-  if (!isObject(body as JsonValue)) return bad('the request body must be a JSON object', 'body');
+  if (!isObject(body as JsonValue)) return badRequest('the request body must be a JSON object', 'body');
   const b = body as JsonObject;
-  if (typeof b['model'] !== 'string') return bad("'model' must be a string", 'model');
-  const input: JsonValue[] = typeof b['input'] === 'string' ? [{ role: 'user', content: b['input'] }] : Array.isArray(b['input']) ? b['input'] : bad("'input' must be a string or an array of items", 'input');
+  if (typeof b['model'] !== 'string') return badRequest("'model' must be a string", 'model');
+  const input: JsonValue[] = typeof b['input'] === 'string' ? [{ role: 'user', content: b['input'] }] : Array.isArray(b['input']) ? b['input'] : badRequest("'input' must be a string or an array of items", 'input');
   const prior = typeof b['previous_response_id'] === 'string' ? previous(b['previous_response_id']) : undefined;
-  if (typeof b['previous_response_id'] === 'string' && !prior) return bad(`no response '${b['previous_response_id']}' in this episode`, 'previous_response_id');
+  if (typeof b['previous_response_id'] === 'string' && !prior) return badRequest(`no response '${b['previous_response_id']}' in this episode`, 'previous_response_id');
   const items: JsonValue[] = [...(prior ?? []), ...input];
   const instructions = typeof b['instructions'] === 'string' ? b['instructions'] : undefined;
   const wire: JsonObject[] = instructions ? [{ role: 'system', content: instructions }] : [];
@@ -45,23 +42,23 @@ export function responsesCall(body: unknown, previous: (id: string) => readonly 
   };
   items.forEach((item, i) => {
     const where = `input[${i}]`;
-    if (!isObject(item)) return bad(`${where} must be an object`, where);
+    if (!isObject(item)) return badRequest(`${where} must be an object`, where);
     const type = item['type'] ?? 'message';
     if (type === 'function_call') {
-      if (typeof item['call_id'] !== 'string' || typeof item['name'] !== 'string' || typeof item['arguments'] !== 'string') return bad(`${where}: a function_call needs call_id, name and arguments`, where);
+      if (typeof item['call_id'] !== 'string' || typeof item['name'] !== 'string' || typeof item['arguments'] !== 'string') return badRequest(`${where}: a function_call needs call_id, name and arguments`, where);
       (turn ??= { text: '', calls: [] }).calls.push({ id: item['call_id'], type: 'function', function: { name: item['name'], arguments: item['arguments'] } });
       return;
     }
     if (type === 'reasoning') return;
     if (type === 'function_call_output') {
       close();
-      if (typeof item['call_id'] !== 'string') return bad(`${where}.call_id must be a string`, `${where}.call_id`);
-      wire.push({ role: 'tool', content: textOf(item['output'] ?? '', `${where}.output`), tool_call_id: item['call_id'] });
+      if (typeof item['call_id'] !== 'string') return badRequest(`${where}.call_id must be a string`, `${where}.call_id`);
+      wire.push({ role: 'tool', content: contentText(item['output'] ?? '', `${where}.output`, RESPONSE_TEXT), tool_call_id: item['call_id'] });
       return;
     }
-    if (type !== 'message') return bad(`${where}.type ${JSON.stringify(type)} is not supported (message, function_call, function_call_output, reasoning)`, `${where}.type`);
+    if (type !== 'message') return badRequest(`${where}.type ${JSON.stringify(type)} is not supported (message, function_call, function_call_output, reasoning)`, `${where}.type`);
     const role = item['role'];
-    const text = textOf(item['content'] ?? '', `${where}.content`);
+    const text = contentText(item['content'] ?? '', `${where}.content`, RESPONSE_TEXT);
     if (role === 'assistant') {
       // An assistant's message opens its turn; the calls that follow it belong to the same turn.
       close();
@@ -71,10 +68,10 @@ export function responsesCall(body: unknown, previous: (id: string) => readonly 
     close();
     if (role === 'user') wire.push({ role: 'user', content: text });
     else if (role === 'system' || role === 'developer') wire.push({ role: 'system', content: text });
-    else bad(`${where}.role must be user, assistant, system or developer (got ${JSON.stringify(role)})`, `${where}.role`);
+    else badRequest(`${where}.role must be user, assistant, system or developer (got ${JSON.stringify(role)})`, `${where}.role`);
   });
   close();
-  const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].filter((t) => isObject(t) && t['type'] === 'function').map((t, i) => tool(t, `tools[${i}]`)) : bad("'tools' must be an array", 'tools');
+  const tools = b['tools'] === undefined ? [] : Array.isArray(b['tools']) ? b['tools'].filter((t) => isObject(t) && t['type'] === 'function').map((t, i) => tool(t, `tools[${i}]`)) : badRequest("'tools' must be an array", 'tools');
   return {
     model: b['model'],
     messages: wire.map(templateMessage),
@@ -96,14 +93,8 @@ function templateMessage(m: JsonObject): TemplateMessage {
   return { role: m['role'] as 'user' | 'system', content };
 }
 
-function textOf(content: JsonValue, where: string): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p, i) => (isObject(p) && (p['type'] === 'input_text' || p['type'] === 'output_text' || p['type'] === 'text') && typeof p['text'] === 'string' ? p['text'] : bad(`${where}[${i}]: only text parts are supported`, where))).join('');
-  return bad(`${where} must be a string or an array of text parts`, where);
-}
-
 function tool(t: JsonValue, where: string): OpenAiTool {
-  if (!isObject(t) || typeof t['name'] !== 'string') return bad(`${where} must be {"type": "function", "name", "parameters"}`, where);
+  if (!isObject(t) || typeof t['name'] !== 'string') return badRequest(`${where} must be {"type": "function", "name", "parameters"}`, where);
   const params = isObject(t['parameters']) ? t['parameters'] : { type: 'object' };
   return { type: 'function', function: { name: t['name'], ...(typeof t['description'] === 'string' ? { description: t['description'] } : {}), parameters: params as OpenAiTool['function']['parameters'] } };
 }

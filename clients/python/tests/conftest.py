@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -60,6 +61,25 @@ def airline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     served = Served("tau-bench/airline", tmp_path_factory.mktemp("runs"))
     yield served
     served.stop()
+
+
+def start_tiny_server(tmp: Path, script: list) -> Iterator[dict]:
+    """examples/python/tiny_vllm_server.py on a free port, its replies scripted where a prompt matches (so
+    that tool calls happen on a random model), every completion logged: yields its URL and the log's path."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install torch transformers")
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install transformers")
+    (tmp / "script.json").write_text(json.dumps(script))
+    log = tmp / "completions.jsonl"
+    server = REPO / "examples" / "python" / "tiny_vllm_server.py"
+    proc = subprocess.Popen([sys.executable, str(server), "--port", "0", "--script", str(tmp / "script.json"), "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise RuntimeError(f"the tiny server did not start: {proc.stderr.read() if proc.stderr else ''}")
+    yield {"url": line.split()[1], "log": log}
+    proc.terminate()
+    proc.wait(timeout=30)
 
 
 def tasks(suite: str) -> list:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import start_tiny_server
+
 REPO = Path(__file__).resolve().parents[3]
-SERVER = REPO / "examples" / "python" / "tiny_vllm_server.py"
 AGENTS = REPO / "examples" / "agents"
 
 SCRIPT = [
@@ -29,21 +30,7 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def tiny_server(tmp_path_factory: pytest.TempPathFactory):
-    pytest.importorskip("torch", reason="torch is not installed: pip install torch transformers")
-    pytest.importorskip("transformers", reason="transformers is not installed: pip install transformers")
-    tmp = tmp_path_factory.mktemp("tiny-programs")
-    script = tmp / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    log = tmp / "completions.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--script", str(script), "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("READY "):
-        proc.kill()
-        raise RuntimeError(f"the tiny server did not start: {proc.stderr.read() if proc.stderr else ''}")
-    yield {"url": line.split()[1], "log": log}
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from start_tiny_server(tmp_path_factory.mktemp("tiny-programs"), SCRIPT)
 
 
 def agent(*args: str) -> subprocess.CompletedProcess[str]:
