@@ -44,16 +44,10 @@ export interface ProgramSettings {
 export class ProgramEpisode implements EpisodeDriver {
   readonly #settings: ProgramSettings;
   readonly #task: PolicyTask | undefined;
-  #exit: ProgramExit | undefined;
 
   constructor(settings: ProgramSettings, task?: PolicyTask) {
     this.#settings = settings;
     this.#task = task;
-  }
-
-  /** How the program exited, once it has. */
-  get exit(): ProgramExit | undefined {
-    return this.#exit;
   }
 
   async drive(control: EpisodeControl, signal: AbortSignal): Promise<DrivenEnd> {
@@ -111,13 +105,14 @@ export class ProgramEpisode implements EpisodeDriver {
     });
     const onAbort = (): void => endWith('interrupted');
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     const timer = settings.timeoutMs === undefined ? undefined : setTimeout(() => endWith('time_limit'), settings.timeoutMs);
     void program.exited.then((exit) => endWith(...exitEnd(exit)));
     try {
       await over;
       // The step that ended the episode answers its call first; then the program goes, whatever it was doing.
       await new Promise((resolve) => setImmediate(resolve));
-      this.#exit = await program.stop();
+      await program.stop();
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
