@@ -24,6 +24,19 @@ describe('agent', () => {
     expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve']);
   });
 
+  it('shows duration defaults as the flags read them, and asks for a subcommand where one is missing', async () => {
+    const serve = await agent(['serve', '--help']);
+    const flat = serve.stdout.replace(/\s+/g, ' ');
+    expect(flat).toContain('ends (default: 5m)');
+    expect(flat).toContain('its slot freed (default: 30s)');
+    expect((await agent(['worker', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('wait this long (default: 10s)');
+    const bare = await agent(['rewards']);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('sla [options] <run-dir>');
+    expect(bare.stderr).toContain('error: name a subcommand (listed above)');
+    expect(bare.stderr).not.toContain('outputHelp');
+  });
+
   it('run --json prints only events, as JSON lines that match the schema', async () => {
     const out = await tmpOut();
     const { code, stdout, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '3', '--max-steps', '2', '--json', '--out', out, '--tool-option', 'latency_scale=0']);

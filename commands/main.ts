@@ -82,6 +82,11 @@ async function reportError(err: unknown, io: Io, commanderPrinted: boolean): Pro
   if (err instanceof CommanderError) {
     // Help and version are not errors; every other exit ≠ 0 says why, once.
     if (err.exitCode === 0) return 0;
+    // A command of subcommands run without one: its help went to stderr; say what was missing, not commander's placeholder.
+    if (err.code === 'commander.help') {
+      io.stderr.write('error: name a subcommand (listed above)\n');
+      return 2;
+    }
     if (!commanderPrinted) io.stderr.write(`error: ${err.message}\n(run with --help for usage)\n`);
     return 2;
   }

@@ -1,6 +1,6 @@
 /** Flag parsers shared by the commands: each rejects bad input with a message commander prints (exit 2). */
 import { readFileSync } from 'node:fs';
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { LLM_DEFAULTS } from '../src/shared/defaults.js';
 import type { JsonValue, LlmPolicySettings } from '../src/internal.js';
 
@@ -31,6 +31,18 @@ export function duration(v: string): number {
   if (!m) throw new InvalidArgumentError('expected a duration such as 60s, 2m or 500ms.');
   const n = Number(m[1]);
   return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+}
+
+/** A duration as `duration` reads one back: whole minutes as `5m`, seconds as `30s`, else `ms`. */
+export function formatDuration(ms: number): string {
+  if (ms > 0 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms > 0 && ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/** A duration flag whose help shows its default as the flag takes one (`30s`, not `30000`, which the flag would read as seconds). */
+export function durationOption(flags: string, description: string, defaultMs: number): Option {
+  return new Option(flags, description).argParser(duration).default(defaultMs, formatDuration(defaultMs));
 }
 
 /** `key=value`, repeatable; the value is read as JSON when it parses (numbers, booleans), else as a string. */

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { addLlmOptions, duration, integer, llmSettings, OTEL_HELP, positiveInt, rewardSource, toolOption, type LlmFlags } from './options.js';
+import { addLlmOptions, duration, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, rewardSource, toolOption, type LlmFlags } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
@@ -45,7 +45,7 @@ export function registerRun(program: Command, io: Io): void {
     .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
     .option('--resume <run-id>', 'continue a run after its process stopped (killed, crashed, interrupted), from its journal in the Redis --store')
-    .option('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', duration, RUN_DEFAULTS.storeWaitMs)
+    .addOption(durationOption('--store-wait <duration>', 'with a Redis store: how long to wait for Redis when it goes away before stopping (resumable)', RUN_DEFAULTS.storeWaitMs))
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--reward-source <source=binding>', "replace a reward source's binding for this run: a JSON file or inline JSON, as in env.json reward_sources (repeatable)", rewardSource, {})
     .option('--port <port>', 'serve POST /rewards, GET /events … on 127.0.0.1:<port> while the run is live (0: any free port); clients need the token in <run>/server.json', integer)

@@ -7,7 +7,7 @@ import type { JsonValue } from '../src/internal.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core } from './lib.js';
-import { duration, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
+import { durationOption, integer, OTEL_HELP, positiveInt, rewardSource, toolOption } from './options.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../src/shared/defaults.js';
 
 interface Flags {
@@ -42,8 +42,8 @@ export function registerServe(program: Command, io: Io): void {
     .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, SERVE_DEFAULTS.maxSessions)
     .option('--allow-agent-programs', 'let a rollouts request name an agent program ("agent": {"command": [...]}) to run each episode; it runs as this server\'s user')
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
-    .option('--http-idle <duration>', 'an HTTP session with no request for this long ends', duration, SERVE_DEFAULTS.httpIdleMs)
-    .option('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', duration, SERVE_DEFAULTS.wsTimeoutMs)
+    .addOption(durationOption('--http-idle <duration>', 'an HTTP session with no request for this long ends', SERVE_DEFAULTS.httpIdleMs))
+    .addOption(durationOption('--ws-timeout <duration>', 'a WebSocket client that answers nothing (no message, no pong to the pings) for this long is cut off, its episode ended client_lost and its slot freed', SERVE_DEFAULTS.wsTimeoutMs))
     .option('--split <name>', "a suite's task split that reset {task_id} and rollouts draw from; several as train,test", SERVE_DEFAULTS.split)
     .option('--seed <s>', 'seed for the tools and simulated latency', integer, RUN_DEFAULTS.seed)
     .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)

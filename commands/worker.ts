@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { WorkerEvent } from '../src/internal.js';
 import { core } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { duration, integer, positiveInt } from './options.js';
+import { durationOption, integer, positiveInt } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS, WORKER_DEFAULTS } from '../src/shared/defaults.js';
 
@@ -27,9 +27,9 @@ export function registerWorker(program: Command, io: Io): void {
     .option('--queue <name>', 'the queue to take episodes from (a coordinator\'s --queue)', RUN_DEFAULTS.queue)
     .option('--concurrency <c>', 'episodes in hand at once', positiveInt, WORKER_DEFAULTS.concurrency)
     .option('--envs <dir...>', 'folders holding the envs on this machine (default: the path the coordinator recorded)')
-    .option('--lease <duration>', "how long an episode stays this worker's without renewal: a dead worker's episodes wait this long", duration, WORKER_DEFAULTS.leaseMs)
+    .addOption(durationOption('--lease <duration>', "how long an episode stays this worker's without renewal: a dead worker's episodes wait this long", WORKER_DEFAULTS.leaseMs))
     .option('--max-attempts <n>', 'claims of one episode without a step committed in between (its workers died running it) before it is given up as worker_lost', positiveInt, WORKER_DEFAULTS.maxAttempts)
-    .option('--store-wait <duration>', 'how long to wait for Redis when it goes away before leaving a run', duration, RUN_DEFAULTS.storeWaitMs)
+    .addOption(durationOption('--store-wait <duration>', 'how long to wait for Redis when it goes away before leaving a run', RUN_DEFAULTS.storeWaitMs))
     .option('--health-port <port>', 'serve GET /ready and /live on this port (0: any free port)', integer)
     .option('--json', 'print worker events as JSON lines')
     .addHelpText('after', '\nExamples:\n  agent worker --store redis://127.0.0.1:6379/0\n  agent worker --store redis://redis:6379/0 --concurrency 16 --envs /envs --health-port 8080')

@@ -17,6 +17,7 @@ const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g,
 
 /** A default as the reader would type it; the environment variables an option reads are named in its description. */
 function shownDefault(o: Option): string {
+  if (o.defaultValueDescription !== undefined) return `\`${o.defaultValueDescription}\``;
   const d: unknown = o.defaultValue;
   if (d === undefined || d === false) return '';
   if (typeof d === 'object') return Object.keys(d as object).length === 0 ? '' : `\`${JSON.stringify(d)}\``;
