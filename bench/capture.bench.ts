@@ -9,6 +9,8 @@
  * Goals: ≤ 2 ms CPU per proxied turn, ≤ 1 ms p50 added, 256 programs without an error.
  */
 import { fork } from 'node:child_process';
+import { createServer } from 'node:http';
+import { listen } from '../src/server/listen.js';
 import { ChatCapture } from '../src/capture/chat-capture.js';
 import { CaptureServer } from '../src/capture/capture-server.js';
 import { TokenChat } from '../src/llm/token-chat.js';
@@ -18,6 +20,7 @@ import { target } from './lib/targets.js';
 const TURNS = 8;
 const PARAMETERS = { type: 'object' as const, properties: { key: { type: 'string' } }, required: ['key'] };
 const TOOLS = [{ type: 'function' as const, function: { name: 'lookup_code', description: 'The code behind a key.', parameters: PARAMETERS } }];
+const FLOOR_ANSWER = JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'lookup_code', arguments: '{"key":"amber-fox"}' } }] }, finish_reason: 'tool_calls' }] });
 const CALL = '<tool_call>\n{"name": "lookup_code", "arguments": {"key": "amber-fox"}}\n</tool_call>';
 
 type Stats = { p50: number; p99: number };
@@ -99,25 +102,53 @@ if (process.argv[2] === '--server') {
     return { cpuMs: (cpu.user + cpu.system) / 1000, ...result };
   };
 
+  /** The floor: the same requests to a bare HTTP server in this process that answers a fixed tool call at once (one loopback hop, nothing of ours). */
+  const floorServer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(FLOOR_ANSWER) }).end(FLOOR_ANSWER));
+  });
+  const floorUrl = `http://127.0.0.1:${await listen(floorServer, '127.0.0.1', 0)}`;
+  const floor = async (n: number): Promise<number[]> => {
+    const done = new Promise<{ latencies: number[] }>((resolve) => clients.once('message', (m) => resolve(m as { latencies: number[] })));
+    clients.send({ url: floorUrl, model: 'floor', tokens: Array.from({ length: n }, (_, i) => `floor-${i}`) });
+    return (await done).latencies;
+  };
+
   // Warm both paths (JIT, connections) before measuring.
   for (let i = 0; i < 3; i++) {
     await direct(16, 1_000 * i);
     await proxied(16);
+    await floor(16);
   }
   console.log(`Agent programs' model calls through the capture endpoint (token mode, a fake vLLM answering at once, ${TURNS} turns per program):`);
   for (const n of [1, 64, 256]) {
-    const a = await direct(n, 10_000);
-    const b = await proxied(n);
-    const turns = n * TURNS;
+    // Rounds enough for 512 turns a level (a one-program round is 8 samples: too few for a p50).
+    const rounds = Math.ceil(512 / (n * TURNS));
+    const a = { cpuMs: 0, latencies: [] as number[] };
+    const b = { cpuMs: 0, latencies: [] as number[], errors: 0 };
+    const hop: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const x = await direct(n, 10_000 + r * n);
+      const y = await proxied(n);
+      a.cpuMs += x.cpuMs;
+      a.latencies.push(...x.latencies);
+      b.cpuMs += y.cpuMs;
+      b.latencies.push(...y.latencies);
+      b.errors += y.errors;
+      if (n === 1) hop.push(...(await floor(n)));
+    }
+    const turns = rounds * n * TURNS;
     const [da, db] = [stats(a.latencies), stats(b.latencies)];
     const cpuPerTurn = b.cpuMs / turns;
     const added = db.p50 - da.p50;
     const line = `  ${String(n).padStart(3)} at once: CPU per turn ${cpuPerTurn.toFixed(2)} ms proxied vs ${(a.cpuMs / turns).toFixed(2)} ms on the llm: path; latency p50 ${db.p50.toFixed(2)} / p99 ${db.p99.toFixed(2)} ms vs ${da.p50.toFixed(2)} / ${da.p99.toFixed(2)} ms (added p50 ${added.toFixed(2)} ms); ${b.errors} error(s)`;
     console.log(line);
+    if (n === 1) console.log(`    of which the loopback hop itself (a bare server answering at once): p50 ${stats(hop).p50.toFixed(2)} ms`);
     if (n === 1) console.log(`    ${target('capture: added latency p50, one program', added, 'ms', { atMost: 1 })}`);
     if (n === 64) console.log(`    ${target('capture: CPU per proxied turn, 64 programs', cpuPerTurn, 'ms', { atMost: 2 })}`);
     if (n === 256) console.log(`    ${target('capture: errors with 256 programs', b.errors, '', { atMost: 0 })}`);
   }
   clients.disconnect();
+  floorServer.close();
   server.stop();
 }

@@ -1,8 +1,8 @@
 /** Flag parsers shared by the commands: each rejects bad input with a message commander prints (exit 2). */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { LLM_DEFAULTS } from '../src/shared/defaults.js';
-import type { JsonValue, LlmPolicySettings } from '../src/internal.js';
+import { LLM_DEFAULTS, PROGRAM_DEFAULTS } from '../src/shared/defaults.js';
+import type { JsonValue, LlmPolicySettings, ProgramLimits } from '../src/internal.js';
 
 export function positiveInt(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1.');
@@ -128,4 +128,24 @@ export function llmSettings(flags: LlmFlags): LlmPolicySettings {
     ...(flags.toolParser !== undefined ? { toolParser: flags.toolParser } : {}),
     ...(flags.maxContext !== undefined ? { maxContext: flags.maxContext } : {}),
   };
+}
+
+export interface ProgramFlags {
+  programTimeout?: number;
+  maxTurns?: number;
+}
+
+/** An agent program's limits per episode (`--policy cmd:` only): wall time and model calls. */
+export function addProgramOptions(command: Command): Command {
+  return command
+    .option('--program-timeout <duration>', 'with a cmd: policy: wall time per episode; past it the program and everything it started is killed and the episode ends time_limit (default: none)', duration)
+    .option('--max-turns <n>', `with a cmd: policy: model calls per episode; the one past it is refused and the episode ends max_turns (default: ${PROGRAM_DEFAULTS.maxTurns})`, positiveInt);
+}
+
+/** The program limits the flags set; undefined when none. Given with a policy other than `cmd:`, the flag that does not apply (a usage error for the caller). */
+export function programLimits(flags: ProgramFlags & { readonly policy: string }): { readonly limits?: ProgramLimits; readonly misplaced?: string } {
+  const limits: ProgramLimits = { ...(flags.programTimeout !== undefined ? { timeoutMs: flags.programTimeout } : {}), ...(flags.maxTurns !== undefined ? { maxTurns: flags.maxTurns } : {}) };
+  if (Object.keys(limits).length === 0) return {};
+  if (!flags.policy.startsWith('cmd:')) return { misplaced: flags.programTimeout !== undefined ? '--program-timeout' : '--max-turns' };
+  return { limits };
 }

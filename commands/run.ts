@@ -3,13 +3,12 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { addLlmOptions, duration, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, rewardSource, toolOption, type LlmFlags } from './options.js';
+import { addLlmOptions, addProgramOptions, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, rewardSource, toolOption, type LlmFlags, type ProgramFlags } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
-interface RunFlags extends LlmFlags {
+interface RunFlags extends LlmFlags, ProgramFlags {
   instruction?: string;
-  programTimeout?: number;
   episodes: number;
   concurrency: number;
   maxSteps: number;
@@ -40,7 +39,6 @@ export function registerRun(program: Command, io: Io): void {
     .option('--max-steps <m>', 'steps per episode at most', positiveInt, RUN_DEFAULTS.maxSteps)
     .option('--policy <policy>', "'random', llm:<model> (a model with tool calling: see --llm-base-url, --tokens), cmd:'<command line>' (an agent program, started once per episode: see --llm-base-url, --tokens), or a module exporting (observation, ctx) => action | null", RUN_DEFAULTS.policy)
     .option('--instruction <text>', "with an llm: or cmd: policy: what the user asks in each episode (default: the env's description)")
-    .option('--program-timeout <duration>', 'with a cmd: policy: wall time per episode; past it the program and everything it started is killed and the episode ends time_limit (default: none)', duration)
     .option('--seed <s>', 'seed for the policy, the tools and simulated latency', integer, RUN_DEFAULTS.seed)
     .option('--out <dir>', 'parent folder of run folders', RUN_DEFAULTS.out)
     .option('--store <url>', "where episode states live while they run: 'memory', or redis://host:port/db (default: $AGENT_STORE, else memory)", process.env['AGENT_STORE'] ?? 'memory')
@@ -55,7 +53,7 @@ export function registerRun(program: Command, io: Io): void {
     .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', RUN_DEFAULTS.queue)
     .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there');
-  addLlmOptions(command)
+  addProgramOptions(addLlmOptions(command))
     .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json\n  agent run fixtures/lookup --policy llm:Qwen/Qwen2.5-0.5B-Instruct --llm-base-url http://127.0.0.1:8000/v1 --tokens --instruction "What is the code behind the key \'amber-fox\'?"\n  agent run fixtures/weather --policy cmd:\'python3 my_agent.py\' --llm-base-url http://127.0.0.1:8000/v1 --tokens')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
       if ((envDir === undefined) === (flags.resume === undefined)) {
@@ -72,7 +70,8 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
   const llmFlags = Object.keys(llmSettings(flags));
   const modelDriven = flags.policy.startsWith('llm:') || flags.policy.startsWith('cmd:');
   if (!modelDriven && (llmFlags.length > 0 || flags.instruction !== undefined)) throw new UsageError(`${flags.instruction !== undefined ? '--instruction' : 'the --llm-*, --tokens and sampling flags'} go with an llm: or cmd: policy (got --policy ${flags.policy})`, 'Pass --policy llm:<model> or cmd:<command line>, or drop them.');
-  if (flags.programTimeout !== undefined && !flags.policy.startsWith('cmd:')) throw new UsageError(`--program-timeout goes with a cmd: policy (got --policy ${flags.policy})`, "Pass --policy cmd:'<command line>', or drop it.");
+  const program = programLimits(flags);
+  if (program.misplaced) throw new UsageError(`${program.misplaced} goes with a cmd: policy (got --policy ${flags.policy})`, "Pass --policy cmd:'<command line>', or drop it.");
   const otel = otelConfig(process.env, flags.otel);
   const run = await Run.prepare({
     env: envDir ?? '',
@@ -83,7 +82,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     maxSteps: flags.maxSteps,
     policy: flags.policy,
     ...(modelDriven ? { llm: { ...llmSettings(flags), ...(flags.instruction !== undefined ? { instruction: flags.instruction } : {}) } } : {}),
-    ...(flags.programTimeout !== undefined ? { programTimeoutMs: flags.programTimeout } : {}),
+    ...(program.limits ? { program: program.limits } : {}),
     seed: flags.seed,
     out: flags.out,
     store: flags.store,

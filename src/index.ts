@@ -38,6 +38,7 @@ export type { EpisodeEndReason, LlmRunConfig, RunConfig, RunEvent, SettledStepEv
 export type { PendingCall, RecentReward, RunProgress, ToolStats } from './run/run-stats.js';
 export { loadPolicy, randomPolicy, type Observation, type Policy, type PolicyContext, type PolicyTask } from './run/policy.js';
 export { makePolicy, type PolicySetup, type RunPolicy } from './run/policy-factory.js';
+export type { ProgramLimits } from './run/program-episode.js';
 export type { LlmPolicySettings } from './run/llm-agent.js';
 
 // State: stores, patches, lifecycles.

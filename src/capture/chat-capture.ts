@@ -65,6 +65,8 @@ export class ChatCapture {
   readonly #episode: number;
   readonly #report: (call: LlmCallReport) => void;
   readonly #failed: ((err: AgentError) => void) | undefined;
+  readonly #maxTurns: number;
+  readonly #exhausted: (() => void) | undefined;
   readonly #segments: Segment[] = [];
   /** One request at a time per episode: a segment is extended in the order its turns were asked. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -72,13 +74,16 @@ export class ChatCapture {
 
   /**
    * `report` hears every model call (a failed one too); `failed`, an inference server that failed a
-   * request after its retries (the program is answered a 502 all the same): the episode fails with it.
+   * request after its retries (the program is answered a 502 all the same): the episode fails with it;
+   * `exhausted`, a request past `maxTurns` model calls (refused with a 400, as every one after it).
    */
-  constructor(upstream: CaptureUpstream, episode: number, hooks: { readonly report: (call: LlmCallReport) => void; readonly failed?: (err: AgentError) => void }) {
+  constructor(upstream: CaptureUpstream, episode: number, hooks: { readonly report: (call: LlmCallReport) => void; readonly failed?: (err: AgentError) => void; readonly maxTurns?: number; readonly exhausted?: () => void }) {
     this.#upstream = upstream;
     this.#episode = episode;
     this.#report = hooks.report;
     this.#failed = hooks.failed;
+    this.#maxTurns = hooks.maxTurns ?? Infinity;
+    this.#exhausted = hooks.exhausted;
   }
 
   /** Model calls answered so far. */
@@ -104,6 +109,11 @@ export class ChatCapture {
 
   async #complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
     if (call.model !== this.model) throw new CaptureError(404, 'model_not_found', `The model '${call.model}' does not exist: this endpoint serves '${this.model}'`, 'model');
+    if (this.#turns >= this.#maxTurns) {
+      this.#exhausted?.();
+      // A 400, not a 429: the SDKs retry a 429 themselves, and no retry can succeed.
+      throw new CaptureError(400, 'turn_limit_reached', `this episode has had its ${this.#maxTurns} model calls (its turn limit): it is over`);
+    }
     const t0 = performance.now();
     const n = this.#turns++;
     const id = `chatcmpl-${this.#episode}-${n}`;

@@ -34,6 +34,9 @@ export class Program {
   readonly #pid: number | undefined;
   readonly #graceMs: number;
   #done = false;
+  #stopping = false;
+  /** Stops waiting for the stderr pipe to close (a process that left the group can hold it open). */
+  #giveUp: (afterMs: number) => void = () => undefined;
 
   private constructor(command: string, options: ProgramOptions) {
     this.#graceMs = options.graceMs ?? 2_000;
@@ -59,12 +62,17 @@ export class Program {
         tail += `\n${err.message}`;
         finish();
       });
+      this.#giveUp = (afterMs) => {
+        clearTimeout(late);
+        late = setTimeout(finish, afterMs);
+      };
       child.on('exit', (code, signal) => {
         exit = { code, signal };
+        // Being stopped, the shell goes at SIGTERM while the program it runs may still be saving its work: the group keeps its grace period.
+        if (this.#stopping) return;
         // The leader is gone; what it started may not be, and may hold stderr open: the group goes with it.
         killGroup(child.pid);
-        // A process that left the group (setsid) can keep the pipe open: stop waiting for it.
-        late = setTimeout(finish, 1_000);
+        this.#giveUp(1_000);
       });
       child.on('close', finish);
     });
@@ -78,12 +86,18 @@ export class Program {
   /** Stops the program and everything it started; resolves once it has exited. */
   async stop(): Promise<ProgramExit> {
     if (!this.#done) {
+      this.#stopping = true;
       killGroup(this.#pid, 'SIGTERM');
-      const timer = setTimeout(() => killGroup(this.#pid, 'SIGKILL'), this.#graceMs);
+      const timer = setTimeout(() => {
+        killGroup(this.#pid, 'SIGKILL');
+        this.#giveUp(1_000);
+      }, this.#graceMs);
       try {
         return await this.exited;
       } finally {
         clearTimeout(timer);
+        // The program went within its grace period; whatever it started that is still there goes now.
+        killGroup(this.#pid);
       }
     }
     return this.exited;

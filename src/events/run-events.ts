@@ -12,9 +12,10 @@ export type SettledStepEvent = EnvEventOf<'trace_settled'> & { readonly availabl
  * its session was ended and its slot freed; truncated. `context_limit`: an llm: policy in token mode
  * whose next prompt would not fit the model's context (its error says by how much); truncated.
  * `time_limit`: an agent program (`--policy cmd:`) still running at the episode's wall-time limit:
- * its process tree was killed; truncated.
+ * its process tree was killed; truncated. `max_turns`: an agent program that asked for a model call
+ * past its turn limit (`--max-turns`); truncated.
  */
-export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed' | 'client_lost' | 'context_limit' | 'time_limit';
+export type EpisodeEndReason = 'done' | 'max_steps' | 'policy_stop' | 'no_actions' | 'policy_error' | 'interrupted' | 'worker_lost' | 'client_closed' | 'client_lost' | 'context_limit' | 'time_limit' | 'max_turns';
 
 /** A worker of a distributed run as its coordinator sees it. */
 export interface WorkerRow {

@@ -397,7 +397,7 @@ export class EpisodeRunner {
 
 /** Whether an episode that ended so was cut short (truncated) rather than over by the env's or the policy's own end (terminated). */
 export function truncatedBy(reason: EpisodeEndReason): boolean {
-  return reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit' || reason === 'time_limit';
+  return reason === 'max_steps' || reason === 'interrupted' || reason === 'policy_error' || reason === 'client_closed' || reason === 'client_lost' || reason === 'context_limit' || reason === 'time_limit' || reason === 'max_turns';
 }
 
 /** The number at the end of a trace id (`ep-3:7` → 7). */

@@ -16,7 +16,7 @@ import { servedModel } from '../llm/vllm.js';
 import { AgentError } from '../shared/errors.js';
 import { CaptureServer } from '../capture/capture-server.js';
 import type { CaptureUpstream } from '../capture/chat-capture.js';
-import { ProgramEpisode } from './program-episode.js';
+import { ProgramEpisode, type ProgramLimits } from './program-episode.js';
 
 /** A policy ready to run: what chooses the actions, what run.json records of it, and what it keeps per episode. */
 export interface RunPolicy {
@@ -46,20 +46,20 @@ export interface PolicySetup {
   readonly gold?: Policy;
   /** The env's name (what an agent program's MCP server calls itself). */
   readonly envName?: string;
-  /** An agent program's wall time per episode (`cmd:`; default: none). */
-  readonly programTimeoutMs?: number;
+  /** An agent program's limits per episode (`cmd:`). */
+  readonly program?: ProgramLimits;
   readonly signal?: AbortSignal;
 }
 
 /** An env's defaults for an `llm:` agent under `agent run`: its policy.md as the system prompt, its description as what the user asks (unless `llm` says otherwise). */
-export function envPolicySetup(env: Pick<EnvDefinition, 'dir' | 'description' | 'name'>, llm: (LlmPolicySettings & { readonly system?: string; readonly instruction?: string }) | undefined, seed: number, signal: AbortSignal | undefined, programTimeoutMs?: number): PolicySetup {
+export function envPolicySetup(env: Pick<EnvDefinition, 'dir' | 'description' | 'name'>, llm: (LlmPolicySettings & { readonly system?: string; readonly instruction?: string }) | undefined, seed: number, signal: AbortSignal | undefined, program?: ProgramLimits): PolicySetup {
   const instruction = llm?.instruction ?? env.description;
   return {
     system: async () => llm?.system ?? (await readFile(path.join(env.dir, 'policy.md'), 'utf8').then((t) => t.trim(), () => '')),
     ...(instruction !== undefined ? { instruction } : {}),
     seed,
     envName: env.name,
-    ...(programTimeoutMs !== undefined ? { programTimeoutMs } : {}),
+    ...(program ? { program } : {}),
     ...(llm ? { llm } : {}),
     ...(signal ? { signal } : {}),
   };
@@ -116,13 +116,12 @@ export async function programPolicy(command: string, context: PolicySetup): Prom
   const apiKey = settings.apiKeyEnv !== undefined ? process.env[settings.apiKeyEnv] : undefined;
   const upstream: CaptureUpstream = tokens ? { kind: 'tokens', chat: tokens } : { kind: 'text', baseURL: settings.baseURL, apiKey, model };
   const server = await CaptureServer.start();
-  const timeoutMs = context.programTimeoutMs;
   return {
     // Never asked: each episode is driven by its program.
     policy: () => null,
     record: { name: `${PREFIX}${command}`, llm: config },
     ended: () => undefined,
-    driver: (_episode, task) => new ProgramEpisode({ command, server, upstream, envName: context.envName ?? 'env', ...(context.instruction !== undefined ? { instruction: context.instruction } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) }, task),
+    driver: (_episode, task) => new ProgramEpisode({ command, server, upstream, envName: context.envName ?? 'env', ...(context.instruction !== undefined ? { instruction: context.instruction } : {}), ...context.program }, task),
     dispose: () => server[Symbol.asyncDispose](),
   };
 }

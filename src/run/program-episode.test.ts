@@ -122,11 +122,44 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
     const dir = await tmp();
     const marker = path.join(dir, 'child.pid');
     // The program ignores SIGTERM and leaves a child that does too.
-    const stubborn = await run(`trap '' TERM; sh -c 'echo $$ > ${marker}; exec sleep 30' & sleep 30`, server.url, { episodes: 1, programTimeoutMs: 300 });
+    const stubborn = await run(`trap '' TERM; sh -c 'echo $$ > ${marker}; exec sleep 30' & sleep 30`, server.url, { episodes: 1, program: { timeoutMs: 300 } });
     expect(stubborn.summary.episodes.by_reason).toEqual({ time_limit: 1 });
     const child = Number((await readFile(marker, 'utf8')).trim());
     expect(child).toBeGreaterThan(1);
     expect(await gone(child)).toBe(true);
+  });
+
+  it('ends a program that floods the model at its turn limit: the call past it refused with a 400 the SDK raises, the episode truncated max_turns', async () => {
+    await using server = await startFakeVllmServer({ reply: () => 'Thinking.' });
+    const dir = await tmp();
+    const program = path.join(dir, 'flood.mjs');
+    const said = path.join(dir, 'said.json');
+    // It ignores SIGTERM so that what the SDK raised is written down before it goes.
+    await writeFile(
+      program,
+      `import OpenAI from ${JSON.stringify(import.meta.resolve('openai'))};
+import { writeFileSync } from 'node:fs';
+process.on('SIGTERM', () => {});
+const openai = new OpenAI({ maxRetries: 0 });
+for (;;) {
+  try {
+    await openai.chat.completions.create({ model: process.env.AGENT_MODEL, messages: [{ role: 'user', content: 'Go on.' }] });
+  } catch (err) {
+    writeFileSync(process.argv[2], JSON.stringify({ status: err.status, type: err.type, message: err.message }));
+    process.exit(0);
+  }
+}
+`,
+    );
+    const { run: r, summary } = await run(`node ${program} ${said}`, server.url, { episodes: 1, program: { maxTurns: 3 } });
+    expect(summary.episodes.by_reason).toEqual({ max_turns: 1 });
+    expect(summary.model_turns).toMatchObject({ total: 3, failed: 0 });
+    expect(server.completions).toHaveLength(4); // the start-up check and three turns
+    const error = JSON.parse(await readFile(said, 'utf8')) as { status: number; type: string; message: string };
+    expect(error).toMatchObject({ status: 400, type: 'turn_limit_reached' });
+    expect(error.message).toContain('its 3 model calls');
+    const episode = JSON.parse((await readFile(path.join(r.dir as string, 'episodes.jsonl'), 'utf8')).split('\n')[0] as string) as { reason: string; truncated: boolean };
+    expect(episode).toMatchObject({ reason: 'max_turns', truncated: true });
   });
 
   it("fails the episode with the inference server's error when it dies under a program, answering the program a well-formed 502, and starts no more", async () => {

@@ -9,8 +9,9 @@
  *   and the env's initial state).
  *
  * The episode ends when the program exits (`policy_stop`; `policy_error` with its exit code, signal
- * and stderr's last line when it failed), when a step ends it (`done`, `max_steps`), or at the wall
- * time limit (`time_limit`); the program's whole process group is then killed.
+ * and stderr's last line when it failed), when a step ends it (`done`, `max_steps`), when it asks
+ * for a model call past its turn limit (`max_turns`: a program that floods the model), or at the
+ * wall time limit (`time_limit`: one that never exits); the program's whole process group is then killed.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,8 +26,17 @@ import { ChatCapture, type CaptureUpstream } from '../capture/chat-capture.js';
 import type { CaptureServer } from '../capture/capture-server.js';
 import { textContent, type EpisodeTools } from '../capture/episode-mcp.js';
 import { Program, type ProgramExit } from '../capture/program.js';
+import { PROGRAM_DEFAULTS } from '../shared/defaults.js';
 
-export interface ProgramSettings {
+/** How far an agent program may go in one episode. */
+export interface ProgramLimits {
+  /** Wall time per episode (default: none): past it the program's process tree is killed and the episode ends `time_limit`. */
+  readonly timeoutMs?: number;
+  /** Model calls per episode (default `PROGRAM_DEFAULTS.maxTurns`): the one past it is refused and the episode ends `max_turns`. */
+  readonly maxTurns?: number;
+}
+
+export interface ProgramSettings extends ProgramLimits {
   /** The command line, run by `/bin/sh -c`. */
   readonly command: string;
   readonly server: CaptureServer;
@@ -35,8 +45,6 @@ export interface ProgramSettings {
   readonly envName: string;
   /** What the program is asked to do when no task says (the env's description). */
   readonly instruction?: string;
-  /** Wall time an episode's program may run (default: no limit). */
-  readonly timeoutMs?: number;
   /** Between SIGTERM and SIGKILL when the program is stopped. */
   readonly graceMs?: number;
 }
@@ -66,6 +74,8 @@ export class ProgramEpisode implements EpisodeDriver {
     };
     const chat = new ChatCapture(settings.upstream, control.episode, {
       report: (call) => control.reportLlmCall(call),
+      maxTurns: settings.maxTurns ?? PROGRAM_DEFAULTS.maxTurns,
+      exhausted: () => endWith('max_turns'),
       // The inference server failed a request after its retries: the episode fails with that, not with whatever the program makes of its 502.
       failed: (err) => endWith('policy_error', { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) }),
     });

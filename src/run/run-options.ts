@@ -11,6 +11,7 @@ import { isLoopback, newToken } from '../server/http-guard.js';
 import type { SessionScheduler } from './session-scheduler.js';
 import type { Policy } from './policy.js';
 import type { RunPolicy } from './policy-factory.js';
+import type { ProgramLimits } from './program-episode.js';
 import type { LlmPolicySettings } from './llm-agent.js';
 import type { JournalRun, ServedFrom } from './run-journal.js';
 import { llmModel } from './llm-agent.js';
@@ -37,8 +38,8 @@ export interface RunOptions {
    * `tokens`), its system prompt, and what the user asks (default: the env's description).
    */
   readonly llm?: LlmPolicySettings & { readonly system?: string; readonly instruction?: string };
-  /** An agent program's (`cmd:`) wall time per episode, in ms: past it, its process tree is killed and the episode ends `time_limit`. */
-  readonly programTimeoutMs?: number;
+  /** An agent program's (`cmd:`) limits per episode: wall time (`time_limit`), model calls (`max_turns`). */
+  readonly program?: ProgramLimits;
   readonly seed?: number;
   /** Parent folder of run folders (default `runs`). */
   readonly out?: string;

@@ -194,7 +194,7 @@ export class Run implements AsyncDisposable {
         made ??
         (options.sessions
           ? namedPolicy(servedPolicy, SERVED_POLICY)
-          : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal, options.programTimeoutMs))));
+          : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal, options.program))));
       const llmConfig = runPolicy.record.llm;
       const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
       const journalRun: JournalRun = saved ?? {

@@ -136,6 +136,13 @@ describe('rollouts through agent serve', () => {
         expect(model.completions.some((c) => same(r.input_ids.slice(0, t.start), c.prompt_token_ids) && same(r.input_ids.slice(t.start, t.end), c.token_ids))).toBe(true);
       }
     }
+
+    // The request bounds its program: one model call per episode, so the answer it asks for next is refused.
+    client.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 1, agent: { command: program, max_turns: 0 } }) });
+    expect((await client.until((m) => m.id === 3))[0]?.data).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('/data/agent/max_turns') });
+    client.send({ type: 'rollouts', id: 4, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 1, agent: { command: program, max_turns: 1, timeout_s: 60 } }) });
+    const bounded = (await client.until((m) => m.id === 4 && m.type !== 'rollout_group')).find((m) => m.type === 'rollout_group')?.data as { records: TokenRecord[] };
+    expect(bounded.records.map((r) => [r.reason, r.truncated, r.turns.length])).toEqual([['max_turns', true, 1]]);
   });
 
   it("labels turns with the version the server reports, and drops or re-runs a group too many versions behind, counting it", async () => {

@@ -18,6 +18,7 @@ import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
 import { withTask, type Policy } from '../run/policy.js';
 import { llmPolicy, programPolicy, type PolicySetup, type RunPolicy } from '../run/policy-factory.js';
+import type { ProgramLimits } from '../run/program-episode.js';
 import { episodeTokenRecords, type TokenRecord, type TurnOf } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/json.js';
@@ -42,8 +43,8 @@ export interface RolloutRequest {
   readonly weightVersion?: number;
   readonly maxStaleness?: number;
   readonly stale: 'drop' | 'rerun';
-  /** An agent program that runs each episode instead of the suite's `llm:` agent (its argv, joined as a shell command line). */
-  readonly agent?: { readonly command: string };
+  /** An agent program that runs each episode instead of the suite's `llm:` agent (its argv, joined as a shell command line), and its limits per episode. */
+  readonly agent?: { readonly command: string; readonly limits: ProgramLimits };
 }
 
 /** A task's group: its K token records, the oldest weight version among their turns, and how far behind that was. */
@@ -119,6 +120,12 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
   if (agent !== undefined && !host.agentPrograms) bad('agent', 'names an agent program, which this server does not run', 'A program runs as the server\'s user: start agent serve with --allow-agent-programs to let its clients name one.');
   const argv = isPlainObject(agent) ? agent['command'] : undefined;
   if (agent !== undefined && !(Array.isArray(argv) && argv.length > 0 && argv.every((a) => typeof a === 'string' && a !== ''))) bad('agent/command', 'must be a non-empty array of strings (the program and its arguments)', 'Send "agent": {"command": ["python3", "my_agent.py"]}.');
+  const limits: ProgramLimits = isPlainObject(agent)
+    ? {
+        ...(agent['max_turns'] !== undefined ? { maxTurns: num(agent, 'max_turns', 'agent/max_turns', 0, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1') } : {}),
+        ...(agent['timeout_s'] !== undefined ? { timeoutMs: num(agent, 'timeout_s', 'agent/timeout_s', 0, (v) => v > 0, 'must be a number of seconds > 0') * 1000 } : {}),
+      }
+    : {};
   return {
     taskIds: ids as string[],
     n: n as number,
@@ -136,7 +143,7 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
     ...(weightVersion !== undefined ? { weightVersion } : {}),
     ...(maxStaleness !== undefined ? { maxStaleness } : {}),
     stale: stale as 'drop' | 'rerun',
-    ...(Array.isArray(argv) ? { agent: { command: (argv as string[]).map(shellQuote).join(' ') } } : {}),
+    ...(Array.isArray(argv) ? { agent: { command: (argv as string[]).map(shellQuote).join(' '), limits } } : {}),
   };
 }
 
@@ -301,7 +308,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
     },
     signal,
   };
-  const agent = request.agent ? await programPolicy(request.agent.command, setup) : await llmPolicy(request.model, `llm:${request.model}`, setup);
+  const agent = request.agent ? await programPolicy(request.agent.command, { ...setup, program: request.agent.limits }) : await llmPolicy(request.model, `llm:${request.model}`, setup);
   try {
     return await rollGroups(request, host, versions, agent, onGroup, signal);
   } finally {

@@ -36,6 +36,12 @@ export const SERVE_DEFAULTS = {
   staleReruns: 2,
 } as const;
 
+/** An agent program (`--policy cmd:`) in each episode it drives. */
+export const PROGRAM_DEFAULTS = {
+  /** Model calls per episode: the one past it is refused and the episode ends `max_turns`. */
+  maxTurns: 256,
+} as const;
+
 /** `agent worker` and `RolloutWorker`. */
 export const WORKER_DEFAULTS = {
   concurrency: 4,

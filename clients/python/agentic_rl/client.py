@@ -273,7 +273,7 @@ class Env(Generic[ObsT, StateT]):
         seed: Optional[int] = None,
         tool_parser: Optional[str] = None,
         max_context: Optional[int] = None,
-        agent: Optional[Sequence[str]] = None,
+        agent: Union[Sequence[str], Mapping[str, Any], None] = None,
     ) -> RolloutStream:
         """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
         against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
@@ -285,14 +285,18 @@ class Env(Generic[ObsT, StateT]):
         (``stale="rerun"``, twice at most) or dropped (``"drop"``), counted in ``stream.summary``.
         ``agent``: an agent program's command (``["python3", "my_agent.py"]``) that runs each episode
         instead of the suite's agent, its model calls captured in token mode (the server must be started
-        with ``--allow-agent-programs``; see the "Train your own agent program" page).
+        with ``--allow-agent-programs``; see the "Train your own agent program" page); or
+        ``{"command": [...], "max_turns": 32, "timeout_s": 120}`` to bound each episode's program
+        (model calls: ``max_turns``, default 256; wall time: ``timeout_s``, default none).
         Bad input is raised on the first ``__anext__``; leaving the loop early cancels the rest.
         """
         await self.connect()
         data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
         optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context}
         data.update({k: v for k, v in optional.items() if v is not None})
-        if agent is not None:
+        if isinstance(agent, Mapping):
+            data["agent"] = dict(agent)
+        elif agent is not None:
             data["agent"] = {"command": list(agent)}
         rid = next(self._ids)
         queue: asyncio.Queue[Union[Dict[str, Any], ConnectionLost]] = asyncio.Queue()

@@ -76,6 +76,11 @@ async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: P
             stream = await env.rollouts(["lookup-train-0"], n=2, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen", sampling={"max_tokens": 48},
                                         agent=[sys.executable, str(AGENTS / "openai_tools.py")])
             groups = [group async for group in stream]
+            # Bounded by the request: its second model call is refused, the episode truncated.
+            bounded = await env.rollouts(["lookup-train-0"], n=1, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen", sampling={"max_tokens": 48},
+                                         agent={"command": [sys.executable, str(AGENTS / "openai_tools.py")], "max_turns": 1})
+            [capped] = [group async for group in bounded]
+        assert [(r["reason"], r["truncated"], len(r["turns"])) for r in capped.records] == [("max_turns", True, 1)]
         assert stream.summary is not None and stream.summary.groups == 1
         [group] = groups
         assert [r["trial"] for r in group.records] == [0, 1]

@@ -26,6 +26,7 @@ import { postJson } from '../../reward/service-evaluator.js';
 import { bootstrapMean, passHatK, percentile, round, type Estimate } from './stats.js';
 import { loadSuite, policyTask, type BenchmarkTask, type Suite } from './suite.js';
 import type { LlmPolicySettings } from '../../run/llm-agent.js';
+import type { ProgramLimits } from '../../run/program-episode.js';
 import { llmPolicy, makePolicy, namedPolicy, type PolicySetup, type RunPolicy } from '../../run/policy-factory.js';
 import { servedModel } from '../../llm/vllm.js';
 import { PiiIndex } from './pii.js';
@@ -56,6 +57,8 @@ export interface BenchmarkOptions {
   readonly user?: string;
   /** Where `llm:` models are served and how they are sampled (default: the provider's API, by model name); `tokens` for token-in, token-out against a vLLM-compatible server. */
   readonly llm?: Omit<LlmPolicySettings, 'user'>;
+  /** A `cmd:` policy's limits per episode: wall time, model calls. */
+  readonly program?: ProgramLimits;
   readonly signal?: AbortSignal;
   /** Metric modules: each exports `(episode: MetricEpisode) => number | Record<string, number>` (default export or `metric`), aggregated with a bootstrap interval. */
   readonly metrics?: readonly string[];
@@ -216,7 +219,7 @@ export async function agentSystemPrompt(suite: Suite): Promise<string> {
 
 /** The benchmark's policy: `gold` (its tasks' gold actions; in token mode rendered as the served model's turns), or what makePolicy makes of the rest; an `llm:` agent with the suite's rules and the simulated user. */
 async function benchmarkPolicy(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number, taskOf: (episode: number) => BenchmarkTask): Promise<RunPolicy> {
-  const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.signal ? { signal: options.signal } : {}) };
+  const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.program ? { program: options.program } : {}), ...(options.signal ? { signal: options.signal } : {}) };
   if (policyName !== 'gold') return makePolicy(typeof options.policy === 'function' ? options.policy : policyName, context);
   // Gold in token mode: the gold actions as the model's turns, rendered by the server's template (data for a supervised warm start).
   if (options.llm?.tokens === true) {
