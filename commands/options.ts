@@ -138,7 +138,7 @@ export interface ProgramFlags {
 /** An agent program's limits per episode (`--policy cmd:` only): wall time and model calls. */
 export function addProgramOptions(command: Command): Command {
   return command
-    .option('--program-timeout <duration>', 'with a cmd: policy: wall time per episode; past it the program and everything it started is killed and the episode ends time_limit (default: none)', duration)
+    .option('--program-timeout <duration>', `with a cmd: policy: wall time per episode; past it the program and everything it started is killed and the episode ends time_limit (default: ${formatDuration(PROGRAM_DEFAULTS.timeoutMs)})`, duration)
     .option('--max-turns <n>', `with a cmd: policy: model calls per episode; the one past it is refused and the episode ends max_turns (default: ${PROGRAM_DEFAULTS.maxTurns})`, positiveInt);
 }
 

@@ -58,6 +58,10 @@ interface Segment {
   readonly tools: string;
   /** Its messages so far, normalised (JSON each), the replies it was given included. */
   messages: string[];
+  /** A turn of it is being answered: a request in parallel (a sub-agent branching from the same history) starts a segment of its own. */
+  busy: boolean;
+  /** A turn failed after the sequence was extended: it is never extended again. */
+  spent: boolean;
 }
 
 export class ChatCapture {
@@ -68,8 +72,6 @@ export class ChatCapture {
   readonly #maxTurns: number;
   readonly #exhausted: (() => void) | undefined;
   readonly #segments: Segment[] = [];
-  /** One request at a time per episode: a segment is extended in the order its turns were asked. */
-  #queue: Promise<unknown> = Promise.resolve();
   #turns = 0;
 
   /**
@@ -101,13 +103,8 @@ export class ChatCapture {
     return this.#upstream.kind === 'tokens' ? this.#upstream.chat.server.model : this.#upstream.model;
   }
 
-  complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
-    const next = this.#queue.then(() => this.#complete(call, signal));
-    this.#queue = next.catch(() => undefined);
-    return next;
-  }
-
-  async #complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
+  /** Answers a model call; calls in parallel (sub-agents) are answered in parallel, each in a segment no other call is extending. */
+  async complete(call: ChatCall, signal: AbortSignal): Promise<ChatAnswer> {
     if (call.model !== this.model) throw new CaptureError(404, 'model_not_found', `The model '${call.model}' does not exist: this endpoint serves '${this.model}'`, 'model');
     if (this.#turns >= this.#maxTurns) {
       this.#exhausted?.();
@@ -119,8 +116,7 @@ export class ChatCapture {
     const id = `chatcmpl-${this.#episode}-${n}`;
     const created = Math.floor(Date.now() / 1000);
     try {
-      const answer = this.#upstream.kind === 'tokens' ? await this.#tokens(this.#upstream.chat, call, n, id, created, t0, signal) : await this.#text(this.#upstream, call, id, created, t0, signal);
-      return answer;
+      return this.#upstream.kind === 'tokens' ? await this.#tokens(this.#upstream.chat, call, n, id, created, t0, signal) : await this.#text(this.#upstream, call, id, created, t0, signal);
     } catch (err) {
       if (err instanceof CaptureError || signal.aborted) throw err;
       const failure = isAgentError(err) ? err : new AgentError('LLM_UNAVAILABLE', `the inference server failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -134,6 +130,17 @@ export class ChatCapture {
     const seen = call.messages.map((m) => JSON.stringify(m));
     const tools = JSON.stringify(call.tools);
     const segment = await this.#segmentFor(chat, call, seen, tools, signal);
+    try {
+      return await this.#generate(chat, segment, seen, n, id, created, t0, signal);
+    } catch (err) {
+      segment.spent = true;
+      throw err;
+    } finally {
+      segment.busy = false;
+    }
+  }
+
+  async #generate(chat: TokenChat, segment: Segment, seen: readonly string[], n: number, id: string, created: number, t0: number, signal: AbortSignal): Promise<ChatAnswer> {
     try {
       chat.checkLimit(segment.transcript, `episode ${this.#episode}, segment ${segment.index}`);
     } catch (err) {
@@ -158,20 +165,27 @@ export class ChatCapture {
     };
   }
 
-  /** The segment a request continues (its messages extend the segment's, with the same tools), or a new one rendered from the whole prompt. */
+  /** The segment a request continues (its messages extend the segment's, with the same tools), taken for it; or a new one rendered from the whole prompt. */
   async #segmentFor(chat: TokenChat, call: ChatCall, seen: readonly string[], tools: string, signal: AbortSignal): Promise<Segment> {
     for (let i = this.#segments.length - 1; i >= 0; i--) {
       const s = this.#segments[i] as Segment;
-      if (s.tools !== tools || seen.length <= s.messages.length || !s.messages.every((m, k) => m === seen[k])) continue;
+      if (s.busy || s.spent || s.tools !== tools || seen.length <= s.messages.length || !s.messages.every((m, k) => m === seen[k])) continue;
       const added = call.messages.slice(s.messages.length);
       // A message the program wrote as the assistant's was not generated here: it cannot extend the sequence as it was sampled.
       if (added.some((m) => m.role === 'assistant')) continue;
-      await chat.extend(s.transcript, added, signal);
+      s.busy = true;
+      try {
+        await chat.extend(s.transcript, added, signal);
+      } catch (err) {
+        // Nothing was appended (the render failed): the segment stays as it was.
+        s.busy = false;
+        throw err;
+      }
       return s;
     }
     const transcript = new TokenTranscript();
     transcript.addEnv(await chat.server.render(call.messages, { tools: call.tools, addGenerationPrompt: true }, signal));
-    const segment: Segment = { transcript, index: this.#segments.length, tools, messages: [] };
+    const segment: Segment = { transcript, index: this.#segments.length, tools, messages: [], busy: true, spent: false };
     this.#segments.push(segment);
     return segment;
   }

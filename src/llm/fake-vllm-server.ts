@@ -24,6 +24,8 @@ export interface FakeVllmOptions {
   readonly model?: string;
   /** Each completion answers after this long (a generation's time on a real server; default 0). */
   readonly delayMs?: number;
+  /** Holds a completion's answer until the promise settles (a test's barrier: requests that must be in flight together). */
+  readonly gate?: (prompt: string) => Promise<void> | undefined;
   /** Render the last assistant turn with an empty `<think>` block, earlier ones without (as Qwen3's template does): not prefix-stable. */
   readonly thinkingTemplate?: boolean;
   /** Report each completion's `weight_version` (as our tiny server does after a weight update): this one, read per completion. */
@@ -138,7 +140,9 @@ export async function startFakeVllmServer(options: FakeVllmOptions): Promise<Fak
           ...(omit.has('token_ids') || body['return_token_ids'] !== true ? {} : { token_ids: ids, prompt_token_ids: prompt }),
         };
         const answer = { id: `cmpl-${completions.length}`, object: 'text_completion', model, choices: [choice], usage: { prompt_tokens: prompt.length, completion_tokens: ids.length }, ...(options.weightVersion ? { weight_version: options.weightVersion() } : {}) };
-        if (options.delayMs) {
+        const gate = options.gate?.(decode(prompt));
+        if (gate) void gate.then(() => send(200, answer));
+        else if (options.delayMs) {
           const timer = setTimeout(() => {
             timers.delete(timer);
             send(200, answer);

@@ -129,6 +129,51 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
     expect(await gone(child)).toBe(true);
   });
 
+  it("answers sub-agents that call the model in parallel at once, each conversation its own exact segment", async () => {
+    // Neither sub-agent's first answer is sent before the other's request has reached the server: answered one at a time, this would never end.
+    let bothAsked!: () => void;
+    const asked = new Set<string>();
+    const barrier = new Promise<void>((resolve) => (bothAsked = resolve));
+    await using server = await startFakeVllmServer({
+      reply: (prompt) => (prompt.includes('"code":') ? 'Done.' : '<tool_call>\n{"name": "lookup_code", "arguments": {"key": "keen-elk"}}\n</tool_call>'),
+      gate: (prompt) => {
+        const name = /sub-agent (\w)/.exec(prompt)?.[1];
+        // The start-up check and the second turns go through.
+        if (name === undefined || prompt.includes('"code":')) return undefined;
+        asked.add(name);
+        if (asked.size === 2) bothAsked();
+        return barrier;
+      },
+    });
+    const dir = await tmp();
+    const program = path.join(dir, 'subagents.mjs');
+    await writeFile(
+      program,
+      `import OpenAI from ${JSON.stringify(import.meta.resolve('openai'))};
+const openai = new OpenAI();
+const model = process.env.AGENT_MODEL;
+const subAgent = async (name) => {
+  const messages = [{ role: 'user', content: 'You are sub-agent ' + name + '.' }];
+  const first = (await openai.chat.completions.create({ model, messages })).choices[0].message;
+  messages.push(first, { role: 'tool', tool_call_id: 'x', content: '{"code":"Y97E"}' });
+  await openai.chat.completions.create({ model, messages });
+};
+await Promise.all([subAgent('A'), subAgent('B')]);
+`,
+    );
+    const { run: r, summary } = await run(`node ${program}`, server.url, { episodes: 1 });
+    expect(summary.episodes.by_reason).toEqual({ policy_stop: 1 });
+    expect(summary.model_turns).toMatchObject({ total: 4, failed: 0, segments: 2, segmented_episodes: 1 });
+    const records = await exportTokens(r.dir as string);
+    expect(records.map((rec) => [rec.segment ?? 0, rec.turns.length])).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
+    for (const rec of records) {
+      for (const t of rec.turns) expect(server.completions.some((c) => same(rec.input_ids.slice(0, t.start), c.prompt_token_ids) && same(rec.input_ids.slice(t.start, t.end), c.token_ids))).toBe(true);
+    }
+  });
+
   it('ends a program that floods the model at its turn limit: the call past it refused with a 400 the SDK raises, the episode truncated max_turns', async () => {
     await using server = await startFakeVllmServer({ reply: () => 'Thinking.' });
     const dir = await tmp();

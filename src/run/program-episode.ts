@@ -30,7 +30,7 @@ import { PROGRAM_DEFAULTS } from '../shared/defaults.js';
 
 /** How far an agent program may go in one episode. */
 export interface ProgramLimits {
-  /** Wall time per episode (default: none): past it the program's process tree is killed and the episode ends `time_limit`. */
+  /** Wall time per episode (default `PROGRAM_DEFAULTS.timeoutMs`, 30 minutes): past it the program's process tree is killed and the episode ends `time_limit`. */
   readonly timeoutMs?: number;
   /** Model calls per episode (default `PROGRAM_DEFAULTS.maxTurns`): the one past it is refused and the episode ends `max_turns`. */
   readonly maxTurns?: number;
@@ -116,7 +116,7 @@ export class ProgramEpisode implements EpisodeDriver {
     const onAbort = (): void => endWith('interrupted');
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
-    const timer = settings.timeoutMs === undefined ? undefined : setTimeout(() => endWith('time_limit'), settings.timeoutMs);
+    const timer = setTimeout(() => endWith('time_limit'), settings.timeoutMs ?? PROGRAM_DEFAULTS.timeoutMs);
     void program.exited.then((exit) => endWith(...exitEnd(exit)));
     try {
       await over;

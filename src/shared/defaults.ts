@@ -40,6 +40,8 @@ export const SERVE_DEFAULTS = {
 export const PROGRAM_DEFAULTS = {
   /** Model calls per episode: the one past it is refused and the episode ends `max_turns`. */
   maxTurns: 256,
+  /** Wall time per episode: past it the program's process tree is killed, `time_limit` (a program that never exits, or never calls the model, still ends). */
+  timeoutMs: 1_800_000,
 } as const;
 
 /** `agent worker` and `RolloutWorker`. */

@@ -287,7 +287,7 @@ class Env(Generic[ObsT, StateT]):
         instead of the suite's agent, its model calls captured in token mode (the server must be started
         with ``--allow-agent-programs``; see the "Train your own agent program" page); or
         ``{"command": [...], "max_turns": 32, "timeout_s": 120}`` to bound each episode's program
-        (model calls: ``max_turns``, default 256; wall time: ``timeout_s``, default none).
+        (model calls: ``max_turns``, default 256; wall time: ``timeout_s``, default 1800).
         Bad input is raised on the first ``__anext__``; leaving the loop early cancels the rest.
         """
         await self.connect()
