@@ -38,6 +38,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/serve.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts.bench.ts'],
   ['--import', 'tsx', 'bench/capture.bench.ts'],
+  ['--import', 'tsx', 'bench/sandbox.bench.ts'],
   ['--import', 'tsx', 'bench/package.bench.ts'],
 ];
 

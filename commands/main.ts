@@ -19,6 +19,7 @@ import { registerDebug } from './debug.js';
 import { registerMcpServe } from './mcp-serve.js';
 import { registerWorker } from './worker.js';
 import { registerServe } from './serve.js';
+import { registerSandbox } from './sandbox.js';
 
 export type { Io } from './io.js';
 
@@ -62,6 +63,7 @@ export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   registerMcpServe(program, io);
   registerWorker(program, io);
   registerServe(program, io);
+  registerSandbox(program, io);
   return program;
 }
 

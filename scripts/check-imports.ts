@@ -81,7 +81,7 @@ const isEntry = (file: string): boolean => /^src\/[^/]+\.ts$/.test(file) || file
  */
 const ROOMS: readonly (readonly string[])[] = [
   ['shared'],
-  ['state', 'lifecycle'],
+  ['state', 'lifecycle', 'sandbox'],
   ['events'],
   ['schema'],
   ['generate'],

@@ -71,6 +71,7 @@ export default defineConfig({
           { text: 'Training data from rollouts', link: '/how-to/token-rollouts' },
           { text: 'Train your own agent program', link: '/how-to/agent-programs' },
           { text: 'Train through the runtime', link: '/how-to/train-loop' },
+          { text: 'Run model-written code in a sandbox', link: '/how-to/sandbox' },
           { text: 'Serve an env to Python', link: '/how-to/serve-python' },
           { text: 'Distributed runs', link: '/how-to/distributed' },
           { text: 'Observability', link: '/how-to/observability' },

@@ -44,6 +44,19 @@ export const PROGRAM_DEFAULTS = {
   timeoutMs: 1_800_000,
 } as const;
 
+/** A sandboxed command's limits (`agent sandbox run`, tools of kind `sandbox`). */
+export const SANDBOX_DEFAULTS = {
+  cpuSeconds: 10,
+  memoryMb: 512,
+  pids: 64,
+  fileSizeMb: 64,
+  /** Of stdout and of stderr each: the rest is counted, not kept. */
+  outputBytes: 65_536,
+  timeoutMs: 30_000,
+  /** Sandboxed commands running at once in one process; more wait their turn. */
+  concurrency: 64,
+} as const;
+
 /** `agent worker` and `RolloutWorker`. */
 export const WORKER_DEFAULTS = {
   concurrency: 4,

@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   EPISODE_DONE: { meaning: 'The episode is over (done, truncated or ended), or not started: reset first.', exit: 1, retryable: false, python: 'EpisodeOver' },
   TRACE_UNKNOWN: { meaning: 'No call of that trace id is pending on the instance (never dispatched, or resolved already).', exit: 1, retryable: false, python: 'UnknownEpisode' },
   TOOL_FAILED: { meaning: 'The tool reported a failure (it threw a ToolError, exited with an error, answered an HTTP error or an MCP isError).', exit: 1, retryable: true },
+  SANDBOX_UNAVAILABLE: { meaning: 'A sandboxed command cannot run here: bubblewrap (`bwrap`) is not installed, or it cannot create namespaces; nothing ran unsandboxed.', exit: 2, retryable: false },
   TOOL_CRASHED: { meaning: 'The tool threw something that is not a ToolError, or its process died.', exit: 1, retryable: true },
   TOOL_TIMEOUT: { meaning: "The call ran past its tool's `timeout_ms`; it was cancelled.", exit: 1, retryable: true },
   TOOL_MALFORMED_OUTPUT: { meaning: 'A subprocess or HTTP tool answered something that is not a JSON tool result.', exit: 1, retryable: false },

@@ -1,0 +1,38 @@
+/** `agent sandbox run` as a user meets it: the command's own exit code and output, 124 at the time limit, the result as JSON, a kept workspace. Needs bubblewrap (in CI its absence fails). */
+import { execFileSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runAgent, scratch } from './testing.js';
+
+const available = (() => {
+  try {
+    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (!available && process.env['CI']) throw new Error('bubblewrap (bwrap) is required in CI and is not on PATH (.ci/run installs it: apt-get install bubblewrap)');
+if (!available) console.warn('skipping agent sandbox run: bwrap is not on PATH (install it: apt-get install bubblewrap)');
+
+const tmp = scratch();
+afterAll(() => tmp.cleanup());
+
+describe.skipIf(!available)('agent sandbox run', () => {
+  it("passes the command's output and exit code through, and writes into the workspace it is given", async () => {
+    const ws = await tmp.dir('sandbox-ws-');
+    const r = await runAgent(['sandbox', 'run', '--workspace', ws, '--', 'sh', '-c', 'echo out; echo err >&2; echo kept > note.txt; exit 3']);
+    expect(r).toMatchObject({ code: 3, stdout: 'out\n', stderr: 'err\n' });
+    expect(await readFile(path.join(ws, 'note.txt'), 'utf8')).toBe('kept\n');
+  });
+
+  it('exits 124 at the time limit saying so, and prints the observation with --json', async () => {
+    const slow = await runAgent(['sandbox', 'run', '--timeout', '300ms', '--', 'sh', '-c', 'while :; do :; done']);
+    expect(slow.code).toBe(124);
+    expect(slow.stderr).toContain('killed at the time limit');
+    const oom = await runAgent(['sandbox', 'run', '--json', '--memory-mb', '64', '--', 'python3', '-c', 'b = bytearray(10**9)']);
+    expect(oom.code).toBe(137);
+    expect(JSON.parse(oom.stdout)).toMatchObject({ exit_code: null, signal: 'SIGKILL', oom: true, timed_out: false, truncated: false, mechanism: { mode: 'isolated' } });
+  });
+});

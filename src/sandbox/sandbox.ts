@@ -1,0 +1,219 @@
+/**
+ * Runs commands the way a code-execution tool must: whatever the model wrote, thousands of times
+ * an hour, with the machine staying ours. Each command runs inside bubblewrap (bwrap.ts) with its
+ * own workspace folder, and under limits:
+ *
+ * - processes and memory: a cgroup of its own (cgroup.ts), or where none is writable, resource
+ *   limits of an unprivileged uid (`mechanism.limits` says which);
+ * - CPU seconds and file size: resource limits (`prlimit`), inherited by everything it starts;
+ * - output: the first `outputBytes` of stdout and of stderr kept, the rest counted, a marker added;
+ * - wall time: past `timeoutMs` the sandbox is killed — its PID namespace goes with its first
+ *   process, its cgroup is swept — so children that ignore SIGTERM go too.
+ *
+ * Nothing runs unsandboxed unless the caller asked for `unsafe-host` by name.
+ */
+import { spawn } from 'node:child_process';
+import { chown } from 'node:fs/promises';
+import { constants } from 'node:os';
+import { SANDBOX_DEFAULTS } from '../shared/defaults.js';
+import { AgentError } from '../shared/errors.js';
+import { bwrapArgs, probeBwrap, SANDBOX_UID } from './bwrap.js';
+import { openCgroups, type CgroupLimiter, type CommandCgroup, type LimitMechanism } from './cgroup.js';
+import { CappedOutput } from './capped-output.js';
+
+export interface SandboxLimits {
+  readonly cpuSeconds: number;
+  readonly memoryMb: number;
+  readonly pids: number;
+  /** The largest file the command may write. */
+  readonly fileSizeMb: number;
+  /** Of stdout and of stderr each. */
+  readonly outputBytes: number;
+  readonly timeoutMs: number;
+}
+
+export interface SandboxCommand {
+  readonly argv: readonly string[];
+  /** The host folder mounted read-write at `/workspace`, the command's working folder. */
+  readonly workspace: string;
+  readonly limits?: Partial<SandboxLimits>;
+  /** The command's whole environment, besides PATH, HOME (/workspace), LANG and TMPDIR. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly stdin?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** What a sandboxed command did: a code tool's observation. */
+export interface SandboxResult {
+  /** Its exit code; null when a signal ended it. */
+  readonly exit_code: number | null;
+  /** The signal that ended it (SIGKILL at the wall-time or memory limit, SIGXCPU at the CPU limit). */
+  readonly signal: string | null;
+  readonly timed_out: boolean;
+  /** The memory limit's OOM killer ended one of its processes. */
+  readonly oom: boolean;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** stdout or stderr was longer than `outputBytes`: its text ends with a marker, the true sizes are below. */
+  readonly truncated: boolean;
+  readonly stdout_bytes: number;
+  readonly stderr_bytes: number;
+  readonly duration_ms: number;
+}
+
+/** `isolated` (bwrap), or `unsafe-host`: the command runs as this process's user, with its files and network; only the limits hold. */
+export type SandboxMode = 'isolated' | 'unsafe-host';
+
+/** How a sandbox isolates and bounds its commands. */
+export interface SandboxMechanism {
+  readonly mode: SandboxMode;
+  /** bwrap's version (isolated mode). */
+  readonly bwrap?: string;
+  readonly limits: LimitMechanism;
+}
+
+export interface SandboxOptions {
+  readonly mode?: SandboxMode;
+  /** Commands running at once; more wait their turn (default SANDBOX_DEFAULTS.concurrency). */
+  readonly concurrency?: number;
+  /** Bound processes and memory with resource limits of an unprivileged uid even where cgroups are writable (tests of that path). */
+  readonly limits?: 'uid-rlimit';
+  readonly signal?: AbortSignal;
+}
+
+/** Joins the cgroups named first (their count, then their cgroup.procs files), then becomes the command: nothing runs before it is bounded. */
+const ENTER = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"';
+
+/** Signal names by number. */
+const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
+
+export class Sandbox {
+  readonly mechanism: SandboxMechanism;
+  readonly #cgroups: CgroupLimiter | undefined;
+  readonly #slots: number;
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  private constructor(mechanism: SandboxMechanism, cgroups: CgroupLimiter | undefined, slots: number) {
+    this.mechanism = mechanism;
+    this.#cgroups = cgroups;
+    this.#slots = slots;
+  }
+
+  /** Checks once that sandboxes can be made here (SANDBOX_UNAVAILABLE, saying what is missing, if not) and finds how limits are enforced. */
+  static async open(options: SandboxOptions = {}): Promise<Sandbox> {
+    const mode = options.mode ?? 'isolated';
+    const bwrap = mode === 'isolated' ? await probeBwrap(options.signal) : undefined;
+    const cgroups = options.limits === 'uid-rlimit' ? undefined : await openCgroups();
+    const limits = cgroups?.mechanism ?? 'uid-rlimit';
+    return new Sandbox({ mode, ...(bwrap !== undefined ? { bwrap } : {}), limits }, cgroups, options.concurrency ?? SANDBOX_DEFAULTS.concurrency);
+  }
+
+  /** Runs `command` to its end, or its limit; throws only when it could not start (or `signal` aborted it: the sandbox is killed first). */
+  async run(command: SandboxCommand): Promise<SandboxResult> {
+    if (command.argv.length === 0) throw new AgentError('BAD_USAGE', 'a sandboxed command needs a program to run (argv is empty)');
+    await this.#slot(command.signal);
+    try {
+      return await this.#run(command, { ...SANDBOX_DEFAULTS, ...command.limits });
+    } finally {
+      this.#running--;
+      this.#waiting.shift()?.();
+    }
+  }
+
+  async #slot(signal: AbortSignal | undefined): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.#running < this.#slots) {
+      this.#running++;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const take = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        this.#running++;
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.#waiting.splice(this.#waiting.indexOf(take), 1);
+        reject(signal?.reason as Error);
+      };
+      this.#waiting.push(take);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async #run(command: SandboxCommand, limits: SandboxLimits): Promise<SandboxResult> {
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...command.env };
+    const cgroup: CommandCgroup | undefined = await this.#cgroups?.create({ pids: limits.pids, memoryBytes: limits.memoryMb * 1024 * 1024 });
+    const rlimits = [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, `--fsize=${limits.fileSizeMb * 1024 * 1024}`, '--core=0'];
+    const drop: string[] = [];
+    if (cgroup === undefined) {
+      // No cgroup: an unprivileged uid's own process count and address space bound it (as root they would bind nothing).
+      rlimits.push(`--nproc=${limits.pids}`, `--as=${limits.memoryMb * 1024 * 1024}`);
+      if (process.getuid?.() === 0) {
+        drop.push('setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--');
+        await chown(command.workspace, SANDBOX_UID, SANDBOX_UID);
+      }
+    }
+    const inner = this.mechanism.mode === 'isolated' ? ['bwrap', ...bwrapArgs(command.workspace, env), '--', ...command.argv] : [...command.argv];
+    const procs = cgroup?.procs ?? [];
+    const t0 = performance.now();
+    const child = spawn('/bin/sh', ['-c', ENTER, 'sandbox', String(procs.length), ...procs, 'prlimit', ...rlimits, '--', ...drop, ...inner], {
+      cwd: command.workspace,
+      env: this.mechanism.mode === 'isolated' ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin' } : env,
+      stdio: [command.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const stdout = new CappedOutput(limits.outputBytes);
+    const stderr = new CappedOutput(limits.outputBytes);
+    child.stdout?.on('data', (b: Buffer) => stdout.push(b));
+    child.stderr?.on('data', (b: Buffer) => stderr.push(b));
+    child.stdin?.on('error', () => undefined).end(command.stdin);
+    let timedOut = false;
+    const kill = (): void => {
+      // The sandbox's first process: with it go its PID namespace and all in it; the cgroup sweep catches the rest.
+      if (child.pid !== undefined) killQuietly(-child.pid);
+      void cgroup?.destroy();
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, limits.timeoutMs);
+    command.signal?.addEventListener('abort', kill, { once: true });
+    try {
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
+        child.once('error', reject);
+        child.once('close', (c, s) => resolve([c, s]));
+      });
+      command.signal?.throwIfAborted();
+      const oom = (await cgroup?.oomKilled()) ?? false;
+      // bwrap reports a command a signal ended as 128 + the signal, as shells do.
+      const bySignal = signal !== null ? signal : this.mechanism.mode === 'isolated' && code !== null && code > 128 && code < 160 ? (SIGNALS.get(code - 128) ?? `SIG${code - 128}`) : null;
+      return {
+        exit_code: bySignal !== null ? null : code,
+        signal: bySignal,
+        timed_out: timedOut,
+        oom,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        truncated: stdout.truncated || stderr.truncated,
+        stdout_bytes: stdout.bytes,
+        stderr_bytes: stderr.bytes,
+        duration_ms: Math.round((performance.now() - t0) * 10) / 10,
+      };
+    } finally {
+      clearTimeout(timer);
+      command.signal?.removeEventListener('abort', kill);
+      if (child.pid !== undefined) killQuietly(-child.pid);
+      await cgroup?.destroy();
+    }
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
