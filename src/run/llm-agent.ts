@@ -22,6 +22,7 @@ import { actionTool } from '../env/action-tool.js';
 import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
+import { assertReachable } from '../llm/reachable.js';
 import { TokenChat, type GoldTurn } from '../llm/token-chat.js';
 import type { SamplingSettings } from '../llm/vllm.js';
 import { LLM_DEFAULTS } from '../shared/defaults.js';
@@ -88,6 +89,8 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
   if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
   if (context.gold && settings.tokens !== true) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
   const { provider, sampling, tokens, config: served } = await llmServing(model, settings, context.seed, context.signal);
+  // Token mode probed its server already; a chat server named by URL is asked once here, so a wrong one fails nothing but the start.
+  if (tokens === undefined && settings.baseURL !== undefined) await assertReachable(settings.baseURL, context.signal);
   const serving = { ...(settings.baseURL !== undefined ? { baseURL: settings.baseURL } : {}), provider, ...(settings.apiKeyEnv !== undefined ? { apiKeyEnv: settings.apiKeyEnv } : {}) };
   const agentSpec: LlmSpec = { model, ...serving, maxTokens: sampling.max_tokens, temperature: sampling.temperature };
   const userSpec: LlmSpec | undefined = userModel === undefined ? undefined : { model: userModel, ...serving, provider: settings.provider ?? (userModel.startsWith('claude') ? 'anthropic' : 'openai') };

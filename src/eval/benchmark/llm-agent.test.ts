@@ -8,6 +8,8 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeRequest } from '../../llm/fake-llm-server.js';
 import { runBenchmark } from './benchmark.js';
@@ -145,6 +147,19 @@ describe('llm: policy, refused early', () => {
       await expect(runBenchmark({ suite: SUITE, tasks: ['retail-test-2'], policy: 'gold', user: 'llm:gpt-4o' })).rejects.toMatchObject({ code: 'BAD_USAGE', message: expect.stringContaining('--user needs an llm: policy') });
     } finally {
       if (saved !== undefined) process.env['OPENAI_API_KEY'] = saved;
+    }
+  });
+
+  it('with a server that refuses connections, names its URL and LLM_UNAVAILABLE before any episode', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/v1`;
+    await new Promise((resolve) => closed.close(resolve));
+    const out = await mkdtemp(path.join(os.tmpdir(), 'llm-refused-'));
+    try {
+      await expect(runBenchmark({ suite: SUITE, tasks: ['retail-test-2'], policy: 'llm:gpt-4o-mini', llm: { baseURL: url }, out })).rejects.toMatchObject({ code: 'LLM_UNAVAILABLE', message: expect.stringMatching(new RegExp(`cannot reach the inference server at ${url}.*ECONNREFUSED`)) });
+    } finally {
+      await rm(out, { recursive: true, force: true });
     }
   });
 });
