@@ -112,7 +112,7 @@ describe('agent', () => {
     [['run', 'fixtures/weather', '--bogus'], /unknown option '--bogus'/],
     [['run'], /missing required argument 'env-dir'/],
     [['run', 'fixtures/weather', '--tool-option', 'novalue'], /expected key=value/],
-    [['run', 'fixtures/missing-env'], /no environment folder at 'fixtures\/missing-env', and no env of that name ships with the toolkit\nhint: Pass a folder .* or the name of a shipped env: weather, signal-game, tau-bench\/airline, tau-bench\/retail/],
+    [['run', 'fixtures/missing-env'], /no environment folder at 'fixtures\/missing-env', and no env of that name ships with the toolkit\nhint: Pass a folder .* or the name of a shipped env: weather, signal-game, lookup, tau-bench\/airline, tau-bench\/retail/],
     [['run', 'fixtures/weather', '--policy', 'nope.ts'], /cannot load policy module 'nope.ts'/],
   ])('%j exits 2 with a message that says what to fix', async (args, message) => {
     const { code, stderr } = await agent(args);

@@ -253,6 +253,12 @@ describe('npx agent run with an env written anywhere', () => {
     const r = await node([agentBin(), 'benchmark', 'tau-bench/retail', '--policy', 'gold', '--tasks', 'retail-test-0', '--json', '--out', path.join(outside, 'bench-runs')], outside);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ suite: 'tau-bench retail', metrics: { success_rate: { value: 1 } } });
+    // Every shipped env and suite goes by name: lookup is the train-loop and token-rollouts pages'.
+    const lookup = await node([agentBin(), 'benchmark', 'lookup', '--policy', 'gold', '--tasks', 'lookup-test-0', '--json', '--out', path.join(outside, 'bench-runs')], outside);
+    expect(lookup.code, lookup.stderr).toBe(0);
+    expect(JSON.parse(lookup.stdout)).toMatchObject({ metrics: { success_rate: { value: 1 } } });
+    const run = await node([agentBin(), 'run', 'lookup', '--episodes', '1', '--out', path.join(outside, 'lookup-runs')], outside);
+    expect(run.code, run.stderr).toBe(0);
   });
 
   it('serves the web console from the built bundle (no bundler at run time)', async () => {

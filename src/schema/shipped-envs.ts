@@ -1,6 +1,6 @@
 /**
  * The envs shipped with the package, by name: `weather` (the quick start's), `signal-game` (the
- * training example's) and the ported τ-bench suites `tau-bench/airline` and `tau-bench/retail`.
+ * training example's), `lookup` (the token-rollouts and train-loop pages' suite) and the ported τ-bench suites `tau-bench/airline` and `tau-bench/retail`.
  * Every command and `AgentEnv.open` take one of these names where they take an env folder, so an
  * installed toolkit runs, serves, fuzzes and benchmarks without a checkout. A folder that exists
  * always wins over a name (`fixtures/weather` in a checkout is that folder).
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const FIXTURES = ['../../fixtures/', '../../../fixtures/'].map((rel) => new URL(rel, import.meta.url)).find((u) => existsSync(u));
 
 /** The env names the package ships, for messages and listings. */
-export const SHIPPED_ENVS: readonly string[] = ['weather', 'signal-game', 'tau-bench/airline', 'tau-bench/retail'];
+export const SHIPPED_ENVS: readonly string[] = ['weather', 'signal-game', 'lookup', 'tau-bench/airline', 'tau-bench/retail'];
 
 const isDir = (p: string): boolean => {
   try {
