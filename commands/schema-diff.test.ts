@@ -112,7 +112,12 @@ describe('agent schema-diff', () => {
     expect((JSON.parse(r.stdout) as { counts: { breaking: number } }).counts.breaking).toBe(4);
     const missing = await agent(['schema-diff', env, '--base', 'no-such-rev']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("does not exist at revision 'no-such-rev'");
+    // The revision is what is wrong, not the folder.
+    expect(missing.stderr).toContain("no revision 'no-such-rev'");
+    await cp(V1, path.join(repo, 'envs', 'new-env'), { recursive: true });
+    const added = await agent(['schema-diff', path.join(repo, 'envs', 'new-env'), '--base', 'HEAD']);
+    expect(added.code).toBe(2);
+    expect(added.stderr).toContain("'envs/new-env' does not exist at revision 'HEAD'");
   });
 
   it.each([

@@ -85,6 +85,9 @@ async function extractAtRevision(dir: string, rev: string, signal?: AbortSignal)
   if (top === undefined) throw new UsageError(`'${dir}' is not inside a git repository`, '--base compares with a git revision; run it inside the repository.');
   const repo = top.trim();
   const rel = path.relative(repo, abs) || '.';
+  if ((await succeeds('git', ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], repo, signal)) === undefined) {
+    throw new UsageError(`no revision '${rev}' in ${repo}`, 'Pass a commit, branch or tag git knows (git log --oneline, git branch -a); in CI, fetch it first (actions/checkout with fetch-depth: 0).');
+  }
   if ((await succeeds('git', ['cat-file', '-e', `${rev}:${rel === '.' ? '' : rel}`], repo, signal)) === undefined) {
     throw new UsageError(`'${rel}' does not exist at revision '${rev}'`, 'Check the revision (git log) and the folder name.');
   }
