@@ -8,7 +8,7 @@
  * the file and JSON pointer, never as exceptions.
  */
 import { checkSchema, validate, type JsonSchema } from './ajv.js';
-import { convertBfclSchema, findForeignTypes, type SchemaDialect } from './dialects.js';
+import { convertBfclSchema, findForeignTypes, foreignTypeMessage, type SchemaDialect } from './dialects.js';
 import { metaSchema } from './meta-schemas.js';
 import { findUnsatisfiable, type Unsatisfiable } from './satisfiable.js';
 import type { Issue } from '../shared/errors.js';
@@ -122,7 +122,7 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
         issues.push({
           file,
           pointer: r.paramsPointer + f.pointer,
-          message: `type '${f.type}' is not a JSON Schema type${options.dialect === 'bfcl' ? ' (nor a BFCL one)' : ". It looks like BFCL's dialect: set \"dialect\": \"bfcl\" in env.json (or pass dialect: 'bfcl') to convert it"}`,
+          message: foreignTypeMessage(f.type, options.dialect ?? 'json-schema'),
         });
       }
       continue;

@@ -8,6 +8,7 @@
  * with a hint that names this option.
  */
 import { isPlainObject } from '../shared/json.js';
+import { didYouMean } from './ajv.js';
 import { escapePointerToken } from '../shared/json.js';
 
 /** The dialect of an action document: JSON Schema (ours, OpenAI, MCP) or BFCL's. */
@@ -67,6 +68,14 @@ export function walkSchemas(schema: unknown, visit: (node: Record<string, unknow
     if (Array.isArray(v)) v.forEach((x, i) => walkSchemas(x, visit, `${pointer}/${key}/${i}`));
     else walkSchemas(v, visit, `${pointer}/${key}`);
   }
+}
+
+/** Why a `type` is refused and what to write instead: BFCL's dialect for one of BFCL's names, else the JSON Schema type it is a typo of (`integr` → `integer`), else the list. */
+export function foreignTypeMessage(type: string, dialect: SchemaDialect): string {
+  if (dialect !== 'bfcl' && Object.hasOwn(BFCL_TYPES, type)) return `type '${type}' is not a JSON Schema type. It looks like BFCL's dialect: set "dialect": "bfcl" in env.json (or pass dialect: 'bfcl') to convert it`;
+  const guess = didYouMean(type, [...JSON_SCHEMA_TYPES]);
+  const what = `type '${type}' is not a JSON Schema type${dialect === 'bfcl' ? ' (nor a BFCL one)' : ''}`;
+  return guess !== undefined ? `${what}: did you mean '${guess}'?` : `${what}: use one of ${[...JSON_SCHEMA_TYPES].join(', ')}`;
 }
 
 /** Pointers (with the offending name) of every `type` that is not a JSON Schema type. */

@@ -110,6 +110,15 @@ describe('real-world tool schemas load as actions', () => {
     });
     expect(failures).toBe(0);
   });
+
+  it("takes a misspelt JSON Schema type for a typo, not for BFCL's dialect", () => {
+    const action = (type: string): object => ({ name: 'f', parameters: { type: 'object', properties: { n: { type } } } });
+    const messages = (type: string, dialect?: 'bfcl'): string[] => parseActionDocument([action(type)], { file: 'a.json', ...(dialect ? { dialect } : {}) }).issues.map((i) => `${i.pointer} ${i.message}`);
+    expect(messages('integr')).toEqual(["/0/parameters/properties/n/type type 'integr' is not a JSON Schema type: did you mean 'integer'?"]);
+    expect(messages('strng', 'bfcl')).toEqual(["/0/parameters/properties/n/type type 'strng' is not a JSON Schema type (nor a BFCL one): did you mean 'string'?"]);
+    expect(messages('dict')[0]).toContain('"dialect": "bfcl"');
+    expect(messages('widget')[0]).toContain('use one of string, number, integer, boolean, object, array, null');
+  });
 });
 
 describe('loadEnvDefinition', () => {
