@@ -1,4 +1,4 @@
-import { appendFile, readFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
@@ -48,6 +48,26 @@ describe('RunWriter', () => {
     fourth.write(error(5));
     await fourth.finish({});
     expect((await readFile(file, 'utf8')).trim().split('\n').map((l) => (JSON.parse(l) as { event_seq: number }).event_seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('reopened, rewrites its logs beside them and swaps them in whole: never an emptied file, and a resume that dies midway changes nothing', async () => {
+    const out = await tmp.dir('agent-writer-rewrite-');
+    await (await RunWriter.create(out, 'r3')).finish({});
+    const trajectories = path.join(out, 'r3', 'trajectories.jsonl');
+    await writeFile(trajectories, '{"old": 1}\n');
+    // A resume that stops before its rewrite is complete: the folder is as it was, nothing left beside it.
+    const failed = await RunWriter.reopen(out, 'r3', {});
+    expect(await readFile(trajectories, 'utf8')).toBe('{"old": 1}\n');
+    await failed[Symbol.asyncDispose]();
+    expect(await readFile(trajectories, 'utf8')).toBe('{"old": 1}\n');
+    expect((await readdir(path.join(out, 'r3'))).filter((f) => f.startsWith('.'))).toEqual([]);
+    // One that completes it: the old file is readable until the new one replaces it, whole.
+    const resumed = await RunWriter.reopen(out, 'r3', {});
+    expect(await readFile(trajectories, 'utf8')).toBe('{"old": 1}\n');
+    await resumed.rewritten();
+    expect(await readFile(trajectories, 'utf8')).toBe('');
+    await resumed.finish({});
+    expect((await readdir(path.join(out, 'r3'))).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 });
 

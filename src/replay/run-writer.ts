@@ -188,10 +188,13 @@ export class RunWriter implements AsyncDisposable {
   #draining: Promise<void> | undefined;
   #lost = 0;
   #lossReason = '';
+  /** A resumed folder's rewritten logs: written beside their files (temp, final) until `rewritten()` puts them in place. */
+  #rewrites: (readonly [string, string])[];
 
   /** `handles`: the logs', in LOGS order, then the index file's. */
-  private constructor(runId: string, dir: string, handles: readonly FileHandle[], index: IndexEncoder, lastSeq = 0) {
+  private constructor(runId: string, dir: string, handles: readonly FileHandle[], index: IndexEncoder, lastSeq = 0, rewrites: (readonly [string, string])[] = []) {
     this.runId = runId;
+    this.#rewrites = rewrites;
     this.dir = dir;
     this.#seq = lastSeq;
     this.#logs = Object.fromEntries([...LOGS, 'index' as const].map((name, i) => [name, this.#stream(handles[i] as FileHandle, RUN_FILES[name])])) as Record<LogName | 'index', WriteStream>;
@@ -221,7 +224,9 @@ export class RunWriter implements AsyncDisposable {
   /**
    * Reopen a run folder to continue it (`agent run --resume`): run.json is replaced, summary.json
    * removed (the run is live again), events.jsonl appended to, and the other logs started afresh:
-   * the caller rewrites them from the run's journal, which is what was committed.
+   * the caller rewrites them from the run's journal, which is what was committed, then calls
+   * `rewritten()`. Until then the rewrite goes to files beside them: a reader never sees a log
+   * emptied, and a resume that dies midway leaves the folder as it was.
    */
   static async reopen(outDir: string, runId: string, manifest: object, options: { readonly rewriteEvents?: boolean } = {}): Promise<RunWriter> {
     const dir = path.resolve(outDir, runId);
@@ -233,15 +238,21 @@ export class RunWriter implements AsyncDisposable {
       await rename(tmp, path.join(dir, RUN_FILES.manifest));
       await rm(path.join(dir, RUN_FILES.summary), { force: true });
       let lastSeq = 0;
+      const rewrites: (readonly [string, string])[] = [];
+      const rewrite = (file: string): Promise<FileHandle> => {
+        const tmp = path.join(dir, `.${file}.rewrite`);
+        rewrites.push([tmp, path.join(dir, file)]);
+        return open(tmp, 'w');
+      };
       for (const name of LOGS) {
         const append = name === 'events' && !options.rewriteEvents;
-        const handle = await open(path.join(dir, RUN_FILES[name]), append ? 'a+' : 'w');
+        const handle = append ? await open(path.join(dir, RUN_FILES[name]), 'a+') : await rewrite(RUN_FILES[name]);
         opened.push(handle);
         if (append) lastSeq = await continueEvents(handle);
       }
-      const index = await open(path.join(dir, RUN_FILES.index), options.rewriteEvents ? 'w' : 'a+');
+      const index = options.rewriteEvents ? await rewrite(RUN_FILES.index) : await open(path.join(dir, RUN_FILES.index), 'a+');
       opened.push(index);
-      return new RunWriter(runId, dir, opened, options.rewriteEvents ? new IndexEncoder() : await continueIndex(index, (await (opened[0] as FileHandle).stat()).size), lastSeq);
+      return new RunWriter(runId, dir, opened, options.rewriteEvents ? new IndexEncoder() : await continueIndex(index, (await (opened[0] as FileHandle).stat()).size), lastSeq, rewrites);
     } catch (err) {
       await Promise.all(opened.map((h) => h.close()));
       throw new UsageError(`cannot reopen the run folder '${dir}': ${(err as NodeJS.ErrnoException).code ?? describeError(err)}`, 'The run resumes into the folder it started in: check that it is still there and writable.');
@@ -372,6 +383,18 @@ export class RunWriter implements AsyncDisposable {
     else this.#flushTimer ??= setTimeout(() => this.#flush(), BATCH_MS);
   }
 
+  /**
+   * A resumed folder's rewrite is complete: its logs, written beside the old ones, replace them
+   * (each a rename, so a reader sees the old file or the whole new one); appends go on into them.
+   */
+  async rewritten(): Promise<void> {
+    if (this.#rewrites.length === 0) return;
+    this.#flush();
+    // What was handed to the streams is in the files before they take the old ones' names.
+    await Promise.all(Object.values(this.#logs).map((s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.write('', () => resolve())))));
+    for (const [tmp, file] of this.#rewrites.splice(0)) await rename(tmp, file);
+  }
+
   /** Flush the logs and write summary.json atomically (write then rename). */
   async finish(summary: object): Promise<void> {
     if (this.#closed) return;
@@ -395,6 +418,8 @@ export class RunWriter implements AsyncDisposable {
         }
       }),
     );
+    // A resume that never completed its rewrite leaves the folder as it found it.
+    await Promise.all(this.#rewrites.splice(0).map(([tmp]) => rm(tmp, { force: true })));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -298,6 +298,7 @@ export class Run implements AsyncDisposable {
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), started_at: started, run_id: runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       await recorder.resume(writer, lost);
+      await writer.rewritten();
       await scheduler.drive(this.#launcher(writer), signal);
       // Judges and reward models still working on the last steps deliver before the folder closes.
       await this.#env.rewards.settle(signal);
