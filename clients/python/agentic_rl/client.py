@@ -16,7 +16,8 @@ import asyncio
 import itertools
 import json
 import logging
-from typing import Any, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, Union
+import warnings
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, Union
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
@@ -24,6 +25,12 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 from .actions import Action, to_wire
 from .errors import AgentRLError, ConnectionLost, ProtocolError, RequestTimeout, error_from
 from .types import ObsT, Reward, RolloutGroup, RolloutSummary, State, StateT, StepResult
+
+if TYPE_CHECKING:
+    from .sync import SyncEnv
+
+# Env.sync() warns once per process, not on every call.
+_sync_warned = False
 
 log = logging.getLogger("agentic_rl")
 
@@ -59,6 +66,7 @@ class Env(Generic[ObsT, StateT]):
         max_size: Optional[int] = DEFAULT_MAX_SIZE,
         open_timeout_s: float = 30.0,
     ):
+        self.base_url = base_url
         self.url = _ws_url(base_url)
         self.token = token
         self.timeout_s = timeout_s
@@ -73,6 +81,20 @@ class Env(Generic[ObsT, StateT]):
         self._lost: Optional[ConnectionLost] = None
         self._closing = False
         self.episode_id: Optional[str] = None
+
+    def sync(self) -> SyncEnv[ObsT, StateT]:
+        """Deprecated since 0.1 (removed in 0.3): use ``SyncEnv(base_url, ...)``.
+
+        A blocking client with this one's settings and a connection of its own (it runs its own event
+        loop, so it does not share this session).
+        """
+        global _sync_warned
+        if not _sync_warned:
+            _sync_warned = True
+            warnings.warn("Env(...).sync() is deprecated: use SyncEnv(base_url, ...) (it takes the same arguments)", DeprecationWarning, stacklevel=2)
+        from .sync import SyncEnv
+
+        return SyncEnv(self.base_url, self.token, timeout_s=self.timeout_s, max_size=self.max_size, open_timeout_s=self.open_timeout_s)
 
     async def connect(self) -> Env[ObsT, StateT]:
         if self._lost is not None:

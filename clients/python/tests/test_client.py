@@ -84,6 +84,11 @@ def test_sync_client_and_gym_wrapper(weather) -> None:
     with SyncEnv(weather.url) as env:
         assert env.reset().action_names == ["get_weather"]
         assert env.step("get_weather", {"city": "Paris"}).observation["city"] == "Paris"
+    # The old spelling still works, saying once what replaced it.
+    with pytest.warns(DeprecationWarning, match=r"SyncEnv\(base_url"):
+        old = Env(weather.url).sync()
+    with old as env:
+        assert env.reset().action_names == ["get_weather"]
     gym = GymEnv(weather.url)
     obs, info = gym.reset(seed=1)
     # The initial observation is the episode's initial state, as the session's state() has it.
