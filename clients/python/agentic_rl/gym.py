@@ -12,13 +12,15 @@ With ``gymnasium`` installed (``pip install agentic-rl-client[gym]``), :class:`G
 
 ``info`` holds the actions enabled now, the trace id and the per-source rewards (a delayed source
 is "pending" until it lands: see ``Env.subscribe``). A malformed action is an ``InvalidAction``
-naming what is wrong, before anything is sent. Without gymnasium the methods keep these shapes,
-and there are no spaces.
+naming what is wrong, before anything is sent. Without gymnasium the methods keep these shapes
+and both spaces are there (``contains``, ``sample``, ``seed``); only gymnasium's own machinery
+(``spec``, ``gymnasium.make``, the env checker) needs it.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any, Dict, Generic, List, Mapping, Optional, Sequence, SupportsFloat, Tuple, TypeVar
@@ -43,8 +45,24 @@ else:  # pragma: no cover - exercised where gymnasium is absent
     class _Base(Generic[_O, _A]):
         pass
 
+    class _Random:
+        """The part of numpy's Generator the spaces use."""
+
+        def __init__(self, seed: Optional[int]) -> None:
+            self._random = random.Random(seed)
+
+        def integers(self, n: int) -> int:
+            return self._random.randrange(n)
+
     class _Space(Generic[_O]):
-        pass
+        """What gymnasium's Space gives the two spaces here: a seeded ``np_random``."""
+
+        def __init__(self, seed: Optional[int] = None) -> None:
+            self.np_random = _Random(seed)
+
+        def seed(self, seed: Optional[int] = None) -> List[Optional[int]]:
+            self.np_random = _Random(seed)
+            return [seed]
 
 
 def _simplest(schema: Any) -> Any:
@@ -184,11 +202,11 @@ class GymEnv(_Base[Any, Action]):
         except BaseException:
             self._env.close()
             raise
+        self.action_space = ToolCallSpace(tools)
+        self.observation_space = JsonSpace()
         if _HAS_GYMNASIUM:
             from gymnasium.envs.registration import EnvSpec
 
-            self.action_space = ToolCallSpace(tools)
-            self.observation_space = JsonSpace()
             # A served env's tools may draw from the run's randomness (simulated latency, a judge):
             # one seed and one action need not give one observation, and gymnasium's checker is told so.
             # The spec also makes the same env again (gymnasium.make(env.spec): a vector env's workers).

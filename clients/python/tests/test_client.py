@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -93,6 +95,7 @@ def test_sync_client_and_gym_wrapper(weather) -> None:
     obs, info = gym.reset(seed=1)
     # The initial observation is the episode's initial state, as the session's state() has it.
     assert obs == gym.client.state().state and isinstance(obs, dict) and info["actions"] == ["get_weather"]
+    assert gym.action_space.contains(("get_weather", {"city": "Oslo"})) and not gym.action_space.contains(("nope", {}))
     obs, reward, terminated, truncated, info = gym.step({"name": "get_weather", "params": {"city": "Oslo"}})
     # The weather API's latency is a cost (weight -0.001 per ms): the step's immediate reward is below 0 until the judge's score lands.
     assert obs["city"] == "Oslo" and reward < 0 and not terminated and not truncated and info["trace_id"]
@@ -149,3 +152,23 @@ async def test_an_episode_id_names_one_episode_and_another_session_cannot_read_i
         with pytest.raises(UnknownEpisode):
             await b.rewards(first.episode_id)
         assert (await a.state()).step_count == 1
+
+
+def test_gym_wrapper_without_gymnasium_keeps_its_spaces(weather) -> None:
+    # A fresh interpreter where gymnasium cannot be imported: the same shapes, the same spaces.
+    probe = f"""
+import sys
+sys.modules["gymnasium"] = None
+from agentic_rl.gym import GymEnv
+gym = GymEnv({weather.url!r})
+gym.action_space.seed(3)
+name, params = gym.action_space.sample()
+assert (name, params) == ("get_weather", {{"city": ""}}), (name, params)
+assert gym.action_space.contains(("get_weather", {{"city": "Oslo"}})) and gym.observation_space.contains({{"a": [1]}})
+obs, info = gym.reset(seed=1)
+print(info["actions"])
+gym.close()
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['get_weather']"
