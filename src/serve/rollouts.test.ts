@@ -81,6 +81,8 @@ async function connect(url: string): Promise<{ send(m: object): void; until(pred
   };
 }
 
+/** The last message of a rollouts request: its summary, or its error (groups and the acceptance come before). */
+const over = (m: Message, id: number): boolean => m.id === id && m.type !== 'rollout_group' && m.type !== 'rollouts_accepted';
 const ask = (base: string, extra: object = {}): object => ({ task_ids: ['lookup-train-0', 'lookup-train-1'], n: 3, base_url: base, model: 'fake-model', sampling: { temperature: 1, max_tokens: 100 }, ...extra });
 
 describe('rollouts through agent serve', () => {
@@ -88,9 +90,10 @@ describe('rollouts through agent serve', () => {
     const { model, url } = await setup();
     const client = await connect(url);
     client.send({ type: 'rollouts', id: 1, data: ask(model.url, { weight_version: 4, max_staleness: 1 }) });
-    const messages = await client.until((m) => m.id === 1 && m.type !== 'rollout_group');
+    const messages = await client.until((m) => over(m, 1));
     const groups = messages.filter((m) => m.type === 'rollout_group').map((m) => m.data as { task_id: string; group_id: string; records: TokenRecord[]; staleness: number; weight_version: number });
     const done = messages[messages.length - 1] as Message;
+    expect(messages[0]).toMatchObject({ type: 'rollouts_accepted', data: { tasks: 2, episodes: 6 } });
     expect(done.type).toBe('rollouts_done');
     expect(done.data).toMatchObject({ groups: 2, episodes: 6, dropped: 0, rerun: 0, max_staleness_seen: 0 });
     expect(groups.map((g) => g.task_id).sort()).toEqual(['lookup-train-0', 'lookup-train-1']);
@@ -125,7 +128,7 @@ describe('rollouts through agent serve', () => {
     const { model, url } = await setup({ reply: lookupModel }, { agentPrograms: true });
     const client = await connect(url);
     client.send({ type: 'rollouts', id: 2, data: ask(model.url, { n: 2, agent: { command: program } }) });
-    const messages = await client.until((m) => m.id === 2 && m.type !== 'rollout_group');
+    const messages = await client.until((m) => over(m, 2));
     expect(messages[messages.length - 1]?.type).toBe('rollouts_done');
     const groups = messages.filter((m) => m.type === 'rollout_group').map((m) => m.data as { records: TokenRecord[] });
     expect(groups).toHaveLength(2);
@@ -141,7 +144,7 @@ describe('rollouts through agent serve', () => {
     client.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 1, agent: { command: program, max_turns: 0 } }) });
     expect((await client.until((m) => m.id === 3))[0]?.data).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('/data/agent/max_turns') });
     client.send({ type: 'rollouts', id: 4, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 1, agent: { command: program, max_turns: 1, timeout_s: 60 } }) });
-    const bounded = (await client.until((m) => m.id === 4 && m.type !== 'rollout_group')).find((m) => m.type === 'rollout_group')?.data as { records: TokenRecord[] };
+    const bounded = (await client.until((m) => over(m, 4))).find((m) => m.type === 'rollout_group')?.data as { records: TokenRecord[] };
     expect(bounded.records.map((r) => [r.reason, r.truncated, r.turns.length])).toEqual([['max_turns', true, 1]]);
   });
 
@@ -155,16 +158,16 @@ describe('rollouts through agent serve', () => {
     client.send({ type: 'weight_version', id: 2, data: { version: 3 } });
     await client.until((m) => m.id === 2);
     client.send({ type: 'rollouts', id: 3, data: ask(model.url, { max_staleness: 1, stale: 'drop' }) });
-    const dropped = await client.until((m) => m.id === 3 && m.type !== 'rollout_group');
+    const dropped = await client.until((m) => over(m, 3));
     expect(dropped.filter((m) => m.type === 'rollout_group')).toHaveLength(0);
     expect(dropped[dropped.length - 1]?.data).toMatchObject({ groups: 0, episodes: 6, dropped: 2, rerun: 0, max_staleness_seen: 3 });
     client.send({ type: 'rollouts', id: 4, data: ask(model.url, { task_ids: ['lookup-train-0'], max_staleness: 1 }) });
-    const rerun = await client.until((m) => m.id === 4 && m.type !== 'rollout_group');
+    const rerun = await client.until((m) => over(m, 4));
     expect(rerun[rerun.length - 1]?.data).toMatchObject({ groups: 0, episodes: 9, dropped: 1, rerun: 2 });
     // Once the server generates with the new weights, the group is fresh and sent.
     version = 3;
     client.send({ type: 'rollouts', id: 5, data: ask(model.url, { task_ids: ['lookup-train-0'], max_staleness: 1 }) });
-    const fresh = await client.until((m) => m.id === 5 && m.type !== 'rollout_group');
+    const fresh = await client.until((m) => over(m, 5));
     const group = fresh.find((m) => m.type === 'rollout_group')?.data as { staleness: number; records: TokenRecord[] };
     expect(group.staleness).toBe(0);
     expect(group.records.flatMap((r) => r.turns.map((t) => t.weight_version))).toEqual([3, 3, 3, 3, 3, 3]);
@@ -195,10 +198,10 @@ describe('rollouts through agent serve', () => {
     client.send({ type: 'rollouts', id: 1, data: ask(model.url, { n: 4 }) });
     await vi.waitFor(() => expect(model.completions.length).toBeGreaterThan(2), { interval: 5 });
     client.send({ type: 'cancel', id: 2, data: { id: 1 } });
-    const messages = await client.until((m) => m.id === 1 && m.type !== 'rollout_group');
+    const messages = await client.until((m) => over(m, 1));
     expect(messages[messages.length - 1]).toMatchObject({ type: 'error', data: { code: 'INTERRUPTED' } });
     client.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-2'], n: 1 }) });
-    const after = await client.until((m) => m.id === 3 && m.type !== 'rollout_group');
+    const after = await client.until((m) => over(m, 3));
     expect(after[after.length - 1]?.data).toMatchObject({ groups: 1 });
     const summary = await stop();
     expect(summary.episodes.by_reason.client_closed).toBeGreaterThan(0);

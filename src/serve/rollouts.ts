@@ -289,10 +289,10 @@ class Slots {
 /**
  * Runs a request's groups, `concurrency` episodes at a time, task by task; `onGroup` gets each
  * group as it completes. Resolves with the counts once every group is sent or dropped; rejects
- * with the reason when `signal` aborts (its episodes end `client_closed`).
+ * with the reason when `signal` aborts (its episodes end `client_closed`). The request's
+ * `weight_version` is declared by the caller, before it answers the request accepted.
  */
 export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
-  if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
   const setup: PolicySetup = {
     system: () => Promise.resolve(host.system),
     seed: request.seed,

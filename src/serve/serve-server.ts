@@ -12,7 +12,8 @@
  * - `subscribe` → `subscribed`, then `reward` pushes for this socket's episodes (never unasked:
  *   OpenEnv's client reads the next message as the reply to its request)
  * - `rollouts` {task_ids, n, base_url, model, sampling?, weight_version?, max_staleness?, …} (with
- *   an id) → a `rollout_group` per task as its K episodes complete (token records), then
+ *   an id) → `rollouts_accepted` {tasks, episodes} once checked, a `rollout_group` per task as its K
+ *   episodes complete (token records), then
  *   `rollouts_done` {groups, episodes, dropped, rerun}; `cancel` {id} stops one (rollouts.ts)
  * - `weight_version` {version} → `weight_version`: the trainer pushed new weights (never older)
  * - `close` ends the session. A socket that goes away ends its episode as truncated, its rollouts `client_closed`.
@@ -316,8 +317,11 @@ export class ServeServer implements AsyncDisposable {
           if (id === undefined) throw new AgentError('PARAMS_INVALID', 'rollouts needs an id: its groups are sent as they complete, each with the request\'s id', { hint: 'Send {"type": "rollouts", "id": 1, "data": {…}}.' });
           if (rollouts.has(id)) throw new AgentError('PARAMS_INVALID', `rollouts: request ${JSON.stringify(id)} is already running on this socket`, { hint: 'Give each request its own id.' });
           const request = parseRolloutRequest(data, host);
+          if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
           const cancel = new AbortController();
           rollouts.set(id, cancel);
+          // Checked and started: a client can raise a bad request at once instead of at its first group.
+          reply({ type: 'rollouts_accepted', id, data: { tasks: request.taskIds.length, episodes: request.taskIds.length * request.n } });
           try {
             const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]));
             return { type: 'rollouts_done', data: summary };

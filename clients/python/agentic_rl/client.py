@@ -310,7 +310,8 @@ class Env(Generic[ObsT, StateT]):
         with ``--allow-agent-programs``; see the "Train your own agent program" page); or
         ``{"command": [...], "max_turns": 32, "timeout_s": 120}`` to bound each episode's program
         (model calls: ``max_turns``, default 256; wall time: ``timeout_s``, default 1800).
-        Bad input is raised on the first ``__anext__``; leaving the loop early cancels the rest.
+        Bad input is raised here, before any episode runs (the server checks the request and answers it
+        accepted or refused); leaving the loop early cancels the rest.
         """
         await self.connect()
         data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
@@ -332,7 +333,9 @@ class Env(Generic[ObsT, StateT]):
         except (WebSocketException, asyncio.TimeoutError) as err:
             del self._streams[rid]
             raise self._lost or ConnectionLost(f"cannot send: {err}", "CONNECTION_LOST") from err
-        return RolloutStream(self, rid, queue)
+        stream = RolloutStream(self, rid, queue)
+        await stream._accepted()
+        return stream
 
     async def weight_version(self, version: int) -> int:
         """Tells the server the trainer pushed weights ``version`` to the inference server (never an older one)."""
@@ -369,6 +372,27 @@ class RolloutStream:
         self._queue = queue
         self._done = False
         self.summary: Optional[RolloutSummary] = None
+        #: What the server accepted: ``{"tasks": …, "episodes": …}``.
+        self.accepted: Dict[str, Any] = {}
+
+    async def _accepted(self) -> None:
+        """Waits for the server's answer to the request: accepted, or its error raised now."""
+        try:
+            item = await asyncio.wait_for(self._queue.get(), self._env.timeout_s)
+        except asyncio.TimeoutError:
+            await self.cancel()
+            raise RequestTimeout(f"the server did not answer the rollouts request within {self._env.timeout_s} s", "TIMEOUT") from None
+        if isinstance(item, ConnectionLost):
+            self._finish()
+            raise item
+        if item.get("type") == "rollouts_accepted":
+            data = item.get("data")
+            self.accepted = dict(data) if isinstance(data, dict) else {}
+            return
+        self._finish()
+        if item.get("type") == "error":
+            raise error_from(item.get("data", {}))
+        raise ProtocolError(f"a rollouts request was answered {item.get('type')!r} before it was accepted", "PROTOCOL")
 
     def __aiter__(self) -> RolloutStream:
         return self

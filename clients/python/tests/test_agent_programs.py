@@ -66,13 +66,16 @@ def test_python_programs_are_trained_as_they_are(tiny_server, tmp_path: Path) ->
 
 
 async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: Path) -> None:
-    from agentic_rl import Env
+    from agentic_rl import Env, InvalidAction
 
     from .conftest import Served
 
     served = Served("fixtures/lookup", tmp_path, "--split", "train", "--allow-agent-programs")
     try:
         async with Env(served.url) as env:
+            # A bad request is raised by the call itself, before any episode runs.
+            with pytest.raises(InvalidAction, match="/data/task_ids/0"):
+                await env.rollouts(["no-such-task"], n=1, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen")
             stream = await env.rollouts(["lookup-train-0"], n=2, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen", sampling={"max_tokens": 48},
                                         agent=[sys.executable, str(AGENTS / "openai_tools.py")])
             groups = [group async for group in stream]
@@ -81,7 +84,7 @@ async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: P
                                          agent={"command": [sys.executable, str(AGENTS / "openai_tools.py")], "max_turns": 1})
             [capped] = [group async for group in bounded]
         assert [(r["reason"], r["truncated"], len(r["turns"])) for r in capped.records] == [("max_turns", True, 1)]
-        assert stream.summary is not None and stream.summary.groups == 1
+        assert stream.summary is not None and stream.summary.groups == 1 and stream.accepted == {"tasks": 1, "episodes": 2}
         [group] = groups
         assert [r["trial"] for r in group.records] == [0, 1]
         completions = [json.loads(line) for line in tiny_server["log"].read_text().splitlines()]
