@@ -1,20 +1,11 @@
 /** `agent sandbox run` as a user meets it: the command's own exit code and output, 124 at the time limit, the result as JSON, a kept workspace. Needs bubblewrap (in CI its absence fails). */
-import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bwrapForTests } from '../src/sandbox/bwrap-testing.js';
 import { runAgent, scratch } from './testing.js';
 
-const available = (() => {
-  try {
-    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (!available && process.env['CI']) throw new Error('bubblewrap (bwrap) is required in CI and is not on PATH (.ci/run installs it: apt-get install bubblewrap)');
-if (!available) console.warn('skipping agent sandbox run: bwrap is not on PATH (install it: apt-get install bubblewrap)');
+const available = bwrapForTests('agent sandbox run');
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());

@@ -5,26 +5,18 @@
  * puts the command in its cgroup before it starts, and sweeps the cgroup after). Needs bubblewrap:
  * in CI its absence fails the suite; elsewhere the suite is skipped saying how to install it.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAgentError } from '../shared/errors.js';
+import { bwrapForTests } from './bwrap-testing.js';
 import { Sandbox, type SandboxCommand } from './sandbox.js';
 
-const available = (() => {
-  try {
-    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (!available && process.env['CI']) throw new Error('bubblewrap (bwrap) is required in CI and is not on PATH (.ci/run installs it: apt-get install bubblewrap)');
-if (!available) console.warn('skipping the sandbox tests: bwrap is not on PATH (install it: apt-get install bubblewrap)');
+const available = bwrapForTests('the sandbox tests');
 
 const dirs: string[] = [];
 async function workspace(): Promise<string> {
@@ -39,8 +31,8 @@ function hostProcesses(marker: string): string[] {
     .filter((p) => /^\d+$/.test(p))
     .flatMap((p) => {
       try {
-        const cmd = execFileSync('cat', [`/proc/${p}/cmdline`]).toString().replace(/\0/g, ' ');
-        return cmd.includes(marker) && !cmd.includes('cat ') ? [cmd] : [];
+        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ');
+        return cmd.includes(marker) ? [cmd] : [];
       } catch {
         return [];
       }
