@@ -162,7 +162,7 @@ describe('OpenTelemetry traces of a run', () => {
     // The queued spans went out in one export, which never ends.
     expect(exported).toEqual([3]);
     stop.abort();
-    expect(await finished).toMatchObject({ exported: 0, dropped: 3, error: 'the collector had not answered when the run ended' });
+    expect(await finished).toMatchObject({ exported: 0, dropped: 3, error: expect.stringContaining('no export had succeeded when the run ended') });
     expect(shutdowns).toBe(1);
   });
 

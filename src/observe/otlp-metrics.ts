@@ -11,6 +11,7 @@ import { AggregationTemporality, DataPointType, type MetricData, type PushMetric
 import { ValueType, type Attributes, type HrTime } from '@opentelemetry/api';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { raceAbort } from '../shared/abort.js';
+import { UNFINISHED_EXPORT } from './span-export.js';
 import { TOOLKIT_NAME, TOOLKIT_VERSION } from '../shared/package-info.js';
 import type { OtelConfig } from './otel-config.js';
 import type { RunMetrics } from './prometheus.js';
@@ -60,7 +61,7 @@ export class OtlpMetricsPush {
       await raceAbort(this.#inFlight ?? Promise.resolve(), signal).catch(() => undefined);
       await raceAbort(this.#push(), signal).catch(() => {
         this.#failed++;
-        this.#error = 'the collector had not answered when the run ended';
+        this.#error = UNFINISHED_EXPORT;
       });
       void this.#exporter.shutdown().catch(() => undefined);
       return { pushes: this.#pushes, failed: this.#failed, ...(this.#error !== undefined ? { error: this.#error } : {}) };

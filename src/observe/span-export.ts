@@ -11,6 +11,9 @@ import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, Span, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { raceAbort } from '../shared/abort.js';
 
+/** Why spans or a push were given up at the run's end: the exporter retries refusals and 5xx itself, so "no answer" may be a collector that kept saying no. */
+export const UNFINISHED_EXPORT = 'no export had succeeded when the run ended (the collector refused, failed or was too slow, and the exporter was still retrying)';
+
 export interface SpanExportOptions {
   /** Spans held at most while waiting for export (OTEL_BSP_MAX_QUEUE_SIZE, default 2048). */
   readonly maxQueue?: number;
@@ -89,7 +92,7 @@ export class BoundedSpanExport implements SpanProcessor {
       if (abandoned) {
         this.#generation++;
         this.#dropped += this.#pendingInFlight;
-        this.#error = 'the collector had not answered when the run ended';
+        this.#error = UNFINISHED_EXPORT;
         this.#inFlight = undefined;
       }
       this.#dropped += this.#queue.length;
