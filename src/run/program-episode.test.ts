@@ -29,6 +29,16 @@ async function tmp(): Promise<string> {
   return d;
 }
 
+/** The openai package's entry, for the programs written into temporary folders to import. */
+const OPENAI = JSON.stringify(path.resolve('node_modules/openai/index.mjs'));
+
+/** A program written into `dir`: its path. */
+async function programFile(dir: string, name: string, source: string): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, source);
+  return file;
+}
+
 /** Looks the key up, then answers with the code the lookup gave. */
 function lookupModel(prompt: string): string {
   const code = [...prompt.matchAll(/"code":"(\w+)"/g)].pop()?.[1];
@@ -75,10 +85,10 @@ describe('an agent program as the policy (cmd:)', () => {
     await using server = await startFakeVllmServer({ reply: lookupModel });
     const dir = await tmp();
     // After the lookup, the program forgets the conversation and asks afresh with the result in the user turn.
-    const program = path.join(dir, 'compacting.mjs');
-    await writeFile(
-      program,
-      `import OpenAI from ${JSON.stringify(path.resolve('node_modules/openai/index.mjs'))};
+    const program = await programFile(
+      dir,
+      'compacting.mjs',
+      `import OpenAI from ${OPENAI};
 const openai = new OpenAI();
 const tools = [{ type: 'function', function: { name: 'lookup_code', parameters: { type: 'object', properties: { key: { type: 'string' } } } } }];
 const first = await openai.chat.completions.create({ model: process.env.AGENT_MODEL, messages: [{ role: 'user', content: "the key 'keen-elk'" }], tools });
@@ -146,10 +156,10 @@ console.error(first.choices[0].message.tool_calls.length, again.choices[0].messa
       },
     });
     const dir = await tmp();
-    const program = path.join(dir, 'subagents.mjs');
-    await writeFile(
-      program,
-      `import OpenAI from ${JSON.stringify(import.meta.resolve('openai'))};
+    const program = await programFile(
+      dir,
+      'subagents.mjs',
+      `import OpenAI from ${OPENAI};
 const openai = new OpenAI();
 const model = process.env.AGENT_MODEL;
 const subAgent = async (name) => {
@@ -177,12 +187,12 @@ await Promise.all([subAgent('A'), subAgent('B')]);
   it('ends a program that floods the model at its turn limit: the call past it refused with a 400 the SDK raises, the episode truncated max_turns', async () => {
     await using server = await startFakeVllmServer({ reply: () => 'Thinking.' });
     const dir = await tmp();
-    const program = path.join(dir, 'flood.mjs');
     const said = path.join(dir, 'said.json');
     // It ignores SIGTERM so that what the SDK raised is written down before it goes.
-    await writeFile(
-      program,
-      `import OpenAI from ${JSON.stringify(import.meta.resolve('openai'))};
+    const program = await programFile(
+      dir,
+      'flood.mjs',
+      `import OpenAI from ${OPENAI};
 import { writeFileSync } from 'node:fs';
 process.on('SIGTERM', () => {});
 const openai = new OpenAI({ maxRetries: 0 });
@@ -219,9 +229,9 @@ for (;;) {
   it('answers a wrong key with a 401 in the shape of the API called, and refuses an unknown model naming the served one', async () => {
     await using server = await startFakeVllmServer({ reply: lookupModel });
     const dir = await tmp();
-    const program = path.join(dir, 'probe.mjs');
-    await writeFile(
-      program,
+    const program = await programFile(
+      dir,
+      'probe.mjs',
       `const base = process.env.OPENAI_BASE_URL;
 const post = (key, body) => fetch(base + '/chat/completions', { method: 'POST', headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => [r.status, await r.json()]);
 const wrong = await post('0'.repeat(32), { model: process.env.AGENT_MODEL, messages: [{ role: 'user', content: 'hi' }] });
