@@ -1,7 +1,9 @@
 /** `agent sandbox run` as a user meets it: the command's own exit code and output, 124 at the time limit, the result as JSON, a kept workspace. Needs bubblewrap (in CI its absence fails). */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { bwrapForTests } from '../src/sandbox/bwrap-testing.js';
 import { runAgent, scratch } from './testing.js';
 
@@ -25,5 +27,17 @@ describe.skipIf(!available)('agent sandbox run', () => {
     const oom = await runAgent(['sandbox', 'run', '--json', '--memory-mb', '64', '--', 'python3', '-c', 'b = bytearray(10**9)']);
     expect(oom.code).toBe(137);
     expect(JSON.parse(oom.stdout)).toMatchObject({ exit_code: null, signal: 'SIGKILL', oom: true, timed_out: false, truncated: false, mechanism: { mode: 'isolated' } });
+  });
+
+  it('Ctrl-C kills the sandbox and everything in it, exit 130', async () => {
+    const ws = await tmp.dir('sandbox-ws-');
+    const marker = `sleep 989.${process.pid}`;
+    const child = execa(process.execPath, ['--import', 'tsx', path.resolve('bin/agent.ts'), 'sandbox', 'run', '--workspace', ws, '--', 'sh', '-c', `${marker} & touch started; while :; do :; done`], { reject: false });
+    await vi.waitFor(() => expect(existsSync(path.join(ws, 'started'))).toBe(true), { timeout: 20_000, interval: 20 });
+    child.kill('SIGINT');
+    const result = await child;
+    expect(result.exitCode, result.stderr).toBe(130);
+    expect(result.stderr).toContain('interrupted; the command and everything it started were killed');
+    await expect(execa('pgrep', ['-f', marker], { reject: false })).resolves.toMatchObject({ exitCode: 1 });
   });
 });

@@ -6,6 +6,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { SandboxMode, SandboxResult } from '../src/internal.js';
 import { SANDBOX_DEFAULTS } from '../src/shared/defaults.js';
 import type { Io } from './io.js';
+import { abortOnSignals } from './interrupt.js';
 import { core } from './lib.js';
 import { durationOption, positiveInt } from './options.js';
 
@@ -51,8 +52,7 @@ async function sandboxRun(argv: string[], flags: Flags, io: Io): Promise<number>
   if (box.mechanism.mode === 'unsafe-host') io.stderr.write('warning: --sandbox unsafe-host: the command runs with your files and your network; only its limits hold\n');
   const workspace = flags.workspace !== undefined ? path.resolve(flags.workspace) : await mkdtemp(path.join(os.tmpdir(), 'agent-sandbox-'));
   const controller = new AbortController();
-  const stop = (): void => controller.abort(new Error('interrupted'));
-  process.once('SIGINT', stop);
+  const stopListening = abortOnSignals(controller, io, 'interrupted: killing the sandbox');
   try {
     const result = await box.run({
       argv,
@@ -68,8 +68,13 @@ async function sandboxRun(argv: string[], flags: Flags, io: Io): Promise<number>
       if (note) io.stderr.write(`${note}\n`);
     }
     return exitCode(result);
+  } catch (err) {
+    if (!controller.signal.aborted) throw err;
+    // The sandbox and everything in it were killed before the run ended: nothing is left running.
+    io.stderr.write('sandbox: interrupted; the command and everything it started were killed\n');
+    return 130;
   } finally {
-    process.off('SIGINT', stop);
+    stopListening();
     if (flags.workspace === undefined) await rm(workspace, { recursive: true, force: true });
   }
 }
