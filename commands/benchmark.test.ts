@@ -181,12 +181,13 @@ export default function sabotaged(obs) {
     // A suite is a folder or a built-in name; anything else says where it looked.
     const nowhere = await runAgent(['benchmark', 'tau-bench/nope']);
     expect(nowhere.code).toBe(2);
-    expect(nowhere.stderr).toMatch(/no suite 'tau-bench\/nope': it is neither a folder \(looked at .*\) nor a suite shipped with the toolkit \(tau-bench\/airline, tau-bench\/retail, lookup\)/);
+    expect(nowhere.stderr).toMatch(/no suite 'tau-bench\/nope': it is neither a folder \(looked at .*\) nor a suite shipped with the toolkit \(tau-bench\/airline, tau-bench\/retail, lookup, code\/python-repair\)/);
     const listed = JSON.parse((await runAgent(['benchmark', '--list', '--json'])).stdout) as { name: string; tasks: number }[];
     expect(listed.map((l) => [l.name, l.tasks])).toEqual([
       ['tau-bench/airline', 50],
       ['tau-bench/retail', 115],
       ['lookup', 10],
+      ['code/python-repair', 33],
     ]);
     const split = await runAgent(['benchmark', RETAIL, '--split', 'dev']);
     expect(split.code).toBe(2);

@@ -6,13 +6,13 @@ import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/inte
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
-import { addLlmOptions, addProgramOptions, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, toolOption, type LlmFlags, type ProgramFlags } from './options.js';
+import { addLlmOptions, addProgramOptions, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, sandboxWarning, toolOption, addSandboxOption, type LlmFlags, type ProgramFlags, type SandboxFlags } from './options.js';
 import { BENCHMARK_DEFAULTS, RUN_DEFAULTS } from '../src/shared/defaults.js';
 
 const FORMATS = ['text', 'json', 'markdown', 'junit', 'github', 'html'] as const;
 type Format = (typeof FORMATS)[number];
 
-interface Flags extends LlmFlags, ProgramFlags {
+interface Flags extends LlmFlags, ProgramFlags, SandboxFlags {
   list?: boolean;
   json?: boolean;
   split: string;
@@ -63,7 +63,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .option('--otel <url>', OTEL_HELP)
     .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], []);
-  addProgramOptions(addLlmOptions(command))
+  addSandboxOption(addProgramOptions(addLlmOptions(command)))
     .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string | undefined, flags: Flags) => {
       if (flags.list) {
@@ -110,9 +110,12 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       ...(flags.baseline ? { baseline: { file: flags.baseline, maxRegression: flags.maxRegression } } : {}),
       llm: llmSettings(flags),
       ...(program.limits ? { program: program.limits } : {}),
+      ...(flags.sandbox ? { sandbox: flags.sandbox } : {}),
       signal: controller.signal,
       // Progress goes to stderr: stdout is the report.
       onRun: (run, scored) => {
+        const unsafe = sandboxWarning(flags, run.definition);
+        if (unsafe) io.stderr.write(unsafe);
         const source = {
           config: run.config,
           progress: () => run.progress(),

@@ -88,6 +88,8 @@ async function debugCommand(dir: string | undefined, pointer: string | undefined
       [
         `trace ${t.trace_id} (episode ${t.episode}): ${t.action} ${JSON.stringify(t.params)} → ${t.status}${t.duration_ms !== undefined ? ` in ${t.duration_ms.toFixed(1)} ms` : ''}${t.attempts !== undefined ? `, ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}` : ''}`,
         ...(t.error ? [`  error: ${JSON.stringify(t.error)}`] : []),
+        ...commandOutput(t.observation),
+        ...(t.files ? [`  files: ${[...t.files.added.map((f) => `+${f}`), ...t.files.changed.map((f) => `~${f}`), ...t.files.removed.map((f) => `-${f}`)].join('  ') || 'unchanged'}`] : []),
         ...t.events.map((e) => `  +${e.at_ms.toFixed(0).padStart(6)} ms  ${e.type.padEnd(16)} ${e.detail !== undefined ? JSON.stringify(e.detail) : ''}`.trimEnd()),
       ].join('\n') + '\n',
     );
@@ -156,4 +158,15 @@ function openBrowser(url: string, io: Io): void {
   const child = spawn(cmd, args, { stdio: 'ignore', detached: true });
   child.once('error', () => io.stderr.write(`could not start ${cmd} to open a browser: open the URL above by hand\n`));
   child.unref();
+}
+
+/** A sandboxed command's result (a sandbox tool's observation), as lines: how it ended, then its stdout and stderr. */
+function commandOutput(observation: unknown): string[] {
+  if (typeof observation !== 'object' || observation === null) return [];
+  const o = observation as Record<string, unknown>;
+  if (typeof o['stdout'] !== 'string' || typeof o['stderr'] !== 'string' || !('exit_code' in o)) return [];
+  const ended = o['timed_out'] === true ? 'timed out' : o['oom'] === true ? 'out of memory' : o['signal'] ? `killed by ${String(o['signal'])}` : `exit ${String(o['exit_code'])}`;
+  const block = (name: string, text: string, bytes: unknown): string[] =>
+    text === '' ? [] : [`  ${name}${typeof bytes === 'number' && bytes > Buffer.byteLength(text) ? ` (first ${Buffer.byteLength(text)} of ${bytes} bytes)` : ''}:`, ...text.replace(/\n$/, '').split('\n').map((l) => `    | ${l}`)];
+  return [`  command: ${ended}${typeof o['duration_ms'] === 'number' ? ` in ${o['duration_ms']} ms` : ''}`, ...block('stdout', o['stdout'], o['stdout_bytes']), ...block('stderr', o['stderr'], o['stderr_bytes'])];
 }

@@ -149,3 +149,22 @@ export function programLimits(flags: ProgramFlags & { readonly policy: string })
   if (!flags.policy.startsWith('cmd:')) return { misplaced: flags.programTimeout !== undefined ? '--program-timeout' : '--max-turns' };
   return { limits };
 }
+
+export interface SandboxFlags {
+  sandbox?: 'isolated' | 'unsafe-host';
+}
+
+/** How an env's sandbox runs its commands: isolated unless `unsafe-host` is asked for by name. */
+export function addSandboxOption(command: Command): Command {
+  return command.addOption(
+    new Option('--sandbox <mode>', "how an env's sandbox tools run commands: isolated (bubblewrap; an error where it cannot run) or unsafe-host (no isolation at all: your files, your network; only the limits hold)").choices(['isolated', 'unsafe-host']),
+  );
+}
+
+/** Said on every run that asks for it, before anything runs. */
+export function sandboxWarning(flags: SandboxFlags, env: { readonly name: string; readonly sandbox?: unknown }): string | undefined {
+  if (flags.sandbox !== 'unsafe-host') return undefined;
+  return env.sandbox
+    ? `warning: --sandbox unsafe-host: ${env.name}'s sandbox tools run model-written commands with no isolation, as you, with your files and network (only the limits hold)\n`
+    : `warning: --sandbox unsafe-host changes nothing: ${env.name} has no sandbox\n`;
+}

@@ -3,11 +3,11 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { addLlmOptions, addProgramOptions, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, rewardSource, toolOption, type LlmFlags, type ProgramFlags } from './options.js';
+import { addLlmOptions, addProgramOptions, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, rewardSource, sandboxWarning, toolOption, addSandboxOption, type LlmFlags, type ProgramFlags, type SandboxFlags } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
-interface RunFlags extends LlmFlags, ProgramFlags {
+interface RunFlags extends LlmFlags, ProgramFlags, SandboxFlags {
   instruction?: string;
   episodes: number;
   concurrency: number;
@@ -53,7 +53,7 @@ export function registerRun(program: Command, io: Io): void {
     .option('--queue <name>', 'with --distributed: the queue the workers take episodes from', RUN_DEFAULTS.queue)
     .option('--otel <url>', OTEL_HELP)
     .option('--json', 'print events as JSON lines on stdout, and nothing else there');
-  addProgramOptions(addLlmOptions(command))
+  addSandboxOption(addProgramOptions(addLlmOptions(command)))
     .addHelpText('after', '\nExamples:\n  agent run fixtures/weather\n  agent run ./envs/weather --episodes 200 --concurrency 64 --tool-option latency_scale=0.1\n  agent run fixtures/weather --json > events.jsonl\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0\n  agent run --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent run fixtures/weather --store redis://127.0.0.1:6379/0 --distributed --episodes 1000\n  agent run fixtures/weather --reward-source llm_score=fixtures/weather/judges/claude.json\n  agent run fixtures/lookup --policy llm:Qwen/Qwen2.5-0.5B-Instruct --llm-base-url http://127.0.0.1:8000/v1 --tokens --instruction "What is the code behind the key \'amber-fox\'?"\n  agent run fixtures/weather --policy cmd:\'python3 my_agent.py\' --llm-base-url http://127.0.0.1:8000/v1 --tokens')
     .action(async (envDir: string | undefined, flags: RunFlags) => {
       if ((envDir === undefined) === (flags.resume === undefined)) {
@@ -83,6 +83,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     policy: flags.policy,
     ...(modelDriven ? { llm: { ...llmSettings(flags), ...(flags.instruction !== undefined ? { instruction: flags.instruction } : {}) } } : {}),
     ...(program.limits ? { program: program.limits } : {}),
+    ...(flags.sandbox ? { sandbox: flags.sandbox } : {}),
     seed: flags.seed,
     out: flags.out,
     store: flags.store,
@@ -93,6 +94,8 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     ...(otel ? { otel } : {}),
   });
   for (const w of run.definition.warnings) io.stderr.write(`warning: ${w.file ?? ''} ${w.pointer}: ${w.message}\n`);
+  const unsafe = sandboxWarning(flags, run.definition);
+  if (unsafe) io.stderr.write(unsafe);
   // The server's token is printed once, before a live view takes the terminal (never into events).
   const token = run.server?.token;
   if (token !== undefined) {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { bwrapForTests } from '../src/sandbox/bwrap-testing.js';
+import { Run, type Action, type Policy } from '../src/internal.js';
 import { runAgent, scratch } from './testing.js';
 
 const available = bwrapForTests('agent sandbox run');
@@ -39,5 +40,29 @@ describe.skipIf(!available)('agent sandbox run', () => {
     expect(result.exitCode, result.stderr).toBe(130);
     expect(result.stderr).toContain('interrupted; the command and everything it started were killed');
     await expect(execa('pgrep', ['-f', marker], { reject: false })).resolves.toMatchObject({ exitCode: 1 });
+  });
+});
+
+describe.skipIf(!available)('a run of an env with a sandbox', () => {
+  it("agent debug shows a sandbox call's stdout, stderr and the files it changed; run.json how it was isolated", async () => {
+    const out = await tmp.dir('sandbox-run-');
+    const actions: Action[] = [
+        { name: 'run_python', params: { code: "import os; os.remove('test_public.py'); open('new.txt', 'w').write('x'); print('hi'); raise SystemExit('bye')" } },
+      { name: 'write_file', params: { path: 'stats_utils.py', content: 'median = None\n' } },
+    ];
+    const script: Policy = (obs) => actions[obs.step] ?? null;
+    const run = await Run.prepare({ env: 'code/python-repair', episodes: 1, out, policy: script });
+    await run.execute();
+    const dir = run.dir as string;
+    const manifest = JSON.parse(await readFile(path.join(dir, 'run.json'), 'utf8')) as { config: { sandbox: object } };
+    expect(manifest.config.sandbox).toMatchObject({ mode: 'isolated', limits: expect.stringMatching(/^(cgroup-v1|cgroup-v2|uid-rlimit)$/) as unknown });
+
+    const first = await runAgent(['debug', dir, '--trace', 'ep-0:1']);
+    expect(first.stdout).toContain('  command: exit 1 in ');
+    expect(first.stdout).toContain('  stdout:\n    | hi\n  stderr:\n    | bye\n');
+    // The first listing of the episode: everything in the workspace is new to it.
+    expect(first.stdout).toContain('  files: +new.txt  +stats_utils.py\n');
+    const second = JSON.parse((await runAgent(['debug', dir, '--trace', 'ep-0:2', '--json'])).stdout) as { files: object; observation: unknown };
+    expect(second).toMatchObject({ files: { added: [], changed: ['stats_utils.py'], removed: [] }, observation: 'wrote 14 bytes to stats_utils.py' });
   });
 });

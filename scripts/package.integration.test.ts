@@ -13,6 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratch } from '../commands/testing.js';
+import { bwrapForTests } from '../src/sandbox/bwrap-testing.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -259,6 +260,12 @@ describe('npx agent run with an env written anywhere', () => {
     expect(JSON.parse(lookup.stdout)).toMatchObject({ metrics: { success_rate: { value: 1 } } });
     const run = await node([agentBin(), 'run', 'lookup', '--episodes', '1', '--out', path.join(outside, 'lookup-runs')], outside);
     expect(run.code, run.stderr).toBe(0);
+    // The sandboxed suite's tools (a TypeScript module importing the package) run from the install.
+    if (bwrapForTests('the installed python-repair suite')) {
+      const repair = await node([agentBin(), 'benchmark', 'code/python-repair', '--policy', 'gold', '--tasks', 'python-repair-0', '--json', '--out', path.join(outside, 'bench-runs')], outside);
+      expect(repair.code, repair.stderr).toBe(0);
+      expect(JSON.parse(repair.stdout)).toMatchObject({ metrics: { success_rate: { value: 1 } } });
+    }
   });
 
   it('serves the web console from the built bundle (no bundler at run time)', async () => {

@@ -15,12 +15,13 @@ export { AgentEnv, type EnvOptions } from './env/agent-env.js';
 export { AgentInstance, type Action, type AvailableAction, type PendingTrace, type ResolveOptions, type StepInfo, type StepResult } from './env/agent-instance.js';
 export { defineEnv, loadEnvDefinition } from './env/load-env.js';
 export type { EnvManifest, LoadEnvOptions } from './schema/load-env.js';
-export type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolPolicy } from './schema/definition.js';
+export type { ActionDefinition, EnvDefinition, RewardSourceDefinition, SandboxSpec, ToolPolicy } from './schema/definition.js';
 
 // Tools.
 export { defineTool } from './tools/define-tool.js';
 export { EXIT_RETRYABLE } from './tools/executors.js';
-export type { ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
+export type { EpisodeSandbox, SandboxRunOptions, ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
+export type { SandboxLimits, SandboxMechanism, SandboxMode, SandboxResult } from './sandbox/sandbox.js';
 
 // What an env reports.
 export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TokenTurn, TraceStatus } from './events/env-events.js';

@@ -28,4 +28,4 @@ export { AttachFeed, attachUrl } from './replay/attach-feed.js';
 export { serveWebConsole, type WebConsoleOptions } from './console/web-console.js';
 export { ConsoleServer, consoleUrl, type ConsoleServerOptions } from './console/console-server.js';
 export { ConsoleRoutes, CONSOLE_OPEN_ROUTES, type ConsoleRoutesOptions } from './console/console-routes.js';
-export { Sandbox, type SandboxCommand, type SandboxLimits, type SandboxMechanism, type SandboxMode, type SandboxResult } from './sandbox/sandbox.js';
+export { Sandbox, type SandboxCommand } from './sandbox/sandbox.js';

@@ -28,6 +28,7 @@ import type { EnvEvent, EnvEventOf } from '../events/env-events.js';
 import { diffSchema } from '../diff/diff.js';
 import { watchEventLoop } from './loop-monitor.js';
 import type { EnvRuntime } from './runtime.js';
+import type { SandboxMechanism, SandboxMode } from '../sandbox/sandbox.js';
 import { StateValidator } from '../schema/state-validator.js';
 import { EnvRewards } from '../reward/env-rewards.js';
 
@@ -54,6 +55,8 @@ export interface EnvOptions {
   readonly watchEventLoop?: boolean;
   /** A traced run: each call's W3C `traceparent` by our trace id, handed to its tool (`ctx.traceparent`). */
   readonly traceparent?: (traceId: string) => string;
+  /** How the env's sandbox (env.json `sandbox`) runs commands: `isolated` (default; SANDBOX_UNAVAILABLE at open where it cannot), or `unsafe-host`, with no isolation, only when asked for by name. */
+  readonly sandbox?: SandboxMode;
 }
 
 /** Finished calls a `loop_lag` report can name (the most recent ones). */
@@ -143,6 +146,7 @@ export class AgentEnv implements AsyncDisposable {
       ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
       ...(options.maxToolTimeoutMs !== undefined ? { maxTimeoutMs: options.maxToolTimeoutMs } : {}),
       ...(options.traceparent ? { traceparent: options.traceparent } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       // Called only once the env is open, so `refreshActions` (below) is defined by then.
       onMcpToolsChanged: (server, before, after) =>
         void refreshActions(server, before, after).catch((err: unknown) => events.emit({ type: 'error', time: clock.now(), instance_id: '', error: { code: 'INTERNAL', message: `refreshing the actions of MCP server '${server}' failed: ${describeError(err)}` } })),
@@ -193,6 +197,11 @@ export class AgentEnv implements AsyncDisposable {
     this.#instances.delete(id);
     // Its own MCP servers (per_instance) end with it; a failure to close one is no failure of the caller's.
     this.#runtime.router.releaseInstance(id).catch(() => undefined);
+  }
+
+  /** How the env's sandbox isolates and bounds commands, when it declares one (env.json `sandbox`). */
+  get sandbox(): SandboxMechanism | undefined {
+    return this.#runtime.router.sandbox;
   }
 
   get store(): StateStore {

@@ -121,6 +121,8 @@ export class AgentInstance {
     if (issues.length > 0) throw new ValidationError('STATE_INVALID', `initial state of instance '${this.id}' does not match the state schema`, issues, 'Fix the listed fields of the initial state.');
     this.#cancelAll(() => new AgentError('TOOL_CANCELLED', 'the episode was reset'));
     this.#traces.clear();
+    // A new episode starts with a new workspace (only envs with a sandbox have one).
+    if (this.#rt.router.sandbox) await this.#rt.router.resetInstance(this.id);
     if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
     const now = this.#rt.clock.now();
     await this.#serialized(async () => {

@@ -1,4 +1,5 @@
 /** Events of a run: every env event, plus the run's own. */
+import type { SandboxMechanism } from '../sandbox/sandbox.js';
 import type { EnvEvent, EnvEventOf, ErrorInfo } from './env-events.js';
 
 /** A settled step as a run reports it: with the actions the policy chose among. */
@@ -40,6 +41,8 @@ export interface RunConfig {
   readonly trace_sampling?: number;
   /** An `llm:<model>` policy: where it was served and how every request was sampled. */
   readonly llm?: LlmRunConfig;
+  /** The env's sandbox: how its commands were isolated (`unsafe-host`: not at all) and bounded. */
+  readonly sandbox?: SandboxMechanism;
 }
 
 /** An llm: policy as run.json records it (`config.llm`): the model, where it was served, and in token mode the sampling settings of every request. */

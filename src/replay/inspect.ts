@@ -7,10 +7,11 @@
  */
 import path from 'node:path';
 import { AgentError } from '../shared/errors.js';
-import { parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js';
+import { isPlainObject, parsePointer, valueAtPointer, type JsonValue } from '../shared/json.js';
+import { changedFiles, type WorkspaceListing } from '../sandbox/workspace-listing.js';
 import { episodeCommits, type Commit } from './debug-feed.js';
 import type { IndexedEvent } from './run-index.js';
-import { applyPatch } from '../state/patch.js';
+import { applyPatch, type Patch } from '../state/patch.js';
 import { forEachLine, readManifest, RecordReading } from './run-rewards.js';
 import { rewardEvent, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES } from './run-writer.js';
@@ -29,6 +30,10 @@ export interface TraceReport {
   readonly tool_ms?: number;
   readonly attempts?: number;
   readonly error?: JsonValue;
+  /** What the agent saw (a sandbox tool's: its exit code, stdout and stderr). */
+  readonly observation?: JsonValue;
+  /** For a call that ran commands in the episode's sandbox: the workspace files it added, changed and removed. */
+  readonly files?: { readonly added: readonly string[]; readonly changed: readonly string[]; readonly removed: readonly string[] };
   /** Each event of the trace, with its offset from the dispatch. */
   readonly events: readonly { readonly type: string; readonly time: string; readonly at_ms: number; readonly detail?: JsonValue }[];
 }
@@ -58,6 +63,7 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
   if (!head) throw new AgentError('BAD_USAGE', `no trace '${traceId}' in ${dir}`, { hint: 'Trace ids look like ep-3:7 (instance, then the call number): see trajectories.jsonl.' });
   const finished = events.filter((e) => e.type === 'tool_finished').pop();
   const t0 = dispatched?.time ?? (settled ? settled.time - ((settled['duration_ms'] as number | undefined) ?? 0) : 0);
+  const files = await workspaceChanges(dir, head['episode'] as number, settled, events.find((e) => e.type === 'state_committed'));
   return {
     trace_id: traceId,
     episode: head['episode'] as number,
@@ -67,11 +73,28 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
     ...(settled ? { duration_ms: settled['duration_ms'] as number } : {}),
     ...(finished ? { tool_ms: finished['duration_ms'] as number, attempts: finished['attempts'] as number } : {}),
     ...(settled?.['error'] ? { error: settled['error'] as JsonValue } : {}),
+    ...(settled && 'observation' in settled ? { observation: settled['observation'] as JsonValue } : {}),
+    ...(files ? { files } : {}),
     events: events.map((e) => {
       const detail = detailOf(e);
       return { type: e.type, time: new Date(e.time).toISOString(), at_ms: e.time - t0, ...(detail !== undefined ? { detail } : {}) };
     }),
   };
+}
+
+/**
+ * The files a call changed in its episode's sandbox workspace: its commit writes the workspace's
+ * listing (env.json `sandbox.listing_to`), compared here with the listing in the state it started from.
+ */
+async function workspaceChanges(dir: string, episode: number, settled: Event | undefined, commit: Event | undefined): Promise<TraceReport['files']> {
+  const op = (commit?.['patch'] as Patch | undefined)?.find((o) => (o.op === 'add' || o.op === 'replace') && isListing(o.value));
+  if (!op || !('value' in op) || !isListing(op.value) || !settled || typeof settled['seq_before'] !== 'number') return undefined;
+  const before = valueAtPointer((await inspectState(dir, episode, { seq: settled['seq_before'] })).state, op.path);
+  return changedFiles(isListing(before) ? before : undefined, op.value);
+}
+
+function isListing(v: unknown): v is WorkspaceListing {
+  return isPlainObject(v) && isPlainObject(v['files']) && Object.values(v['files']).every((f) => isPlainObject(f) && (typeof f['sha256'] === 'string' || typeof f['link'] === 'string'));
 }
 
 function detailOf(e: Event): JsonValue | undefined {

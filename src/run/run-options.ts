@@ -2,6 +2,7 @@
  * What `Run.prepare` takes, and the checks its options pass before anything is loaded or written
  * (the errors here are the user's: exit 2).
  */
+import type { SandboxMode } from '../sandbox/sandbox.js';
 import type { JsonValue } from '../shared/json.js';
 import type { Clock } from '../shared/clock.js';
 import { UsageError } from '../shared/errors.js';
@@ -40,6 +41,8 @@ export interface RunOptions {
   readonly llm?: LlmPolicySettings & { readonly system?: string; readonly instruction?: string };
   /** An agent program's (`cmd:`) limits per episode: wall time (`time_limit`), model calls (`max_turns`). */
   readonly program?: ProgramLimits;
+  /** How the env's sandbox runs commands: `isolated` (default), or `unsafe-host` (no isolation; recorded in run.json) only when asked for by name. */
+  readonly sandbox?: SandboxMode;
   readonly seed?: number;
   /** Parent folder of run folders (default `runs`). */
   readonly out?: string;

@@ -172,6 +172,8 @@ export class Run implements AsyncDisposable {
       const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
       const rewardSources = saved ? saved.reward_sources : options.rewardSources;
+      // A resumed run isolates (or not) as it started.
+      const sandboxMode = saved?.config.sandbox?.mode ?? options.sandbox;
       const owned = durable ? undefined : await memoryOrGiven(options.store);
       const stateStore = durable?.store ?? (typeof options.store === 'object' ? options.store : undefined);
       const otel = options.otel ? { config: options.otel, ids: new RunTraceIds(runId, options.otel.sampling) } : undefined;
@@ -185,6 +187,7 @@ export class Run implements AsyncDisposable {
         // A run keeps one instance per episode; trim each history so long runs stay bounded.
         ...(stateStore ? { store: stateStore } : { storeOptions: { snapshotEvery: 50, retainDeltas: 1_000 } }),
         watchEventLoop: true,
+        ...(sandboxMode ? { sandbox: sandboxMode } : {}),
         ...(otel ? { traceparent: (traceId: string) => otel.ids.traceparent(traceId) } : {}),
       });
       opened = env;
@@ -196,7 +199,7 @@ export class Run implements AsyncDisposable {
           ? namedPolicy(servedPolicy, SERVED_POLICY)
           : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal, options.program))));
       const llmConfig = runPolicy.record.llm;
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}) };
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}), ...(env.sandbox ? { sandbox: env.sandbox } : {}) };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),

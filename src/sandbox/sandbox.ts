@@ -21,6 +21,7 @@ import { bwrapArgs, probeBwrap, SANDBOX_UID } from './bwrap.js';
 import { openCgroups, type CgroupLimiter, type CommandCgroup, type LimitMechanism } from './cgroup.js';
 import { CappedOutput } from './capped-output.js';
 
+/** What bounds one sandboxed command: CPU seconds, memory, processes, file size, output kept, wall time. */
 export interface SandboxLimits {
   readonly cpuSeconds: number;
   readonly memoryMb: number;

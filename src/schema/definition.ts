@@ -1,6 +1,7 @@
 /** The in-memory form of an environment definition, after loading and validation. */
 import type { Issue } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
+import type { SandboxLimits } from '../sandbox/sandbox.js';
 import type { JsonSchema } from './ajv.js';
 import type { CompiledCondition } from './enabled-if.js';
 import type { JudgeConfig } from './judge-config.js';
@@ -27,6 +28,22 @@ export interface ToolPolicy {
   readonly costUsd?: number;
 }
 
+/**
+ * An env's sandbox (env.json `sandbox`): each episode gets a workspace of its own, seeded from the
+ * env's files and the episode's state, kept across its calls and wiped at reset; sandbox tools and
+ * module tools (`ctx.sandbox`) run commands in it; after each call that ran one, the workspace's
+ * file listing is written into the state.
+ */
+export interface SandboxSpec {
+  /** A folder copied into every episode's workspace (absolute). */
+  readonly files?: string;
+  /** A JSON pointer in the state to an object `{path: text}` of files written into the workspace at its start (a task's own files). */
+  readonly filesFrom?: string;
+  /** A JSON pointer in the state where the listing goes (`{files: {path: {sha256, size}}}`); null: nowhere. */
+  readonly listingTo: string | null;
+  readonly limits: Partial<SandboxLimits>;
+}
+
 /** Where an action's tool runs: a function of the tools module, a process, an HTTP endpoint, or an MCP server's tool. */
 export type ToolBinding =
   | { readonly kind: 'module'; readonly module: string; readonly exportName: string }
@@ -40,6 +57,16 @@ export type ToolBinding =
       readonly maxOutputBytes?: number;
     }
   | { readonly kind: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>>; readonly maxOutputBytes?: number }
+  | {
+      /** Runs a command in the episode's sandbox (env.json `sandbox`); its result is the observation. */
+      readonly kind: 'sandbox';
+      /** Each argument a template: `{name}` is the param's value (a string as it is, anything else as JSON), `{{` and `}}` are braces. */
+      readonly command: readonly string[];
+      /** A template written to the command's stdin. */
+      readonly stdin?: string;
+      /** This tool's limits over the env's. */
+      readonly limits?: Partial<SandboxLimits>;
+    }
   | {
       readonly kind: 'mcp';
       /** The name of the server in `mcp_servers`. */
@@ -156,6 +183,8 @@ export interface EnvDefinition {
   readonly mcpServers?: ReadonlyMap<string, McpServerSpec>;
   /** `actions_from`, and the policy a tool a server adds later gets (`tool_defaults`). */
   readonly mcpImports?: { readonly imports: readonly McpImportSpec[]; readonly policy: ToolPolicy };
+  /** Its episodes' sandbox (env.json `sandbox`). */
+  readonly sandbox?: SandboxSpec;
 }
 
 /** One `actions_from` entry: a server's tools, filtered and renamed. */

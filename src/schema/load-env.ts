@@ -14,7 +14,7 @@ import path from 'node:path';
 import { resolveEnvDir, SHIPPED_ENVS } from './shipped-envs.js';
 import { checkSchema, validate, type JsonSchema } from './ajv.js';
 import { parseActionDocument } from './actions.js';
-import type { ActionDefinition, EnvDefinition, RewardSourceDefinition, ToolBinding, ToolPolicy } from './definition.js';
+import type { ActionDefinition, EnvDefinition, RewardSourceDefinition, SandboxSpec, ToolBinding, ToolPolicy } from './definition.js';
 import type { SchemaDialect } from './dialects.js';
 import { compileCondition, ConditionSyntaxError, jsonType, schemaDeclaresPath, typesAtPath, type CompiledCondition } from './enabled-if.js';
 import { metaSchema } from './meta-schemas.js';
@@ -22,7 +22,9 @@ import { parseRewardDocument } from './rewards.js';
 import { bindRewardSources } from './reward-bindings.js';
 import { importMcpActions, mcpImportsOf, mcpServerSpecs, type McpToolLister } from './mcp-imports.js';
 import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
-import { escapePointerToken, jsonCopy, isPlainObject, type JsonValue } from '../shared/json.js';
+import { escapePointerToken, jsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
+import type { SandboxLimits } from '../sandbox/sandbox.js';
+import { templateNames } from '../sandbox/template.js';
 
 /** How an env folder is loaded: the action document's dialect, reward source rebindings, whether condition paths are checked, and an abort signal. */
 export interface LoadEnvOptions {
@@ -60,6 +62,7 @@ export interface EnvManifest {
   readonly module?: string;
   readonly tool_defaults?: Readonly<Record<string, unknown>>;
   readonly tools?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  readonly sandbox?: Readonly<Record<string, unknown>>;
 }
 
 /** Read a JSON file; syntax errors become an issue with line and column. */
@@ -215,6 +218,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     if (!declared.has(name)) issues.push({ file: manifestFile, pointer: `/tools/${escapePointerToken(name)}`, message: `configures tool '${name}', but no action of that name is declared` });
   }
   const defaults = policyOf(manifest.tool_defaults ?? {});
+  const sandbox = manifest.sandbox ? sandboxOf(manifest.sandbox, dir, stateSchema, manifestFile, issues) : undefined;
 
   const actions = new Map<string, ActionDefinition>();
   for (const a of parsed.actions) {
@@ -257,6 +261,10 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     if (cfg['result_to'] !== undefined && typeof cfg['mcp'] !== 'string' && !origin) issues.push({ file: manifestFile, pointer: `${cfgPointer}/result_to`, message: 'result_to applies to MCP tools only (set mcp, or import the action with actions_from)' });
     const binding: ToolBinding | undefined =
       typeof cfg['mcp'] === 'string' ? { kind: 'mcp', server: cfg['mcp'], tool: typeof cfg['tool'] === 'string' ? cfg['tool'] : a.name, ...resultTo } : origin ? { kind: 'mcp', server: origin.server, tool: origin.tool, imported: true, ...resultTo } : bindingOf(cfg, a.name, dir, moduleFile);
+    if (binding?.kind === 'sandbox') {
+      if (!sandbox) issues.push({ file: manifestFile, pointer: `${cfgPointer}/sandbox`, message: 'a sandbox tool needs the env\'s sandbox: add "sandbox": {} to env.json (its files, limits and where the listing goes)' });
+      checkTemplates(binding, a.parameters, `${cfgPointer}/sandbox`, manifestFile, issues);
+    }
     const { enabledIf: _source, ...rest } = a;
     actions.set(a.name, {
       ...rest,
@@ -293,6 +301,7 @@ async function buildDefinition(manifest: EnvManifest, dir: string, manifestFile:
     initialStates,
     warnings,
     ...(mcpServers.size > 0 ? { mcpServers } : {}),
+    ...(sandbox ? { sandbox } : {}),
     ...(mcpImports.length > 0 ? { mcpImports: { imports: mcpImports, policy: { timeoutMs: DEFAULT_TIMEOUT_MS, ...defaults } } } : {}),
   };
 }
@@ -333,8 +342,58 @@ function bindingOf(cfg: Record<string, unknown>, name: string, dir: string, modu
       ...cap,
     };
   }
+  if (isPlainObject(cfg['sandbox'])) {
+    const sb = cfg['sandbox'];
+    const limits = isPlainObject(sb['limits']) ? limitsOf(sb['limits']) : undefined;
+    return { kind: 'sandbox', command: sb['command'] as string[], ...(typeof sb['stdin'] === 'string' ? { stdin: sb['stdin'] } : {}), ...(limits ? { limits } : {}) };
+  }
   if (typeof cfg['url'] === 'string') return { kind: 'http', url: cfg['url'], ...(isPlainObject(cfg['headers']) ? { headers: cfg['headers'] as Record<string, string> } : {}), ...cap };
   const module = typeof cfg['module'] === 'string' ? path.resolve(dir, cfg['module']) : moduleFile;
   if (module) return { kind: 'module', module, exportName: (cfg['export'] as string | undefined) ?? name };
   return undefined;
+}
+
+/** env.json's `limits` (snake case, as everywhere in env.json) as the sandbox's. */
+function limitsOf(cfg: Record<string, unknown>): Partial<SandboxLimits> {
+  const names = { cpu_s: 'cpuSeconds', memory_mb: 'memoryMb', pids: 'pids', file_size_mb: 'fileSizeMb', output_bytes: 'outputBytes', timeout_ms: 'timeoutMs' } as const;
+  const out: { -readonly [K in keyof SandboxLimits]?: number } = {};
+  for (const [from, to] of Object.entries(names)) if (typeof cfg[from] === 'number') out[to] = cfg[from];
+  return out;
+}
+
+/** env.json's `sandbox`: its folder must exist, and the state schema must declare where its files come from and where the listing goes. */
+function sandboxOf(cfg: Record<string, unknown>, dir: string, stateSchema: JsonSchema, file: string, issues: Issue[]): SandboxSpec {
+  const listingTo = cfg['listing_to'] === undefined ? '/workspace' : (cfg['listing_to'] as string | null);
+  const spec: SandboxSpec = {
+    listingTo,
+    limits: isPlainObject(cfg['limits']) ? limitsOf(cfg['limits']) : {},
+    ...(typeof cfg['files'] === 'string' ? { files: path.resolve(dir, cfg['files']) } : {}),
+    ...(typeof cfg['files_from'] === 'string' ? { filesFrom: cfg['files_from'] } : {}),
+  };
+  if (spec.files !== undefined && !existsSync(spec.files)) issues.push({ file, pointer: '/sandbox/files', message: `no folder '${String(cfg['files'])}' in the env folder` });
+  for (const [field, pointer] of [['files_from', spec.filesFrom], ['listing_to', listingTo]] as const) {
+    if (typeof pointer === 'string' && !schemaDeclaresPath(stateSchema, parsePointer(pointer))) {
+      issues.push({
+        file,
+        pointer: `/sandbox/${field}`,
+        message: `the state schema does not declare ${pointer}: declare it (${field === 'listing_to' ? 'an object with "files", each {"sha256", "size"} or {"link"}' : 'an object of text files by relative path'})${field === 'listing_to' ? ', or set listing_to to null to keep the listing out of the state' : ''}`,
+      });
+    }
+  }
+  return spec;
+}
+
+/** Each `{name}` of a sandbox tool's templates must be one of its parameters. */
+function checkTemplates(binding: Extract<ToolBinding, { kind: 'sandbox' }>, parameters: JsonSchema, pointer: string, file: string, issues: Issue[]): void {
+  const declared = isPlainObject(parameters) && isPlainObject(parameters['properties']) ? new Set(Object.keys(parameters['properties'])) : new Set<string>();
+  const templates: [string, string][] = [...binding.command.map((arg, i): [string, string] => [`${pointer}/command/${i}`, arg]), ...(binding.stdin !== undefined ? [[`${pointer}/stdin`, binding.stdin] as [string, string]] : [])];
+  for (const [at, template] of templates) {
+    try {
+      for (const name of templateNames(template)) {
+        if (!declared.has(name)) issues.push({ file, pointer: at, message: `{${name}} is not a parameter of this action (it has ${declared.size > 0 ? [...declared].join(', ') : 'none'})` });
+      }
+    } catch (err) {
+      issues.push({ file, pointer: at, message: (err as Error).message });
+    }
+  }
 }

@@ -15,10 +15,12 @@ import { handlerNamed, handlersOf, importToolModule } from './module-loader.js';
 import { buildPolicyStack, type LiveControllers, type PolicyStack } from './policy.js';
 import { TimedAttempt } from './timed-attempt.js';
 import { checkToolResult } from './result.js';
-import type { ToolContext, ToolHandler, ToolResult } from './types.js';
+import type { EpisodeSandbox, ToolContext, ToolHandler, ToolResult } from './types.js';
 import { ProcessPool } from './process-pool.js';
 import { WorkerPool } from './worker-pool.js';
 import type { McpServers } from './mcp/mcp-tools.js';
+import { EpisodeSandboxes } from './episode-sandboxes.js';
+import type { SandboxMechanism, SandboxMode } from '../sandbox/sandbox.js';
 
 export interface RouterOptions {
   /** Seeds `createTools` and every trace's `ctx.rng`. */
@@ -36,6 +38,8 @@ export interface RouterOptions {
   readonly onMcpToolsChanged?: (server: string, before: readonly McpToolInfo[], after: readonly McpToolInfo[]) => void;
   /** A traced run: each call's W3C `traceparent`, by our trace id (`ctx.traceparent`). */
   readonly traceparent?: (traceId: string) => string;
+  /** How an env's sandbox runs its commands: `isolated` (default), or `unsafe-host` (no isolation) only when asked for by name. */
+  readonly sandbox?: SandboxMode;
 }
 
 export interface ToolCall {
@@ -89,15 +93,18 @@ export class ToolRouter implements AsyncDisposable {
   readonly #maxTimeoutMs: number | undefined;
   #mcp: McpServers | undefined;
 
-  private constructor(seed: number, maxTimeoutMs: number | undefined, traceparent: ((traceId: string) => string) | undefined) {
-    this.#attempts = { seed, traceparent, running: new RunningAttempts() };
+  private constructor(seed: number, maxTimeoutMs: number | undefined, traceparent: ((traceId: string) => string) | undefined, sandboxes: EpisodeSandboxes | undefined) {
+    this.#attempts = { seed, traceparent, running: new RunningAttempts(), sandboxes };
+    if (sandboxes) this.#disposables.push(sandboxes);
     this.#maxTimeoutMs = maxTimeoutMs;
   }
 
   /** Bind every action. Throws TOOL_NOT_FOUND listing every action that has no tool. */
   static async create(def: EnvDefinition, options: RouterOptions = {}): Promise<ToolRouter> {
     const seed = options.seed ?? 0;
-    const router = new ToolRouter(seed, options.maxTimeoutMs, options.traceparent);
+    // Checked here, at env load: an env whose tools need a sandbox never runs them without one.
+    const sandboxes = def.sandbox ? await EpisodeSandboxes.open(def.sandbox, options.sandbox ? { mode: options.sandbox } : {}) : undefined;
+    const router = new ToolRouter(seed, options.maxTimeoutMs, options.traceparent, sandboxes);
     const config = { seed, options: options.toolOptions ?? {} };
     const threshold = options.blockThresholdMs ?? 100;
     const moduleHandlers = new Map<string, Promise<Record<string, unknown>>>();
@@ -143,6 +150,8 @@ export class ToolRouter implements AsyncDisposable {
           run = subprocessExecutor(tool, binding.command, { cwd: binding.cwd, env: binding.env, maxOutputBytes: binding.maxOutputBytes });
         } else if (binding?.kind === 'http') {
           run = httpExecutor(tool, binding.url, binding.headers, binding.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+        } else if (binding?.kind === 'sandbox' && sandboxes) {
+          run = sandboxes.executor(binding.command, binding.stdin, binding.limits);
         } else if (binding?.kind === 'mcp' && router.#mcp) {
           await router.routeMcpAction(action);
           continue;
@@ -150,6 +159,10 @@ export class ToolRouter implements AsyncDisposable {
         if (!run) {
           unbound.push(tool);
           continue;
+        }
+        if (sandboxes) {
+          const inner = run;
+          run = async (params, ctx) => sandboxes.finish(ctx, await inner(params, ctx));
         }
         router.#routes.set(tool, { action, run, policies: router.#policies(action), ...(prepare ? { prepare } : {}) });
       }
@@ -235,9 +248,19 @@ export class ToolRouter implements AsyncDisposable {
     return buildPolicyStack(action.name, cap === undefined ? action.policy : { ...action.policy, timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) });
   }
 
-  /** An instance is gone: the MCP servers it started for itself (`per_instance`) are closed. */
+  /** An instance is gone: the MCP servers it started for itself (`per_instance`) are closed, its sandbox workspace removed. */
   async releaseInstance(instanceId: string): Promise<void> {
-    await this.#mcp?.releaseInstance(instanceId);
+    await Promise.all([this.#mcp?.releaseInstance(instanceId), this.#attempts.sandboxes?.release(instanceId)]);
+  }
+
+  /** The env's sandbox, when it declares one: how it isolates and bounds commands. */
+  get sandbox(): SandboxMechanism | undefined {
+    return this.#attempts.sandboxes?.mechanism;
+  }
+
+  /** An instance starts a new episode: its sandbox workspace is wiped (a new one is seeded at its first command). */
+  async resetInstance(instanceId: string): Promise<void> {
+    await this.#attempts.sandboxes?.reset(instanceId);
   }
 
   /** Calls whose handler is still running: after a cancellation, the ones that ignore their AbortSignal. */
@@ -267,6 +290,8 @@ interface AttemptShared {
   readonly traceparent: ((traceId: string) => string) | undefined;
   /** Handlers not settled yet, so that closing can name the calls that ignore their signal. */
   readonly running: RunningAttempts;
+  /** The env's episode sandboxes (`ctx.sandbox`), when it declares one. */
+  readonly sandboxes: EpisodeSandboxes | undefined;
 }
 
 /**
@@ -313,7 +338,7 @@ class ToolAttempt extends TimedAttempt {
     this.#route = route;
     this.#call = call;
     this.#to = to;
-    this.ctx = new CallContext(route.action.name, call, this, attempt, shared.seed, shared.traceparent);
+    this.ctx = new CallContext(route.action.name, call, this, attempt, shared);
   }
 
   begin(): void {
@@ -353,17 +378,15 @@ class CallContext implements ToolContext {
   readonly tool: string;
   readonly attempt: number;
   readonly #owner: ToolAttempt;
-  readonly #envSeed: number;
-  readonly #traceparentOf: ((traceId: string) => string) | undefined;
+  readonly #shared: AttemptShared;
   #rng: Rng | undefined;
   #seed: number | undefined;
 
-  constructor(tool: string, call: ToolCall, owner: ToolAttempt, attempt: number, envSeed: number, traceparentOf: ((traceId: string) => string) | undefined) {
+  constructor(tool: string, call: ToolCall, owner: ToolAttempt, attempt: number, shared: AttemptShared) {
     this.tool = tool;
     this.attempt = attempt;
     this.#owner = owner;
-    this.#envSeed = envSeed;
-    this.#traceparentOf = traceparentOf;
+    this.#shared = shared;
     this.state = call.state;
     this.traceId = call.traceId;
     this.instanceId = call.instanceId;
@@ -374,7 +397,7 @@ class CallContext implements ToolContext {
   }
 
   get rngSeed(): number {
-    this.#seed ??= (hashSeed(this.#envSeed, this.instanceId, this.traceId) + this.attempt) >>> 0;
+    this.#seed ??= (hashSeed(this.#shared.seed, this.instanceId, this.traceId) + this.attempt) >>> 0;
     return this.#seed;
   }
 
@@ -385,6 +408,10 @@ class CallContext implements ToolContext {
 
   /** Computed when read: only tools that pass it on (HTTP, subprocess, MCP) pay for the hash. */
   get traceparent(): string | undefined {
-    return this.#traceparentOf?.(this.traceId);
+    return this.#shared.traceparent?.(this.traceId);
+  }
+
+  get sandbox(): EpisodeSandbox | undefined {
+    return this.#shared.sandboxes?.forCall(this);
   }
 }

@@ -2,6 +2,29 @@
 import type { Rng } from '../shared/rng.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { Patch } from '../state/patch.js';
+import type { SandboxLimits, SandboxMechanism, SandboxResult } from '../sandbox/sandbox.js';
+
+/** How {@link EpisodeSandbox.run} runs one command. */
+export interface SandboxRunOptions {
+  /** Written to the command's stdin (closed otherwise). */
+  readonly stdin?: string;
+  /** Over the env's limits (env.json `sandbox.limits`). */
+  readonly limits?: Partial<SandboxLimits>;
+  /** Its environment, besides PATH, HOME (/workspace), LANG and TMPDIR. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The episode's sandbox, as a module tool sees it (`ctx.sandbox`, in envs with env.json `sandbox`):
+ * commands run in the episode's workspace (at `/workspace`, their working folder) under the env's
+ * limits, and the workspace's listing goes into the state after the call.
+ */
+export interface EpisodeSandbox {
+  /** Runs `argv` (no shell: each element is one argument) to its end or its limit; the call's signal kills it. */
+  run(argv: readonly string[], options?: SandboxRunOptions): Promise<SandboxResult>;
+  /** How it isolates (`mode`: `isolated`, or `unsafe-host` when asked for) and bounds (`limits`) its commands. */
+  readonly mechanism: SandboxMechanism;
+}
 
 /** What a tool gets beside its params: the state, the instance and trace ids, a seeded random generator, an abort signal, and the env's tool options. */
 export interface ToolContext {
@@ -22,6 +45,11 @@ export interface ToolContext {
    * tools get it as `TRACEPARENT`, MCP calls in `_meta`; pass it on to whatever the tool calls.
    */
   readonly traceparent?: string;
+  /**
+   * The episode's sandbox, in an env that declares one (env.json `sandbox`); undefined otherwise,
+   * and in tools isolated in a worker thread.
+   */
+  readonly sandbox?: EpisodeSandbox;
 }
 
 /** What a tool returns: its observation, a patch to the state, rewards by source, and whether the episode is done. */

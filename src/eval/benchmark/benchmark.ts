@@ -27,6 +27,7 @@ import { bootstrapMean, passHatK, percentile, round, type Estimate } from './sta
 import { loadSuite, policyTask, type BenchmarkTask, type Suite } from './suite.js';
 import type { LlmPolicySettings } from '../../run/llm-agent.js';
 import type { ProgramLimits } from '../../run/program-episode.js';
+import type { SandboxMode } from '../../sandbox/sandbox.js';
 import { llmPolicy, makePolicy, namedPolicy, type PolicySetup, type RunPolicy } from '../../run/policy-factory.js';
 import { servedModel } from '../../llm/vllm.js';
 import { PiiIndex } from './pii.js';
@@ -59,6 +60,8 @@ export interface BenchmarkOptions {
   readonly llm?: Omit<LlmPolicySettings, 'user'>;
   /** A `cmd:` policy's limits per episode: wall time, model calls. */
   readonly program?: ProgramLimits;
+  /** How the suite's sandbox runs commands: `isolated` (default), or `unsafe-host` (no isolation) only when asked for by name. */
+  readonly sandbox?: SandboxMode;
   readonly signal?: AbortSignal;
   /** Metric modules: each exports `(episode: MetricEpisode) => number | Record<string, number>` (default export or `metric`), aggregated with a bootstrap interval. */
   readonly metrics?: readonly string[];
@@ -90,7 +93,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   // The env once in-process: its base state, and each task's gold final state.
   // A folder, or a suite shipped with the toolkit by name (tau-bench/airline).
   const suiteDir = resolveSuite(options.suite);
-  await using env = await AgentEnv.open(suiteDir, options.toolOptions ? { toolOptions: options.toolOptions } : {});
+  await using env = await AgentEnv.open(suiteDir, { ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
   const base = env.definition.initialStates[0] ?? null;
   const suite = await loadSuite(suiteDir, options.split ?? BENCHMARK_DEFAULTS.split, base, options.tasks ? { only: options.tasks } : {});
   const tasks = suite.tasks;
@@ -115,6 +118,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     ...(options.out ? { out: options.out } : {}),
     ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}),
     ...(options.otel ? { otel: options.otel } : {}),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     initialStates: tasks.flatMap((t) => Array.from({ length: trials }, () => t.initialState)),
     onEpisodeEnd: (episode, state) => finalsLive.set(episode, state),
     ...(options.signal ? { signal: options.signal } : {}),

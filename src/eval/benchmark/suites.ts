@@ -10,7 +10,7 @@ import { shippedEnvDir } from '../../schema/shipped-envs.js';
 import { AgentError } from '../../shared/errors.js';
 
 /** The suites shipped with the package, by name. */
-export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'lookup'];
+export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'lookup', 'code/python-repair'];
 
 /** A suite `agent benchmark --list` shows: its name, folder, title and number of tasks. */
 export interface SuiteListing {
