@@ -19,6 +19,7 @@ interface Flags {
   timeout: number;
   outputBytes: number;
   sandbox: SandboxMode;
+  allowHost: string[];
   json?: boolean;
 }
 
@@ -39,17 +40,25 @@ export function registerSandbox(program: Command, io: Io): void {
       if (v !== 'isolated' && v !== 'unsafe-host') throw new InvalidArgumentError('expected isolated or unsafe-host.');
       return v;
     }, 'isolated')
+    .option('--allow-host <host>', 'a host the command may reach over HTTP(S), through a proxy that admits only the listed ones (it sees HTTP_PROXY and HTTPS_PROXY): a name (pypi.org), *.domain, or an address, with :port (default: 80 and 443); repeatable. Without one, no network at all', (v: string, prev: string[]) => [...prev, v], [])
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', "\nExamples:\n  agent sandbox run -- python3 -c 'print(1 + 1)'\n  agent sandbox run --memory-mb 128 --timeout 5s --json -- python3 -c 'b = bytearray(10**9)'\n  agent sandbox run --workspace ./repo -- python3 -m pytest -q")
+    .addHelpText('after', "\nExamples:\n  agent sandbox run -- python3 -c 'print(1 + 1)'\n  agent sandbox run --memory-mb 128 --timeout 5s --json -- python3 -c 'b = bytearray(10**9)'\n  agent sandbox run --workspace ./repo -- python3 -m pytest -q\n  agent sandbox run --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download --no-deps -d . six")
     .action(async (argv: string[], flags: Flags) => {
       io.exitCode = await sandboxRun(argv, flags, io);
     });
 }
 
 async function sandboxRun(argv: string[], flags: Flags, io: Io): Promise<number> {
-  const { Sandbox } = await core();
-  const box = await Sandbox.open({ mode: flags.sandbox });
-  if (box.mechanism.mode === 'unsafe-host') io.stderr.write('warning: --sandbox unsafe-host: the command runs with your files and your network; only its limits hold\n');
+  const { Sandbox, parseAllowedHost, UsageError } = await core();
+  const allowHosts = flags.allowHost.map((h) => {
+    try {
+      return parseAllowedHost(h);
+    } catch (err) {
+      throw new UsageError(`--allow-host ${(err as Error).message}`);
+    }
+  });
+  await using box = await Sandbox.open({ mode: flags.sandbox, allowHosts });
+  if (box.mechanism.mode === 'unsafe-host') io.stderr.write(`warning: --sandbox unsafe-host: the command runs with your files and your network${flags.allowHost.length > 0 ? ' (--allow-host limits nothing there)' : ''}; only its limits hold\n`);
   const workspace = flags.workspace !== undefined ? path.resolve(flags.workspace) : await mkdtemp(path.join(os.tmpdir(), 'agent-sandbox-'));
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, io, 'interrupted: killing the sandbox');

@@ -22,6 +22,7 @@ export { defineTool } from './tools/define-tool.js';
 export { EXIT_RETRYABLE } from './tools/executors.js';
 export type { EpisodeSandbox, SandboxRunOptions, ToolContext, ToolFactory, ToolHandler, ToolModuleConfig, ToolResult } from './tools/types.js';
 export type { SandboxLimits, SandboxMechanism, SandboxMode, SandboxResult } from './sandbox/sandbox.js';
+export type { AllowedHost } from './sandbox/egress.js';
 
 // What an env reports.
 export type { EnvEvent, EnvEventOf, EnvEventType, ErrorInfo, RewardEntry, RewardStatus, TokenTurn, TraceStatus } from './events/env-events.js';

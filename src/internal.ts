@@ -29,3 +29,4 @@ export { serveWebConsole, type WebConsoleOptions } from './console/web-console.j
 export { ConsoleServer, consoleUrl, type ConsoleServerOptions } from './console/console-server.js';
 export { ConsoleRoutes, CONSOLE_OPEN_ROUTES, type ConsoleRoutesOptions } from './console/console-routes.js';
 export { Sandbox, type SandboxCommand } from './sandbox/sandbox.js';
+export { parseAllowedHost } from './sandbox/egress.js';

@@ -21,8 +21,9 @@ const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /** Files of /etc a program reads to start (the loader's cache, time zone, TLS roots): none holds a secret. */
 const ETC = ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/localtime', '/etc/ssl/certs', '/etc/ca-certificates', '/etc/mime.types'];
 
-export function bwrapArgs(workspace: string, env: Readonly<Record<string, string>>): string[] {
-  const args = ['--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox', '--clearenv'];
+/** `shareNet`: keep the network namespace bwrap starts in (one made for the sandbox, with only its egress forwarder: egress.ts). */
+export function bwrapArgs(workspace: string, env: Readonly<Record<string, string>>, options: { readonly shareNet?: boolean } = {}): string[] {
+  const args = ['--unshare-all', ...(options.shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox', '--clearenv'];
   for (const dir of SYSTEM) {
     const link = linkOf(dir);
     if (link !== undefined) args.push('--symlink', link, dir);

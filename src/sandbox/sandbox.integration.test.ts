@@ -8,12 +8,14 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAgentError } from '../shared/errors.js';
 import { bwrapForTests } from './bwrap-testing.js';
+import { parseAllowedHost } from './egress.js';
 import { Sandbox, type SandboxCommand } from './sandbox.js';
 
 const available = bwrapForTests('the sandbox tests');
@@ -165,12 +167,14 @@ setTimeout(() => console.log('running'), 300);
 `);
     const holder = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve) => holder.stdout.on('data', () => resolve()));
+    // Under a loaded machine the sandbox may take longer than the holder's 300 ms to start its command.
+    for (let i = 0; i < 500 && hostProcesses(marker).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(hostProcesses(marker).length).toBeGreaterThan(0);
     const pid = holder.pid as number;
     holder.kill('SIGKILL');
     await new Promise((resolve) => holder.once('exit', resolve));
     // Death with the parent is asynchronous: wait for the kernel to tear the namespace down.
-    for (let i = 0; i < 200 && hostProcesses(marker).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 1_000 && hostProcesses(marker).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(hostProcesses(marker)).toEqual([]);
     if (sandbox.mechanism.limits === 'cgroup-v1') {
       expect(cgroupsOf(pid)).toHaveLength(1);
@@ -186,6 +190,80 @@ setTimeout(() => console.log('running'), 300);
     expect(bomb.stderr).toMatch(/fork/i);
     const memory = await unprivileged.run({ argv: ['python3', '-c', 'b = bytearray(4 * 1024**3)'], workspace: await workspace(), limits: { memoryMb: 256 } });
     expect(memory.stderr).toContain('MemoryError');
+  });
+});
+
+describe.skipIf(!available)('a sandbox with allowed hosts', () => {
+  const servers: HttpServer[] = [];
+  const hits: string[] = [];
+  const serve = async (name: string): Promise<number> => {
+    const server = createHttpServer((req, res) => {
+      hits.push(`${name} ${req.url ?? ''}`);
+      res.end(`hello from ${name}`);
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as { port: number }).port;
+  };
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  });
+
+  it('reaches a listed host through its proxy, and nothing else: another port, a raw socket, a name, a tunnel elsewhere', async () => {
+    const allowed = await serve('allowed');
+    const other = await serve('other');
+    await using sandbox = await Sandbox.open({ allowHosts: [parseAllowedHost(`127.0.0.1:${allowed}`)] });
+    expect(sandbox.mechanism.allowed_hosts).toEqual([`127.0.0.1:${allowed}`]);
+    const probe = `
+import http.client, os, socket, urllib.request
+print("via proxy:", urllib.request.urlopen("http://127.0.0.1:${allowed}/a").read().decode())
+try:
+    urllib.request.urlopen("http://127.0.0.1:${other}/b")
+except urllib.error.HTTPError as e:
+    print("other port:", e.code, e.read().decode().strip())
+try:
+    socket.create_connection(("127.0.0.1", ${allowed}), timeout=2); print("raw connected")
+except OSError as e:
+    print("raw:", type(e).__name__)
+try:
+    socket.getaddrinfo("example.com", 443); print("resolved")
+except OSError:
+    print("no name")
+c = http.client.HTTPConnection("127.0.0.1", 3128)
+c.set_tunnel("127.0.0.1", ${allowed})
+c.request("GET", "/c")
+print("tunnel:", c.getresponse().read().decode())
+c = http.client.HTTPConnection("127.0.0.1", 3128)
+c.set_tunnel("127.0.0.1", ${other})
+try:
+    c.request("GET", "/d")
+except OSError as e:
+    print("tunnel elsewhere:", e)
+print("proxy:", os.environ["HTTPS_PROXY"])
+`;
+    const r = await sandbox.run({ argv: ['python3', '-c', probe], workspace: await workspace() });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.split('\n')).toEqual([
+      'via proxy: hello from allowed',
+      `other port: 403 agent sandbox: 127.0.0.1:${other} is not among the hosts this sandbox may reach (--allow-host, env.json sandbox.allow_hosts)`,
+      'raw: ConnectionRefusedError',
+      'no name',
+      'tunnel: hello from allowed',
+      'tunnel elsewhere: Tunnel connection failed: 403 Forbidden',
+      'proxy: http://127.0.0.1:3128',
+      '',
+    ]);
+    expect(hits).toEqual(['allowed /a', 'allowed /c']);
+  });
+
+  it('keeps its forwarder outside the limits, and leaves nothing behind at the time limit', async () => {
+    const allowed = await serve('limited');
+    await using sandbox = await Sandbox.open({ allowHosts: [parseAllowedHost(`127.0.0.1:${allowed}`)] });
+    const marker = `egress-loop-${process.pid}`;
+    // Three processes are what bwrap and the shell take: the forwarder (a Node, a dozen threads) is not counted in them.
+    const r = await sandbox.run({ argv: ['sh', '-c', `while :; do :; done # ${marker}`], workspace: await workspace(), limits: { timeoutMs: 500, pids: 3 } });
+    expect(r.timed_out).toBe(true);
+    expect(hostProcesses(marker)).toEqual([]);
   });
 });
 

@@ -12,7 +12,7 @@
  *
  * Nothing runs unsandboxed unless the caller asked for `unsafe-host` by name.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chown } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { SANDBOX_DEFAULTS } from '../shared/defaults.js';
@@ -20,6 +20,7 @@ import { AgentError } from '../shared/errors.js';
 import { bwrapArgs, probeBwrap, SANDBOX_UID } from './bwrap.js';
 import { openCgroups, type CgroupLimiter, type CommandCgroup, type LimitMechanism } from './cgroup.js';
 import { CappedOutput } from './capped-output.js';
+import { EGRESS_ENV, EgressProxy, egressPrefix, type AllowedHost } from './egress.js';
 
 /** What bounds one sandboxed command: CPU seconds, memory, processes, file size, output kept, wall time. */
 export interface SandboxLimits {
@@ -71,6 +72,8 @@ export interface SandboxMechanism {
   /** bwrap's version (isolated mode). */
   readonly bwrap?: string;
   readonly limits: LimitMechanism;
+  /** The hosts its commands may reach through its proxy (none: no network at all). */
+  readonly allowed_hosts?: readonly string[];
 }
 
 export interface SandboxOptions {
@@ -79,6 +82,8 @@ export interface SandboxOptions {
   readonly concurrency?: number;
   /** Bound processes and memory with resource limits of an unprivileged uid even where cgroups are writable (tests of that path). */
   readonly limits?: 'uid-rlimit';
+  /** Hosts the commands may reach, over HTTP(S) through a proxy that admits only them (egress.ts); none by default. */
+  readonly allowHosts?: readonly AllowedHost[];
   readonly signal?: AbortSignal;
 }
 
@@ -88,17 +93,19 @@ const ENTER = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125;
 /** Signal names by number. */
 const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
 
-export class Sandbox {
+export class Sandbox implements AsyncDisposable {
   readonly mechanism: SandboxMechanism;
   readonly #cgroups: CgroupLimiter | undefined;
   readonly #slots: number;
+  readonly #egress: EgressProxy | undefined;
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
-  private constructor(mechanism: SandboxMechanism, cgroups: CgroupLimiter | undefined, slots: number) {
+  private constructor(mechanism: SandboxMechanism, cgroups: CgroupLimiter | undefined, slots: number, egress: EgressProxy | undefined) {
     this.mechanism = mechanism;
     this.#cgroups = cgroups;
     this.#slots = slots;
+    this.#egress = egress;
   }
 
   /** Checks once that sandboxes can be made here (SANDBOX_UNAVAILABLE, saying what is missing, if not) and finds how limits are enforced. */
@@ -107,7 +114,16 @@ export class Sandbox {
     const bwrap = mode === 'isolated' ? await probeBwrap(options.signal) : undefined;
     const cgroups = options.limits === 'uid-rlimit' ? undefined : await openCgroups();
     const limits = cgroups?.mechanism ?? 'uid-rlimit';
-    return new Sandbox({ mode, ...(bwrap !== undefined ? { bwrap } : {}), limits }, cgroups, options.concurrency ?? SANDBOX_DEFAULTS.concurrency);
+    // On the host (unsafe-host) the command has the host's network: a list would promise what nothing enforces.
+    const hosts = mode === 'isolated' ? (options.allowHosts ?? []) : [];
+    const egress = hosts.length > 0 ? await openEgress(hosts, options.signal) : undefined;
+    const allowed = hosts.map((h) => (h.port === undefined ? h.host : `${h.host}:${h.port}`));
+    return new Sandbox({ mode, ...(bwrap !== undefined ? { bwrap } : {}), limits, ...(allowed.length > 0 ? { allowed_hosts: allowed } : {}) }, cgroups, options.concurrency ?? SANDBOX_DEFAULTS.concurrency, egress);
+  }
+
+  /** Stops its proxy (with allowed hosts); commands still running lose their way out. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#egress?.[Symbol.asyncDispose]();
   }
 
   /** Runs `command` to its end, or its limit; throws only when it could not start (or `signal` aborted it: the sandbox is killed first). */
@@ -144,7 +160,8 @@ export class Sandbox {
   }
 
   async #run(command: SandboxCommand, limits: SandboxLimits): Promise<SandboxResult> {
-    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...command.env };
+    const egress = this.#egress;
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...(egress ? EGRESS_ENV : {}), ...command.env };
     const cgroup: CommandCgroup | undefined = await this.#cgroups?.create({ pids: limits.pids, memoryBytes: limits.memoryMb * 1024 * 1024 });
     const rlimits = [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, `--fsize=${limits.fileSizeMb * 1024 * 1024}`, '--core=0'];
     const drop: string[] = [];
@@ -156,12 +173,14 @@ export class Sandbox {
         await chown(command.workspace, SANDBOX_UID, SANDBOX_UID);
       }
     }
-    const inner = this.mechanism.mode === 'isolated' ? ['bwrap', ...bwrapArgs(command.workspace, env), '--', ...command.argv] : [...command.argv];
+    const inner = this.mechanism.mode === 'isolated' ? ['bwrap', ...bwrapArgs(command.workspace, env, { shareNet: egress !== undefined }), '--', ...command.argv] : [...command.argv];
     const procs = cgroup?.procs ?? [];
+    // With allowed hosts, a network namespace of the sandbox's own and the forwarder into it come first, outside the limits.
+    const [program = '/bin/sh', ...args] = [...(egress ? egressPrefix(egress.socketPath) : []), '/bin/sh', '-c', ENTER, 'sandbox', String(procs.length), ...procs, 'prlimit', ...rlimits, '--', ...drop, ...inner];
     const t0 = performance.now();
-    const child = spawn('/bin/sh', ['-c', ENTER, 'sandbox', String(procs.length), ...procs, 'prlimit', ...rlimits, '--', ...drop, ...inner], {
+    const child = spawn(program, args, {
       cwd: command.workspace,
-      env: this.mechanism.mode === 'isolated' ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin' } : env,
+      env: this.mechanism.mode === 'isolated' ? { PATH: HOST_PATH } : env,
       stdio: [command.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
@@ -209,6 +228,25 @@ export class Sandbox {
       await cgroup?.destroy();
     }
   }
+}
+
+/** The host's PATH for the programs that set a sandbox up (bwrap, prlimit, unshare, ip: some live in sbin). */
+const HOST_PATH = `${process.env['PATH'] ?? '/usr/bin:/bin'}:/usr/sbin:/sbin`;
+
+/** The proxy to the allowed hosts, once a trial shows a network namespace with a forwarder can be made here. */
+async function openEgress(hosts: readonly AllowedHost[], signal: AbortSignal | undefined): Promise<EgressProxy> {
+  const proxy = await EgressProxy.open(hosts);
+  const [program = 'unshare', ...args] = [...egressPrefix(proxy.socketPath), 'true'];
+  const failure = await new Promise<string | undefined>((resolve) => {
+    execFile(program, args, { timeout: 10_000, env: { PATH: HOST_PATH }, ...(signal ? { signal } : {}) }, (err, _out, stderr) => resolve(err ? stderr.trim() || err.message : undefined));
+  });
+  if (failure !== undefined) {
+    await proxy[Symbol.asyncDispose]();
+    throw new AgentError('SANDBOX_UNAVAILABLE', `allowed hosts need a network namespace of the sandbox's own, and one cannot be made here: ${failure}`, {
+      hint: 'It takes unshare (util-linux) and ip (iproute2) on PATH, and root or unprivileged user namespaces. Without allowed hosts the sandbox has no network at all and needs neither.',
+    });
+  }
+  return proxy;
 }
 
 function killQuietly(pid: number): void {

@@ -1,6 +1,7 @@
 /** The in-memory form of an environment definition, after loading and validation. */
 import type { Issue } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
+import type { AllowedHost } from '../sandbox/egress.js';
 import type { SandboxLimits } from '../sandbox/sandbox.js';
 import type { JsonSchema } from './ajv.js';
 import type { CompiledCondition } from './enabled-if.js';
@@ -42,6 +43,8 @@ export interface SandboxSpec {
   /** A JSON pointer in the state where the listing goes (`{files: {path: {sha256, size}}}`); null: nowhere. */
   readonly listingTo: string | null;
   readonly limits: Partial<SandboxLimits>;
+  /** Hosts its commands may reach over HTTP(S), through a proxy that admits only them; none: no network at all. */
+  readonly allowHosts?: readonly AllowedHost[];
 }
 
 /** Where an action's tool runs: a function of the tools module, a process, an HTTP endpoint, or an MCP server's tool. */

@@ -25,6 +25,7 @@ import { AgentError, ValidationError, type Issue } from '../shared/errors.js';
 import { escapePointerToken, jsonCopy, isPlainObject, parsePointer, type JsonValue } from '../shared/json.js';
 import type { SandboxLimits } from '../sandbox/sandbox.js';
 import { templateNames } from '../sandbox/template.js';
+import { parseAllowedHost, type AllowedHost } from '../sandbox/egress.js';
 
 /** How an env folder is loaded: the action document's dialect, reward source rebindings, whether condition paths are checked, and an abort signal. */
 export interface LoadEnvOptions {
@@ -371,6 +372,14 @@ function sandboxOf(cfg: Record<string, unknown>, dir: string, stateSchema: JsonS
     ...(typeof cfg['files_from'] === 'string' ? { filesFrom: cfg['files_from'] } : {}),
   };
   if (spec.files !== undefined && !existsSync(spec.files)) issues.push({ file, pointer: '/sandbox/files', message: `no folder '${String(cfg['files'])}' in the env folder` });
+  const allowHosts: AllowedHost[] = [];
+  (Array.isArray(cfg['allow_hosts']) ? (cfg['allow_hosts'] as string[]) : []).forEach((h, i) => {
+    try {
+      allowHosts.push(parseAllowedHost(h));
+    } catch (err) {
+      issues.push({ file, pointer: `/sandbox/allow_hosts/${i}`, message: (err as Error).message });
+    }
+  });
   for (const [field, pointer] of [['files_from', spec.filesFrom], ['listing_to', listingTo]] as const) {
     if (typeof pointer === 'string' && !schemaDeclaresPath(stateSchema, parsePointer(pointer))) {
       issues.push({
@@ -380,7 +389,7 @@ function sandboxOf(cfg: Record<string, unknown>, dir: string, stateSchema: JsonS
       });
     }
   }
-  return spec;
+  return allowHosts.length > 0 ? { ...spec, allowHosts } : spec;
 }
 
 /** Each `{name}` of a sandbox tool's templates must be one of its parameters. */

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -141,7 +142,7 @@ describe.skipIf(!available)('an env with a sandbox', () => {
   it('refuses definitions that would not work, naming each field', async () => {
     const bad = await defineEnv(
       manifest({
-        sandbox: { listing_to: '/nowhere', files: 'missing-folder' },
+        sandbox: { listing_to: '/nowhere', files: 'missing-folder', allow_hosts: ['pypi.org', 'https://pypi.org'] },
         tools: { sh: { sandbox: { command: ['sh', '-c', '{scrpit}'] } }, echo: { sandbox: { command: ['echo', '{oops'] } } },
       }),
       { dir },
@@ -152,6 +153,7 @@ describe.skipIf(!available)('an env with a sandbox', () => {
       expect.arrayContaining([
         expect.stringMatching(/^\/sandbox\/files: no folder 'missing-folder'/),
         expect.stringMatching(/^\/sandbox\/listing_to: the state schema does not declare \/nowhere/),
+        expect.stringMatching(/^\/sandbox\/allow_hosts\/1: 'https:\/\/pypi.org' is not a host/),
         expect.stringMatching(/^\/tools\/sh\/sandbox\/command\/2: \{scrpit\} is not a parameter of this action \(it has script\)/),
         expect.stringMatching(/^\/tools\/echo\/sandbox\/command\/1: .*opens no \{name\}/),
       ]),
@@ -159,6 +161,22 @@ describe.skipIf(!available)('an env with a sandbox', () => {
     const { sandbox: _none, ...withoutSandbox } = manifest();
     const orphan = await defineEnv(withoutSandbox, { dir }).catch((e: unknown) => e);
     expect((orphan as { issues: { pointer: string }[] }).issues.map((i) => i.pointer)).toEqual(['/tools/sh/sandbox', '/tools/echo/sandbox']);
+  });
+
+  it('reaches the hosts the env allows, and records them with how it isolates', async () => {
+    const server = createServer((_req, res) => res.end('allowed'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as { port: number }).port;
+      await using env = await open({ sandbox: { allow_hosts: [`127.0.0.1:${port}`] } });
+      expect(env.sandbox).toMatchObject({ mode: 'isolated', allowed_hosts: [`127.0.0.1:${port}`] });
+      const agent = env.createInstance();
+      await agent.reset({ files: {} });
+      const step = await agent.step({ name: 'sh', params: { script: `python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:${port}/").read().decode())'` } });
+      expect((step.observation as { stdout: string }).stdout).toBe('allowed\n');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('keeps the listing out of the state with listing_to null', async () => {

@@ -46,8 +46,13 @@ export class EpisodeSandboxes implements AsyncDisposable {
 
   /** Checks that sandboxes can be made here (SANDBOX_UNAVAILABLE, saying what is missing, if not): at env load, never at the first call. */
   static async open(spec: SandboxSpec, options: { readonly mode?: SandboxMode; readonly signal?: AbortSignal } = {}): Promise<EpisodeSandboxes> {
-    const sandbox = await Sandbox.open({ ...(options.mode ? { mode: options.mode } : {}), ...(options.signal ? { signal: options.signal } : {}) });
-    return new EpisodeSandboxes(spec, sandbox, await mkdtemp(path.join(os.tmpdir(), 'agent-workspaces-')));
+    const sandbox = await Sandbox.open({ ...(options.mode ? { mode: options.mode } : {}), ...(spec.allowHosts ? { allowHosts: spec.allowHosts } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    try {
+      return new EpisodeSandboxes(spec, sandbox, await mkdtemp(path.join(os.tmpdir(), 'agent-workspaces-')));
+    } catch (err) {
+      await sandbox[Symbol.asyncDispose]();
+      throw err;
+    }
   }
 
   /** The call's handle on its episode's sandbox (`ctx.sandbox`). */
@@ -122,6 +127,7 @@ export class EpisodeSandboxes implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.#workspaces.clear();
+    await this.#sandbox[Symbol.asyncDispose]();
     await rm(this.#root, { recursive: true, force: true });
   }
 
