@@ -47,6 +47,14 @@ describe('agent benchmark', () => {
     expect(html).toContain('<h2>Cost per episode</h2><p>no priced calls');
   });
 
+  it("counts each episode's delayed reward once it has landed: lookup's judge answers after the episode ends", async () => {
+    const { code, report } = await bench(['lookup', '--policy', 'gold']);
+    expect(code).toBe(0);
+    const rewards = report.tasks.map((t) => (t.trials[0] as { reward: number }).reward);
+    expect(rewards).toEqual(Array(10).fill(1));
+    expect((report.metrics as unknown as { reward: { value: number } }).reward.value).toBe(1);
+  });
+
   it('--policy random scores almost nothing, with pass^k for each k; a metric module adds its own', async () => {
     const metric = path.join(await tmp.dir('metric-'), 'calls_per_success.mjs');
     await writeFile(metric, 'export default (episode) => ({ one: 1, respond_calls: episode.steps.filter((s) => s.action === "respond").length });\n');

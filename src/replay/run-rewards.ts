@@ -224,6 +224,16 @@ export async function openRunRewards(dir: string, options: OpenRunOptions = {}):
   };
 }
 
+/** Each episode's return as the folder has it: the sum of its steps' rewards, every delayed value that arrived (or was imputed) included. */
+export function episodeReturns(run: RunRewards): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const t of run.steps) {
+    const r = t.status === 'failed' ? 0 : (run.ledger.reward(t.trace_id, 'final') ?? t.reward);
+    out.set(t.episode, (out.get(t.episode) ?? 0) + r);
+  }
+  return out;
+}
+
 /**
  * Open a step read back from a trajectory record in a ledger: its tool-reported rewards are the
  * immediate part, every other source named in its rewards is one it expects.

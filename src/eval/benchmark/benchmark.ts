@@ -14,7 +14,7 @@ import { AgentEnv } from '../../env/agent-env.js';
 import { withTask, type Policy } from '../../run/policy.js';
 import { Run, type RunOptions } from '../../run/run.js';
 import type { RunEvent, SettledStepEvent } from '../../events/run-events.js';
-import { forEachLine } from '../../replay/run-rewards.js';
+import { episodeReturns, forEachLine, openRunRewards } from '../../replay/run-rewards.js';
 import { RUN_FILES, type EpisodeRecord } from '../../replay/run-writer.js';
 import { codesWhere, type ErrorCode } from '../../shared/error-codes.js';
 import { AgentError, describeError } from '../../shared/errors.js';
@@ -152,6 +152,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const dir = run.dir as string;
   if (summary.status !== 'completed') throw new AgentError('INTERRUPTED', `the benchmark was interrupted; its run folder is ${dir}`);
   const finals = await finalStates(dir, tasks, trials);
+  // An episode's reward once its delayed values have landed (a judge's verdict comes after the episode ends).
+  const returns = episodeReturns(await openRunRewards(dir));
   const results = new Map<string, TrialResult[]>(tasks.map((t) => [t.id, []]));
   const piiIndexes = new Map<JsonValue, PiiIndex>();
   const metricEpisodes: MetricEpisode[] = [];
@@ -159,7 +161,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const task = taskOf(episode);
     const end = finished.get(episode);
     const episodeSteps = steps.get(episode) ?? [];
-    const reward = end?.reward ?? 0;
+    const reward = returns.get(episode) ?? end?.reward ?? 0;
     const finalState = finals.get(episode) ?? task.initialState;
     const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
     const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
