@@ -50,9 +50,12 @@ describe('Ctrl-C with subprocess calls in flight', () => {
       expect(result.exitCode === 130 || result.signal === 'SIGINT', result.stderr).toBe(true);
       expect(alive(marker)).toBe(0);
       if (signals === 1) {
-        const summary = (await readRunSummary(out)) as unknown as { status: string; tools: Record<string, { calls: number; errors: Record<string, number> }> };
+        const summary = (await readRunSummary(out)) as unknown as { status: string; tools: Record<string, { calls: number; errors: Record<string, number> }>; rewards: { per_episode: object } };
         expect(summary.status).toBe('interrupted');
         expect(summary.tools['nap']).toMatchObject({ calls, errors: { TOOL_CANCELLED: calls } });
+        // Every episode was cut short: no reward per episode is claimed (a mean of 0 was).
+        expect(summary.rewards.per_episode).toEqual({ episodes: 0, mean: null, min: null, max: null });
+        expect(result.stdout).toContain(`reward per episode: none, no episode ran to its end (${calls} interrupted: cut short, their rewards say nothing of the policy)`);
       }
     } finally {
       child.kill('SIGKILL');

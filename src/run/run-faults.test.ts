@@ -113,6 +113,6 @@ describe('a run that cannot work', () => {
     const env = await counterEnv(INSTANT);
     const summary = await (await Run.prepare({ env, episodes: 2, maxSteps: 3, out: await tmp('agent-runs-') })).execute();
     expect(summary.problem).toBeUndefined();
-    expect(summary.rewards.per_episode).toEqual({ mean: 3, min: 3, max: 3 });
+    expect(summary.rewards.per_episode).toEqual({ episodes: 2, mean: 3, min: 3, max: 3 });
   });
 });

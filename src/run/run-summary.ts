@@ -28,7 +28,8 @@ export interface RunSummary {
   readonly steps: { readonly total: number; readonly failed: number; readonly per_second: number };
   readonly tools: Readonly<Record<string, { readonly calls: number; readonly failed: number; readonly mean_ms: number; readonly errors: Readonly<Record<string, number>> }>>;
   readonly rewards: {
-    readonly per_episode: { readonly mean: number; readonly min: number; readonly max: number };
+    /** Over the episodes that ran to an end (`episodes` of them; interrupted ones are left out): null when none did. */
+    readonly per_episode: { readonly episodes: number; readonly mean: number | null; readonly min: number | null; readonly max: number | null };
     readonly by_source: Readonly<Record<string, SourceSummary>>;
   };
   readonly loop_blocked: number;
@@ -110,16 +111,19 @@ export function buildSummary(o: SummaryInput): RunSummary {
  */
 function perEpisode(env: AgentEnv, r: RunProgress['episode_rewards'], counted: ReadonlySet<number>): RunSummary['rewards']['per_episode'] {
   const rewards = env.rewards;
-  if (!rewards.active) return { mean: r.count === 0 ? 0 : round(r.sum / r.count), min: round(r.min), max: round(r.max) };
+  if (!rewards.active) return r.count === 0 ? NO_EPISODE : { episodes: r.count, mean: round(r.sum / r.count), min: round(r.min), max: round(r.max) };
   const totals = new Map<number, number>([...counted].map((e) => [e, 0]));
   for (const step of rewards.ledger.steps()) {
     const t = totals.get(step.episode);
     if (t !== undefined) totals.set(step.episode, t + (rewards.reward(step.traceId) ?? 0));
   }
   const all = [...totals.values()];
-  if (all.length === 0) return { mean: 0, min: 0, max: 0 };
-  return { mean: round(all.reduce((a, b) => a + b, 0) / all.length), min: round(Math.min(...all)), max: round(Math.max(...all)) };
+  if (all.length === 0) return NO_EPISODE;
+  return { episodes: all.length, mean: round(all.reduce((a, b) => a + b, 0) / all.length), min: round(Math.min(...all)), max: round(Math.max(...all)) };
 }
+
+/** No episode ran to an end: there is no reward per episode to say (0 would be a claim). */
+const NO_EPISODE = { episodes: 0, mean: null, min: null, max: null } as const;
 
 function sourceSummaries(env: AgentEnv, p: RunProgress): Record<string, SourceSummary> {
   const sla = env.rewards.sla();

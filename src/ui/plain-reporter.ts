@@ -111,13 +111,23 @@ export function lagText(lagMs: number, inFlight: readonly { trace_id: string; to
   return `the event loop stalled for ${formatDuration(lagMs)}${tools.length > 0 ? ` while ${tools.slice(0, 4).join(', ')} ${tools.length === 1 ? 'was' : 'were'} in flight (a handler blocking after an await?)` : ''}`;
 }
 
+/** Reward per episode over the episodes that ran to an end, saying which were left out and that delayed values count. */
+function rewardLine(s: RunSummary): string {
+  const r = s.rewards.per_episode;
+  const interrupted = s.episodes.by_reason['interrupted'] ?? 0;
+  if (r.mean === null || r.min === null || r.max === null) return `reward per episode: none, no episode ran to its end${interrupted > 0 ? ` (${interrupted} interrupted: cut short, their rewards say nothing of the policy)` : ''}`;
+  const notes = [
+    ...(interrupted > 0 ? [`over the ${r.episodes} that ran to their end; ${interrupted} interrupted left out`] : []),
+    // An episode's own line shows its reward when it ended; delayed values that came after count here.
+    ...(Object.values(s.rewards.by_source).some((x) => x.sla) ? ['with the delayed rewards that arrived after each episode ended'] : []),
+  ];
+  return `reward per episode: mean ${formatNumber(r.mean)}, min ${formatNumber(r.min)}, max ${formatNumber(r.max)}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+}
+
 export function summaryLines(s: RunSummary): string[] {
   const lines = [
     `${s.status === 'completed' ? 'done' : 'interrupted'}: ${s.episodes.requested === 0 ? s.episodes.finished : `${s.episodes.finished}/${s.episodes.requested}`} episodes, ${s.steps.total} steps (${s.steps.failed} failed) in ${formatDuration(s.duration_ms)}, ${formatNumber(s.steps.per_second)} steps/s`,
-    `reward per episode: mean ${formatNumber(s.rewards.per_episode.mean)}, min ${formatNumber(s.rewards.per_episode.min)}, max ${formatNumber(s.rewards.per_episode.max)}${
-      // An episode's own line shows its reward when it ended; delayed values that came after count here.
-      Object.values(s.rewards.by_source).some((r) => r.sla) ? ' (with the delayed rewards that arrived after each episode ended)' : ''
-    }`,
+    rewardLine(s),
   ];
   for (const [name, r] of Object.entries(s.rewards.by_source)) {
     const sla = r.sla;
