@@ -84,3 +84,15 @@ describe('Ctrl-C', () => {
     expect(result.signal === 'SIGINT' || result.exitCode === 130).toBe(true);
   });
 });
+
+describe('a policy module that throws', () => {
+  it("is named by file, line and column in the run's error (ctx.rng is an object, not a function)", async () => {
+    const dir = await tmp.dir('agent-policy-');
+    const file = path.join(dir, 'policy.mts');
+    await writeFile(file, "export default (obs: { actions: { name: string }[] }, ctx: { rng: unknown }) => {\n  const roll = (ctx.rng as () => number)();\n  return { name: obs.actions[0]?.name ?? 'none', params: { roll } };\n};\n");
+    // As a user runs it (vitest's own module loader would not map the module's lines).
+    const r = await execa('node', ['bin/agent.js', 'run', 'fixtures/weather', '--episodes', '1', '--policy', file, '--out', await tmp.dir('agent-runs-')], { reject: false });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/error: every episode ended in a policy error: the policy threw: TypeError: ctx\.rng is not a function \(at .*policy\.mts:2:\d+\)/);
+  });
+});

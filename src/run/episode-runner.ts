@@ -9,6 +9,7 @@
  * `EpisodeHooks` (a durable driver journals an episode's start and each call before it is
  * dispatched, and says what was committed before a crash). Events go out through `emit`.
  */
+import { fileURLToPath } from 'node:url';
 import type { AgentEnv } from '../env/agent-env.js';
 import { errorInfo, type Action, type AgentInstance } from '../env/agent-instance.js';
 import type { ErrorInfo } from '../events/env-events.js';
@@ -17,12 +18,15 @@ import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
 import { codeInfo, codesWhere } from '../shared/error-codes.js';
-import { AgentError, describeError, isAgentError } from '../shared/errors.js';
+import { AgentError, describeError, isAgentError, thrownAt } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { diffStates } from '../state/diff.js';
 import type { Policy } from './policy.js';
 import type { EpisodeFinishedEvent, InflightCall, JournalEpisode } from './run-journal.js';
+
+/** The toolkit's own code (src/ and commands/, or dist/'s when built): a policy's error is located in the first frame outside it. */
+const TOOLKIT_CODE = ['../', '../../commands/', '../../bin/'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
 
 /** How long a run's loop may keep the event loop before it yields to I/O. */
 const YIELD_EVERY_MS = 8;
@@ -379,7 +383,8 @@ export class EpisodeRunner {
       return await policy(observation, { rng, signal, reportLlmCall });
     } catch (err) {
       if (isAgentError(err)) throw err;
-      throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}`, { cause: err, hint: 'Fix the policy module.' });
+      const at = thrownAt(err, TOOLKIT_CODE);
+      throw new AgentError('POLICY_FAILED', `the policy threw: ${describeError(err)}${at ? ` (at ${at})` : ''}`, { cause: err, hint: at ? `Fix the policy at ${at}.` : 'Fix the policy module.' });
     }
   }
 
