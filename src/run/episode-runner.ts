@@ -18,7 +18,8 @@ import type { EpisodeEndReason, RunEvent, SettledStepEvent } from '../events/run
 import type { EpisodeRecord } from '../replay/run-writer.js';
 import type { Clock } from '../shared/clock.js';
 import { codeInfo, codesWhere } from '../shared/error-codes.js';
-import { AgentError, describeError, isAgentError, thrownAt } from '../shared/errors.js';
+import { AgentError, describeError, isAgentError } from '../shared/errors.js';
+import { thrownAt } from '../shared/thrown-at.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { hashSeed, Rng } from '../shared/rng.js';
 import { diffStates } from '../state/diff.js';
