@@ -8,6 +8,7 @@
  * Over 500 lines on purpose: dispatch, settle, commit and restore share the instance's in-flight
  * map and commit order; they are one state machine and are read together.
  */
+import type { EpisodeSandbox } from '../tools/types.js';
 import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.js';
 import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
@@ -70,6 +71,15 @@ export class AgentInstance {
   /** Events are built only when someone listens: a trainer driving the core directly pays nothing for them. */
   get #observed(): boolean {
     return this.#hasHooks || this.#rt.events.hasListeners;
+  }
+
+  /**
+   * The episode's sandbox, in an env that declares one (env.json `sandbox`): for code that drives
+   * the episode from outside, as an agent program's runner does. Its workspace is the one the
+   * env's sandbox tools use this episode.
+   */
+  get sandbox(): EpisodeSandbox | undefined {
+    return this.#rt.router.instanceSandbox(this.id, () => this.#state);
   }
 
   get status(): LifecycleStatus {

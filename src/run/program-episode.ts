@@ -1,6 +1,7 @@
 /**
  * An episode driven by an agent program (`--policy cmd:'<command line>'`): the program is started
- * once for the episode, in a folder of its own, with the episode's endpoint in its environment:
+ * once for the episode, in a folder of its own (in the episode's sandbox, where the env declares
+ * one: its workspace is the env's sandbox tools'), with the episode's endpoint in its environment:
  *
  * - `OPENAI_BASE_URL`, `OPENAI_API_KEY` (and `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`): its model
  *   calls, answered and recorded as the episode's turns (chat-capture.ts);
@@ -25,7 +26,10 @@ import type { PolicyTask } from './policy.js';
 import { ChatCapture, type CaptureUpstream } from '../capture/chat-capture.js';
 import type { CaptureServer } from '../capture/capture-server.js';
 import { textContent, type EpisodeTools } from '../capture/episode-mcp.js';
-import { Program, type ProgramExit } from '../capture/program.js';
+import { Program, STDERR_TAIL_BYTES, type ProgramExit } from '../capture/program.js';
+import { programCommandLine, type ProgramCommandLine } from '../capture/program-command.js';
+import type { EpisodeSandbox } from '../tools/types.js';
+import { describeError } from '../shared/errors.js';
 import { PROGRAM_DEFAULTS } from '../shared/defaults.js';
 
 /** How far an agent program may go in one episode. */
@@ -97,26 +101,29 @@ export class ProgramEpisode implements EpisodeDriver {
       },
     };
     const endpoint = settings.server.open({ chat, tools, signal: ended.signal });
-    const cwd = await mkdtemp(path.join(os.tmpdir(), `agent-program-${control.episode}-`));
     const instruction = this.#task?.instruction ?? settings.instruction;
     const task = { ...(this.#task ? { id: this.#task.id } : {}), ...(instruction !== undefined ? { instruction } : {}), episode: control.episode, observation: control.agent.state };
-    const program = Program.start(settings.command, {
-      cwd,
-      env: {
-        OPENAI_BASE_URL: endpoint.openaiBaseUrl,
-        OPENAI_API_KEY: endpoint.token,
-        ANTHROPIC_BASE_URL: endpoint.anthropicBaseUrl,
-        ANTHROPIC_API_KEY: endpoint.token,
-        AGENT_MCP_URL: endpoint.mcpUrl,
-        AGENT_MODEL: chat.model,
-        AGENT_TASK: JSON.stringify(task),
-      },
-      ...(settings.graceMs !== undefined ? { graceMs: settings.graceMs } : {}),
-    });
+    const env = {
+      OPENAI_BASE_URL: endpoint.openaiBaseUrl,
+      OPENAI_API_KEY: endpoint.token,
+      ANTHROPIC_BASE_URL: endpoint.anthropicBaseUrl,
+      ANTHROPIC_API_KEY: endpoint.token,
+      AGENT_MCP_URL: endpoint.mcpUrl,
+      AGENT_MODEL: chat.model,
+      AGENT_TASK: JSON.stringify(task),
+    };
+    const timeoutMs = settings.timeoutMs ?? PROGRAM_DEFAULTS.timeoutMs;
+    // The files the command names are the caller's: it runs elsewhere (its own folder, or the episode's sandbox).
+    const command = programCommandLine(settings.command, process.cwd());
+    const sandbox = control.agent.sandbox;
+    const cwd = sandbox ? undefined : await mkdtemp(path.join(os.tmpdir(), `agent-program-${control.episode}-`));
+    const program: RunningProgram = sandbox
+      ? sandboxedProgram(sandbox, command, env, Number(new URL(settings.server.url).port), timeoutMs)
+      : Program.start(command.line, { cwd: cwd as string, env, ...(settings.graceMs !== undefined ? { graceMs: settings.graceMs } : {}) });
     const onAbort = (): void => endWith('interrupted');
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
-    const timer = setTimeout(() => endWith('time_limit'), settings.timeoutMs ?? PROGRAM_DEFAULTS.timeoutMs);
+    const timer = setTimeout(() => endWith('time_limit'), timeoutMs);
     void program.exited.then((exit) => endWith(...exitEnd(exit)));
     try {
       await over;
@@ -127,7 +134,7 @@ export class ProgramEpisode implements EpisodeDriver {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
       endpoint.close();
-      await rm(cwd, { recursive: true, force: true });
+      if (cwd !== undefined) await rm(cwd, { recursive: true, force: true });
     }
     const result = end as { reason: EpisodeEndReason; error?: ErrorInfo };
     return { reason: result.reason, reward, ...(result.error ? { error: result.error } : {}) };
@@ -135,6 +142,36 @@ export class ProgramEpisode implements EpisodeDriver {
 }
 
 type CallToolInput = { type: 'object'; properties?: Record<string, object> };
+
+/** A started program: how it ended, and a way to end it. */
+interface RunningProgram {
+  readonly exited: Promise<ProgramExit>;
+  stop(): Promise<unknown>;
+}
+
+/**
+ * The program in the episode's sandbox (an env that declares one): its working folder is the
+ * episode's workspace (the env's sandbox tools see what it writes), it sees the caller's folder and
+ * the interpreters its command names read-only, and reaches the capture endpoint's port and
+ * nothing else. Bounded as a program, not as a tool: its wall time, CPU seconds to match, and
+ * room for an interpreter and its SDK. Stopping it kills it at once (no grace period: its
+ * workspace outlives it).
+ */
+function sandboxedProgram(sandbox: EpisodeSandbox, command: ProgramCommandLine, env: Readonly<Record<string, string>>, port: number, timeoutMs: number): RunningProgram {
+  const stop = new AbortController();
+  const limits = { timeoutMs: timeoutMs + 5_000, cpuSeconds: Math.ceil(timeoutMs / 1_000), memoryMb: PROGRAM_DEFAULTS.sandboxMemoryMb, pids: PROGRAM_DEFAULTS.sandboxPids, outputBytes: STDERR_TAIL_BYTES };
+  const exited = sandbox.run(['/bin/sh', '-c', command.line], { env, readOnly: command.readOnly, forwardPorts: [port], keep: 'tail', limits, signal: stop.signal }).then(
+    (r): ProgramExit => ({ exit_code: r.exit_code, signal: r.signal, stderr_tail: r.stderr.trimEnd() }),
+    (err: unknown): ProgramExit => (stop.signal.aborted ? { exit_code: null, signal: 'SIGKILL', stderr_tail: '' } : { exit_code: null, signal: null, stderr_tail: `the sandbox could not start it: ${describeError(err)}` }),
+  );
+  return {
+    exited,
+    stop: () => {
+      stop.abort();
+      return exited;
+    },
+  };
+}
 
 function refuse(message: string): CallToolResult {
   return { content: textContent(message), isError: true };

@@ -21,8 +21,11 @@ const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /** Files of /etc a program reads to start (the loader's cache, time zone, TLS roots): none holds a secret. */
 const ETC = ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/localtime', '/etc/ssl/certs', '/etc/ca-certificates', '/etc/mime.types'];
 
-/** `shareNet`: keep the network namespace bwrap starts in (one made for the sandbox, with only its egress forwarder: egress.ts). */
-export function bwrapArgs(workspace: string, env: Readonly<Record<string, string>>, options: { readonly shareNet?: boolean } = {}): string[] {
+/**
+ * `shareNet`: keep the network namespace bwrap starts in (one made for the sandbox, with only its
+ * forwarder: egress.ts). `readOnly`: host folders it sees read-only at their own paths.
+ */
+export function bwrapArgs(workspace: string, env: Readonly<Record<string, string>>, options: { readonly shareNet?: boolean; readonly readOnly?: readonly string[] } = {}): string[] {
   const args = ['--unshare-all', ...(options.shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--hostname', 'sandbox', '--clearenv'];
   for (const dir of SYSTEM) {
     const link = linkOf(dir);
@@ -30,7 +33,9 @@ export function bwrapArgs(workspace: string, env: Readonly<Record<string, string
     else args.push('--ro-bind-try', dir, dir);
   }
   for (const file of ETC) args.push('--ro-bind-try', file, file);
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', workspace, '/workspace', '--chdir', '/workspace', '--remount-ro', '/');
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', workspace, '/workspace');
+  for (const dir of options.readOnly ?? []) args.push('--ro-bind', dir, dir);
+  args.push('--chdir', '/workspace', '--remount-ro', '/');
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
   return args;
 }

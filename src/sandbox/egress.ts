@@ -11,7 +11,7 @@
  * command's), in the sandbox's network namespace only: a byte relay, it reads nothing it is sent.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +48,8 @@ export function hostAllowed(allowed: readonly AllowedHost[], host: string, port:
 /** The proxy on the host: a Unix socket the sandboxes' forwarders connect to. */
 export class EgressProxy implements AsyncDisposable {
   readonly socketPath: string;
+  /** The forwarder's route to it: 127.0.0.1:3128 inside. */
+  readonly route: EgressRoute;
   readonly #server: Server;
   readonly #dir: string;
   readonly #open = new Set<Socket>();
@@ -56,6 +58,7 @@ export class EgressProxy implements AsyncDisposable {
     this.#server = server;
     this.#dir = dir;
     this.socketPath = path.join(dir, 'egress.sock');
+    this.route = { port: EGRESS_PORT, socket: this.socketPath };
   }
 
   static async open(allowed: readonly AllowedHost[]): Promise<EgressProxy> {
@@ -135,36 +138,99 @@ function forwardHttp(allowed: readonly AllowedHost[], req: IncomingMessage, res:
   req.pipe(upstream);
 }
 
+/** A port the forwarder listens on inside the sandbox, and the Unix socket it relays each connection to. */
+export interface EgressRoute {
+  readonly port: number;
+  readonly socket: string;
+}
+
 /**
- * The forwarder, run by this Node in the sandbox's network namespace: listens on 127.0.0.1:PORT,
- * relays each connection to the proxy's socket, starts the rest of the command line, and exits as
- * it exits (128 + the signal that ended it, as a shell reports one).
+ * A port of the host's loopback, reachable from inside a sandbox at the same port (an agent
+ * program's model endpoint): each connection the forwarder relays over this socket is piped to
+ * 127.0.0.1:port. Only that port: the sandbox reaches nothing else of the host.
+ */
+export class LoopbackRelay implements AsyncDisposable {
+  readonly route: EgressRoute;
+  readonly #server: NetServer;
+  readonly #dir: string;
+  /** Both ends of every relayed connection, destroyed at dispose. */
+  readonly #open: Set<Socket>;
+
+  private constructor(server: NetServer, dir: string, route: EgressRoute, open: Set<Socket>) {
+    this.#server = server;
+    this.#dir = dir;
+    this.route = route;
+    this.#open = open;
+  }
+
+  static async open(port: number): Promise<LoopbackRelay> {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'agent-relay-'));
+    const route = { port, socket: path.join(dir, `${port}.sock`) };
+    const open = new Set<Socket>();
+    const server = createNetServer((inside) => {
+      const host = connect(port, '127.0.0.1');
+      for (const s of [inside, host]) {
+        open.add(s);
+        s.once('close', () => open.delete(s));
+      }
+      inside.on('error', () => host.destroy());
+      host.on('error', () => inside.destroy());
+      inside.pipe(host);
+      host.pipe(inside);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(route.socket, () => resolve());
+    });
+    return new LoopbackRelay(server, dir, route, open);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    for (const s of this.#open) s.destroy();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await rm(this.#dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The forwarder, run by this Node in the sandbox's network namespace: for each route, listens on
+ * 127.0.0.1:port and relays each connection to its socket; then starts the rest of the command
+ * line, and exits as it exits (128 + the signal that ended it, as a shell reports one).
  */
 export const FORWARDER = `
 const net = require('net');
 const { spawn } = require('child_process');
 const { signals } = require('os').constants;
-const [socket, port, ...command] = process.argv.slice(1);
-const server = net.createServer((c) => {
-  const u = net.connect(socket);
-  c.on('error', () => u.destroy());
-  u.on('error', () => c.destroy());
-  c.pipe(u);
-  u.pipe(c);
-});
-server.on('error', (e) => { process.stderr.write('sandbox egress: ' + e.message + '\\n'); process.exit(125); });
-server.listen(Number(port), '127.0.0.1', () => {
-  const child = spawn(command[0], command.slice(1), { stdio: 'inherit' });
-  child.on('error', (e) => { process.stderr.write('sandbox egress: ' + e.message + '\\n'); process.exit(127); });
-  child.on('exit', (code, signal) => process.exit(signal ? 128 + (signals[signal] || 0) : code));
-});
+const args = process.argv.slice(1);
+const n = Number(args[0]);
+const routes = [];
+for (let i = 0; i < n; i++) routes.push({ port: Number(args[1 + 2 * i]), socket: args[2 + 2 * i] });
+const command = args.slice(1 + 2 * n);
+const fail = (code) => (e) => { process.stderr.write('sandbox egress: ' + e.message + '\\n'); process.exit(code); };
+let listening = 0;
+for (const { port, socket } of routes) {
+  const server = net.createServer((c) => {
+    const u = net.connect(socket);
+    c.on('error', () => u.destroy());
+    u.on('error', () => c.destroy());
+    c.pipe(u);
+    u.pipe(c);
+  });
+  server.on('error', fail(125));
+  server.listen(port, '127.0.0.1', () => {
+    if (++listening < routes.length) return;
+    const child = spawn(command[0], command.slice(1), { stdio: 'inherit' });
+    child.on('error', fail(127));
+    child.on('exit', (code, signal) => process.exit(signal ? 128 + (signals[signal] || 0) : code));
+  });
+}
 `;
 
 /** The command line that runs `inner` in a new network namespace (loopback up) with the forwarder in front: root makes it directly, anyone else in a user namespace of their own. */
-export function egressPrefix(socketPath: string): string[] {
+export function egressPrefix(routes: readonly EgressRoute[]): string[] {
   const userns = process.getuid?.() === 0 ? [] : ['--map-root-user'];
-  return ['unshare', '--net', ...userns, '--', '/bin/sh', '-c', 'ip link set lo up && exec "$@"', 'egress', process.execPath, '-e', FORWARDER, socketPath, String(EGRESS_PORT)];
+  return ['unshare', '--net', ...userns, '--', '/bin/sh', '-c', 'ip link set lo up && exec "$@"', 'egress', process.execPath, '-e', FORWARDER, String(routes.length), ...routes.flatMap((r) => [String(r.port), r.socket])];
 }
 
-/** What the sandboxed command is told: every proxy variable the common clients read. */
+/** What a sandboxed command with a proxy is told: every proxy variable the common clients read. */
 export const EGRESS_ENV: Readonly<Record<string, string>> = Object.fromEntries(['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'].map((k) => [k, `http://127.0.0.1:${EGRESS_PORT}`]));

@@ -20,7 +20,7 @@ import { AgentError } from '../shared/errors.js';
 import { bwrapArgs, probeBwrap, SANDBOX_UID } from './bwrap.js';
 import { openCgroups, type CgroupLimiter, type CommandCgroup, type LimitMechanism } from './cgroup.js';
 import { CappedOutput } from './capped-output.js';
-import { EGRESS_ENV, EgressProxy, egressPrefix, type AllowedHost } from './egress.js';
+import { EGRESS_ENV, EgressProxy, egressPrefix, LoopbackRelay, type AllowedHost } from './egress.js';
 
 /** What bounds one sandboxed command: CPU seconds, memory, processes, file size, output kept, wall time. */
 export interface SandboxLimits {
@@ -43,6 +43,12 @@ export interface SandboxCommand {
   readonly env?: Readonly<Record<string, string>>;
   readonly stdin?: string;
   readonly signal?: AbortSignal;
+  /** Ports of the host's loopback the command reaches at the same port inside (an agent program's model endpoint); nothing else of the host. */
+  readonly forwardPorts?: readonly number[];
+  /** Host folders it sees read-only at their own paths (an agent program's files and interpreter). */
+  readonly readOnly?: readonly string[];
+  /** Keep the last `outputBytes` of stdout and stderr instead of the first (what a failed program said last). */
+  readonly keep?: 'head' | 'tail';
 }
 
 /** What a sandboxed command did: a code tool's observation. */
@@ -98,6 +104,8 @@ export class Sandbox implements AsyncDisposable {
   readonly #cgroups: CgroupLimiter | undefined;
   readonly #slots: number;
   readonly #egress: EgressProxy | undefined;
+  /** Relays of forwarded ports, by port, made on first use. */
+  readonly #relays = new Map<number, Promise<LoopbackRelay>>();
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
@@ -123,7 +131,23 @@ export class Sandbox implements AsyncDisposable {
 
   /** Stops its proxy (with allowed hosts); commands still running lose their way out. */
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.#egress?.[Symbol.asyncDispose]();
+    const relays = await Promise.allSettled(this.#relays.values());
+    this.#relays.clear();
+    await Promise.all([this.#egress?.[Symbol.asyncDispose](), ...relays.map((r) => (r.status === 'fulfilled' ? r.value[Symbol.asyncDispose]() : undefined))]);
+  }
+
+  /** The relay of a forwarded port, made once a trial shows a network namespace with a forwarder can be made here. */
+  #relay(port: number, signal: AbortSignal | undefined): Promise<LoopbackRelay> {
+    let relay = this.#relays.get(port);
+    if (!relay) {
+      relay = (async () => {
+        await probeNetns('a forwarded port', signal);
+        return LoopbackRelay.open(port);
+      })();
+      this.#relays.set(port, relay);
+      relay.catch(() => this.#relays.delete(port));
+    }
+    return relay;
   }
 
   /** Runs `command` to its end, or its limit; throws only when it could not start (or `signal` aborted it: the sandbox is killed first). */
@@ -161,6 +185,10 @@ export class Sandbox implements AsyncDisposable {
 
   async #run(command: SandboxCommand, limits: SandboxLimits): Promise<SandboxResult> {
     const egress = this.#egress;
+    const isolated = this.mechanism.mode === 'isolated';
+    // Unsafe-host commands have the host's network: nothing to forward.
+    const relays = isolated ? await Promise.all((command.forwardPorts ?? []).map((p) => this.#relay(p, command.signal))) : [];
+    const routes = [...(egress ? [egress.route] : []), ...relays.map((r) => r.route)];
     const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...(egress ? EGRESS_ENV : {}), ...command.env };
     const cgroup: CommandCgroup | undefined = await this.#cgroups?.create({ pids: limits.pids, memoryBytes: limits.memoryMb * 1024 * 1024 });
     const rlimits = [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, `--fsize=${limits.fileSizeMb * 1024 * 1024}`, '--core=0'];
@@ -173,19 +201,19 @@ export class Sandbox implements AsyncDisposable {
         await chown(command.workspace, SANDBOX_UID, SANDBOX_UID);
       }
     }
-    const inner = this.mechanism.mode === 'isolated' ? ['bwrap', ...bwrapArgs(command.workspace, env, { shareNet: egress !== undefined }), '--', ...command.argv] : [...command.argv];
+    const inner = isolated ? ['bwrap', ...bwrapArgs(command.workspace, env, { shareNet: routes.length > 0, readOnly: command.readOnly ?? [] }), '--', ...command.argv] : [...command.argv];
     const procs = cgroup?.procs ?? [];
     // With allowed hosts, a network namespace of the sandbox's own and the forwarder into it come first, outside the limits.
-    const [program = '/bin/sh', ...args] = [...(egress ? egressPrefix(egress.socketPath) : []), '/bin/sh', '-c', ENTER, 'sandbox', String(procs.length), ...procs, 'prlimit', ...rlimits, '--', ...drop, ...inner];
+    const [program = '/bin/sh', ...args] = [...(routes.length > 0 ? egressPrefix(routes) : []), '/bin/sh', '-c', ENTER, 'sandbox', String(procs.length), ...procs, 'prlimit', ...rlimits, '--', ...drop, ...inner];
     const t0 = performance.now();
     const child = spawn(program, args, {
       cwd: command.workspace,
-      env: this.mechanism.mode === 'isolated' ? { PATH: HOST_PATH } : env,
+      env: isolated ? { PATH: HOST_PATH } : env,
       stdio: [command.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
-    const stdout = new CappedOutput(limits.outputBytes);
-    const stderr = new CappedOutput(limits.outputBytes);
+    const stdout = new CappedOutput(limits.outputBytes, command.keep);
+    const stderr = new CappedOutput(limits.outputBytes, command.keep);
     child.stdout?.on('data', (b: Buffer) => stdout.push(b));
     child.stderr?.on('data', (b: Buffer) => stderr.push(b));
     child.stdin?.on('error', () => undefined).end(command.stdin);
@@ -208,7 +236,7 @@ export class Sandbox implements AsyncDisposable {
       command.signal?.throwIfAborted();
       const oom = (await cgroup?.oomKilled()) ?? false;
       // bwrap reports a command a signal ended as 128 + the signal, as shells do.
-      const bySignal = signal !== null ? signal : this.mechanism.mode === 'isolated' && code !== null && code > 128 && code < 160 ? (SIGNALS.get(code - 128) ?? `SIG${code - 128}`) : null;
+      const bySignal = signal !== null ? signal : isolated && code !== null && code > 128 && code < 160 ? (SIGNALS.get(code - 128) ?? `SIG${code - 128}`) : null;
       return {
         exit_code: bySignal !== null ? null : code,
         signal: bySignal,
@@ -235,18 +263,25 @@ const HOST_PATH = `${process.env['PATH'] ?? '/usr/bin:/bin'}:/usr/sbin:/sbin`;
 
 /** The proxy to the allowed hosts, once a trial shows a network namespace with a forwarder can be made here. */
 async function openEgress(hosts: readonly AllowedHost[], signal: AbortSignal | undefined): Promise<EgressProxy> {
-  const proxy = await EgressProxy.open(hosts);
-  const [program = 'unshare', ...args] = [...egressPrefix(proxy.socketPath), 'true'];
-  const failure = await new Promise<string | undefined>((resolve) => {
-    execFile(program, args, { timeout: 10_000, env: { PATH: HOST_PATH }, ...(signal ? { signal } : {}) }, (err, _out, stderr) => resolve(err ? stderr.trim() || err.message : undefined));
+  await probeNetns('allowed hosts', signal);
+  return EgressProxy.open(hosts);
+}
+
+/** Whether a network namespace of the sandbox's own, with the forwarder in it, can be made here: checked once per process. */
+let netns: Promise<string | undefined> | undefined;
+
+async function probeNetns(what: string, signal: AbortSignal | undefined): Promise<void> {
+  netns ??= new Promise((resolve) => {
+    const [program = 'unshare', ...args] = [...egressPrefix([]), 'true'];
+    execFile(program, args, { timeout: 10_000, env: { PATH: HOST_PATH } }, (err, _out, stderr) => resolve(err ? stderr.trim() || err.message : undefined));
   });
+  signal?.throwIfAborted();
+  const failure = await netns;
   if (failure !== undefined) {
-    await proxy[Symbol.asyncDispose]();
-    throw new AgentError('SANDBOX_UNAVAILABLE', `allowed hosts need a network namespace of the sandbox's own, and one cannot be made here: ${failure}`, {
-      hint: 'It takes unshare (util-linux) and ip (iproute2) on PATH, and root or unprivileged user namespaces. Without allowed hosts the sandbox has no network at all and needs neither.',
+    throw new AgentError('SANDBOX_UNAVAILABLE', `${what} need a network namespace of the sandbox's own, and one cannot be made here: ${failure}`, {
+      hint: 'It takes unshare (util-linux) and ip (iproute2) on PATH, and root or unprivileged user namespaces. Without them a sandbox has no network at all and needs neither.',
     });
   }
-  return proxy;
 }
 
 function killQuietly(pid: number): void {

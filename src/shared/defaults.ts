@@ -42,6 +42,9 @@ export const PROGRAM_DEFAULTS = {
   maxTurns: 256,
   /** Wall time per episode: past it the program's process tree is killed, `time_limit` (a program that never exits, or never calls the model, still ends). */
   timeoutMs: 1_800_000,
+  /** A program run in its env's sandbox: memory of all its processes, and processes at once (an interpreter, its SDK and threads). */
+  sandboxMemoryMb: 2_048,
+  sandboxPids: 256,
 } as const;
 
 /** A sandboxed command's limits (`agent sandbox run`, tools of kind `sandbox`). */

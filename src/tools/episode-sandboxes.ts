@@ -20,6 +20,9 @@ import { isPlainObject, valueAtPointer, type JsonObject, type JsonValue } from '
 import type { Patch } from '../state/patch.js';
 import type { EpisodeSandbox, SandboxRunOptions, ToolContext } from './types.js';
 
+/** Who asks for a workspace: a tool's call, or an agent program. */
+type WorkspaceUser = Pick<ToolContext, 'instanceId' | 'state' | 'tool'>;
+
 interface Workspace {
   readonly generation: number;
   /** The folder, once seeded. */
@@ -90,8 +93,18 @@ export class EpisodeSandboxes implements AsyncDisposable {
     return { ...raw, patch };
   }
 
+  /** The instance's episode sandbox for code that drives the episode from outside (an agent program): its workspace is the tools'. */
+  forInstance(instanceId: string, state: () => JsonValue): EpisodeSandbox {
+    const generation = this.#generations.get(instanceId) ?? 0;
+    const user: WorkspaceUser = { instanceId, tool: 'the agent program', get state() { return state(); } };
+    return {
+      mechanism: this.mechanism,
+      run: async (argv, options = {}) => this.run(argv, await this.workspace(user, generation), options, options.signal),
+    };
+  }
+
   /** @internal The instance's workspace folder, made and seeded on first use; refused to a call of an episode since reset. */
-  workspace(ctx: ToolContext, generation: number): Promise<string> {
+  workspace(ctx: WorkspaceUser, generation: number): Promise<string> {
     const id = ctx.instanceId;
     if ((this.#generations.get(id) ?? 0) !== generation) throw new ToolError('TOOL_CANCELLED', ctx.tool, 'the episode whose workspace this call used is over');
     let ws = this.#workspaces.get(id);
@@ -104,9 +117,9 @@ export class EpisodeSandboxes implements AsyncDisposable {
   }
 
   /** @internal */
-  run(argv: readonly string[], dir: string, options: SandboxRunOptions, signal: AbortSignal): Promise<SandboxResult> {
-    const limits = { ...this.#spec.limits, ...options.limits };
-    return this.#sandbox.run({ argv, workspace: dir, limits, signal, ...(options.stdin !== undefined ? { stdin: options.stdin } : {}), ...(options.env ? { env: options.env } : {}) });
+  run(argv: readonly string[], dir: string, options: SandboxRunOptions, signal: AbortSignal | undefined): Promise<SandboxResult> {
+    const { limits, signal: _given, ...rest } = options;
+    return this.#sandbox.run({ ...rest, argv, workspace: dir, limits: { ...this.#spec.limits, ...limits }, ...(signal ? { signal } : {}) });
   }
 
   /** A new episode: the instance's workspace goes (a new one is made at its first command). */
@@ -131,7 +144,7 @@ export class EpisodeSandboxes implements AsyncDisposable {
     await rm(this.#root, { recursive: true, force: true });
   }
 
-  async #seed(ctx: ToolContext): Promise<string> {
+  async #seed(ctx: WorkspaceUser): Promise<string> {
     const dir = path.join(this.#root, `w${++this.#made}`);
     await mkdir(dir);
     try {
@@ -193,7 +206,7 @@ class CallSandbox implements EpisodeSandbox {
     this.dir ??= this.#owner.workspace(this.#ctx, this.#generation);
     const dir = await this.dir;
     try {
-      return await this.#owner.run(argv, dir, options, this.#ctx.signal);
+      return await this.#owner.run(argv, dir, options, options.signal ? AbortSignal.any([this.#ctx.signal, options.signal]) : this.#ctx.signal);
     } catch (err) {
       if (this.#ctx.signal.aborted || err instanceof ToolError) throw err;
       throw new ToolError('TOOL_FAILED', this.#ctx.tool, describeError(err), { cause: err });

@@ -258,6 +258,11 @@ export class ToolRouter implements AsyncDisposable {
     return this.#attempts.sandboxes?.mechanism;
   }
 
+  /** The instance's episode sandbox, when the env declares one, for code that drives the episode from outside. */
+  instanceSandbox(instanceId: string, state: () => JsonValue): EpisodeSandbox | undefined {
+    return this.#attempts.sandboxes?.forInstance(instanceId, state);
+  }
+
   /** An instance starts a new episode: its sandbox workspace is wiped (a new one is seeded at its first command). */
   async resetInstance(instanceId: string): Promise<void> {
     await this.#attempts.sandboxes?.reset(instanceId);

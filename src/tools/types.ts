@@ -12,12 +12,21 @@ export interface SandboxRunOptions {
   readonly limits?: Partial<SandboxLimits>;
   /** Its environment, besides PATH, HOME (/workspace), LANG and TMPDIR. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Aborting it kills the command (a tool's call signal always does). */
+  readonly signal?: AbortSignal;
+  /** Ports of the host's loopback the command reaches at the same port inside (an agent program's model endpoint); nothing else of the host. */
+  readonly forwardPorts?: readonly number[];
+  /** Host folders it sees read-only at their own paths (a dataset, an agent program's files and interpreter). */
+  readonly readOnly?: readonly string[];
+  /** Keep the last `output_bytes` of stdout and stderr instead of the first (what a failed program said last). */
+  readonly keep?: 'head' | 'tail';
 }
 
 /**
- * The episode's sandbox, as a module tool sees it (`ctx.sandbox`, in envs with env.json `sandbox`):
- * commands run in the episode's workspace (at `/workspace`, their working folder) under the env's
- * limits, and the workspace's listing goes into the state after the call.
+ * The episode's sandbox, in envs with env.json `sandbox`: as a module tool sees it (`ctx.sandbox`;
+ * the workspace's listing goes into the state after the call) and as code that drives the episode
+ * from outside does (`AgentInstance.sandbox`: an agent program's runner). Commands run in the
+ * episode's workspace (at `/workspace`, their working folder) under the env's limits.
  */
 export interface EpisodeSandbox {
   /** Runs `argv` (no shell: each element is one argument) to its end or its limit; the call's signal kills it. */
