@@ -174,6 +174,8 @@ export interface TokenRecordInput {
  */
 export function episodeTokenRecords(input: TokenRecordInput): TokenRecord[] {
   const all = input.turns;
+  // An episode that ended before its first model turn (a prompt past the context, the server down) has no tokens to train on.
+  if (all.length === 0) return [];
   const segments = new Map<number, TurnOf[]>();
   all.forEach((t, i) => {
     const k = t.tokens.segment ?? 0;
@@ -187,6 +189,7 @@ export function episodeTokenRecords(input: TokenRecordInput): TokenRecord[] {
 /** One episode's turns as one sequence: the environment's ids masked out, each generated turn's span with the rewards of the steps it chose. */
 export function tokenRecord(input: TokenRecordInput): TokenRecord {
   const { turns: list, episode } = input;
+  if (list.length === 0) throw new AgentError('RECORD_INVALID', `${input.where}: episode ${episode} has no model turn to make a token record of`, { hint: 'Make records of episodes with turns (episodeTokenRecords skips the others).' });
   const inputIds: number[] = [];
   const mask: (0 | 1)[] = [];
   const logprobs: (number | null)[] = [];

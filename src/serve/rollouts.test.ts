@@ -192,6 +192,25 @@ describe('rollouts through agent serve', () => {
     expect(model.completions).toHaveLength(0);
   });
 
+  it('fails only the groups whose episodes ended before their first model turn, saying why; the next request runs', async () => {
+    const { model, url } = await setup();
+    // A context too short for the first prompt: every episode ends before its first turn.
+    const tiny = await startFakeVllmServer({ reply: lookupModel, maxModelLen: 64 });
+    cleanups.push(async () => tiny[Symbol.asyncDispose]());
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 1, data: ask(tiny.url, { n: 2 }) });
+    const messages = await client.until((m) => over(m, 1));
+    expect(messages.filter((m) => m.type === 'rollout_group')).toEqual([]);
+    const done = messages[messages.length - 1] as Message;
+    expect(done).toMatchObject({ type: 'rollouts_done', data: { groups: 0, episodes: 4, failed: 2 } });
+    const failures = done.data['failures'] as { task_id: string; reason: string; error?: { code: string } }[];
+    expect(failures.map((f) => f.task_id).sort()).toEqual(['lookup-train-0', 'lookup-train-0', 'lookup-train-1', 'lookup-train-1']);
+    expect(failures[0]).toMatchObject({ reason: 'context_limit', error: { code: 'CONTEXT_LIMIT' } });
+    client.send({ type: 'rollouts', id: 2, data: ask(model.url, { n: 1 }) });
+    const after = await client.until((m) => over(m, 2));
+    expect(after[after.length - 1]).toMatchObject({ type: 'rollouts_done', data: { groups: 2, failed: 0, failures: [] } });
+  });
+
   it('ends the episodes of a cancelled request client_closed, and keeps serving', async () => {
     const { model, url, dir, stop } = await setup({ reply: lookupModel, delayMs: 20 });
     const client = await connect(url);

@@ -16,6 +16,7 @@
 import { truncatedBy, type EpisodeDriver } from '../run/episode-runner.js';
 import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
+import type { ErrorInfo } from '../events/env-events.js';
 import { withTask, type Policy } from '../run/policy.js';
 import { llmPolicy, programPolicy, type PolicySetup, type RunPolicy } from '../run/policy-factory.js';
 import type { ProgramLimits } from '../run/program-episode.js';
@@ -65,7 +66,21 @@ export interface RolloutSummary {
   readonly dropped: number;
   readonly rerun: number;
   readonly max_staleness_seen: number | null;
+  /** Groups not sent because an episode of theirs ended before its first model turn (nothing to train on), and the first few such episodes. */
+  readonly failed: number;
+  readonly failures: readonly RolloutFailure[];
 }
+
+/** An episode that ended before its first model turn, failing its group. */
+export interface RolloutFailure {
+  readonly task_id: string;
+  readonly episode: number;
+  readonly reason: string;
+  readonly error?: ErrorInfo;
+}
+
+/** Failures kept in a summary: enough to see why, however many groups failed. */
+const FAILURES_KEPT = 10;
 
 /** What the rollouts need of the served run. */
 export interface RolloutHost {
@@ -316,7 +331,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
   }
 }
 
-async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, agent: RunPolicy, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
+async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, agent: RunPolicy, onGroup: (group: RolloutGroup) => void, requestSignal: AbortSignal): Promise<RolloutSummary> {
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
     if (!('episode' in e) || typeof e.episode !== 'number') return;
@@ -324,7 +339,10 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     if (e.type === 'llm_call' && e.tokens?.weight_version !== undefined) versions.saw(e.tokens.weight_version);
   });
   const slots = new Slots(request.concurrency);
-  const counts = { groups: 0, episodes: 0, dropped: 0, rerun: 0, max_staleness_seen: null as number | null };
+  const counts = { groups: 0, episodes: 0, dropped: 0, rerun: 0, max_staleness_seen: null as number | null, failed: 0, failures: [] as RolloutFailure[] };
+  // One group's error ends the request: its siblings stop with one abort, and none is sent after it.
+  const stop = new AbortController();
+  const signal = AbortSignal.any([requestSignal, stop.signal]);
 
   /** One episode of `task`, once a slot is free: its index and what it recorded, once complete. */
   const episode = async (task: { readonly task: ServedTask; readonly index: number }): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
@@ -365,6 +383,14 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     for (let reruns = 0; ; reruns++) {
       const members = await Promise.all(Array.from({ length: request.n }, () => episode(task)));
       const groupId = `${taskId}/${members[0]?.index ?? 0}`;
+      const turnless = members.filter(({ c }) => c.turns.length === 0);
+      if (turnless.length > 0) {
+        counts.failed++;
+        for (const { index, c } of turnless.slice(0, FAILURES_KEPT - counts.failures.length)) {
+          counts.failures.push({ task_id: taskId, episode: index, reason: c.finished?.reason ?? 'interrupted', ...(c.finished?.error ? { error: c.finished.error } : {}) });
+        }
+        return;
+      }
       const records = members.flatMap(({ index, c }, trial) => {
         const finished = c.finished as EpisodeFinishedEvent;
         const terminated = !truncatedBy(finished.reason);
@@ -394,6 +420,7 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
         counts.dropped++;
         return;
       }
+      signal.throwIfAborted();
       counts.groups++;
       onGroup({ task_id: taskId, group_id: groupId, records, weight_version: oldest, staleness, reruns });
       return;
@@ -401,7 +428,14 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
   };
 
   try {
-    await Promise.all(request.taskIds.map(group));
+    await Promise.all(
+      request.taskIds.map((id) =>
+        group(id).catch((err: unknown) => {
+          if (!stop.signal.aborted) stop.abort(err);
+          throw err;
+        }),
+      ),
+    );
     return counts;
   } finally {
     unsubscribe();

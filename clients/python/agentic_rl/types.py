@@ -7,7 +7,7 @@ shape asked for is a :class:`~agentic_rl.errors.ProtocolError`, not a ``KeyError
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Mapping, Optional, TypeVar
+from typing import Any, Dict, Generic, List, Mapping, Optional, Tuple, TypeVar
 
 from .errors import ProtocolError
 
@@ -184,13 +184,17 @@ class RolloutGroup:
 
 @dataclass(frozen=True)
 class RolloutSummary:
-    """What a rollouts request did: groups sent, episodes run, stale groups dropped and re-runs."""
+    """What a rollouts request did: groups sent, episodes run, stale groups dropped and re-runs,
+    and groups not sent because an episode of theirs ended before its first model turn (``failed``;
+    ``failures``: the first few such episodes, each ``{task_id, episode, reason, error?}``)."""
 
     groups: int
     episodes: int
     dropped: int
     rerun: int
     max_staleness_seen: Optional[int]
+    failed: int = 0
+    failures: Tuple[Dict[str, Any], ...] = ()
 
     @staticmethod
     def parse(d: Any) -> RolloutSummary:
@@ -202,4 +206,6 @@ class RolloutSummary:
             dropped=_int(o.get("dropped", 0), "dropped"),
             rerun=_int(o.get("rerun", 0), "rerun"),
             max_staleness_seen=None if seen is None else _int(seen, "max_staleness_seen"),
+            failed=_int(o.get("failed", 0), "failed"),
+            failures=tuple(_object(f, "a rollout failure") for f in o.get("failures", []) or []),
         )
