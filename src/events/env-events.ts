@@ -111,6 +111,12 @@ export interface TokenTurn {
   readonly model: string;
   /** The request's sampling seed. */
   readonly seed: number;
+  /**
+   * How the turn was sampled, and the seed its requests' seeds are drawn from: what a token record
+   * of the episode says (`sampling`) where the run's config does not (a served run's rollouts, each
+   * request with its own).
+   */
+  readonly sampling?: { readonly temperature: number; readonly top_p: number; readonly max_tokens: number; readonly seed: number };
   /** The text could not be read as the tool parser reads calls: why (the turn counts as an invalid action). */
   readonly invalid?: string;
   /**

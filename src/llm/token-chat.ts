@@ -104,7 +104,7 @@ export class TokenChat {
       const calls = (request.gold.calls ?? []).map((c, i) => ({ id: `call_${episode}_${n}_${i}`, name: c.name, arguments: c.arguments }));
       const message = { role: 'assistant' as const, content: text, ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}) };
       const ids = await this.#shape.assistantIds(this.server, message, signal);
-      const tokens = transcript.addTurn({ token_ids: ids, logprobs: [], text, finish_reason: 'stop', stop_reason: null, model: this.server.model }, seed, { gold: true, ...(version !== undefined ? { weightVersion: version } : {}) });
+      const tokens = transcript.addTurn({ token_ids: ids, logprobs: [], text, finish_reason: 'stop', stop_reason: null, model: this.server.model }, seed, { gold: true, sampling: this.#sampling(), ...(version !== undefined ? { weightVersion: version } : {}) });
       return { text, toolCalls: calls, inputTokens: tokens.prompt_length, outputTokens: ids.length, tokens };
     }
     const { parsed, tokens, completion } = await this.generate(transcript, seed, signal);
@@ -147,6 +147,12 @@ export class TokenChat {
     transcript.addEnv([...rest, ...rendered.ids], rendered.drift);
   }
 
+  /** How every turn is sampled, and the seed their seeds are drawn from (a token record's `sampling`). */
+  #sampling(): NonNullable<TokenTurn['sampling']> {
+    const { temperature, top_p, max_tokens } = this.#options.sampling;
+    return { temperature, top_p, max_tokens, seed: this.#options.seed };
+  }
+
   /** The sampling seed of an episode's n-th turn (from 0): reruns sample alike, the trials of a task do not. */
   seedFor(episode: number, n: number): number {
     return hashSeed(this.#options.seed, 'sampling', episode, n);
@@ -166,7 +172,7 @@ export class TokenChat {
     const version = this.#options.weightVersion?.();
     const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
     const parsed = this.#parser(completion.text);
-    const tokens = transcript.addTurn(completion, seed, { ...(parsed.invalid !== undefined ? { invalid: parsed.invalid } : {}), ...(version !== undefined ? { weightVersion: version } : {}) });
+    const tokens = transcript.addTurn(completion, seed, { sampling: this.#sampling(), ...(parsed.invalid !== undefined ? { invalid: parsed.invalid } : {}), ...(version !== undefined ? { weightVersion: version } : {}) });
     return { completion, parsed, tokens };
   }
 

@@ -127,7 +127,7 @@ export class TokenTranscript {
   }
 
   /** A generation from the whole sequence so far (or a gold turn): its ids are appended as generated. */
-  addTurn(completion: Completion, seed: number, extra: { readonly invalid?: string; readonly weightVersion?: number; readonly gold?: boolean } = {}): TokenTurn {
+  addTurn(completion: Completion, seed: number, extra: { readonly invalid?: string; readonly weightVersion?: number; readonly gold?: boolean; readonly sampling?: TokenTurn['sampling'] } = {}): TokenTurn {
     const { invalid } = extra;
     const version = completion.weight_version ?? extra.weightVersion;
     const turn: TokenTurn = {
@@ -141,6 +141,7 @@ export class TokenTranscript {
       stop_reason: completion.stop_reason,
       model: completion.model,
       seed,
+      ...(extra.sampling ? { sampling: extra.sampling } : {}),
       ...(invalid !== undefined ? { invalid } : {}),
       ...(version !== undefined ? { weight_version: version } : {}),
       ...(extra.gold ? { gold: true as const } : {}),

@@ -76,12 +76,13 @@ export interface TokenRecord {
 /** Every episode of a token-mode run folder as a token record, in episode order. */
 export async function exportTokens(dir: string, options: Omit<ExportOptions, 'state' | 'gamma'> = {}): Promise<TokenRecord[]> {
   const manifest = JSON.parse(await readFile(path.join(dir, RUN_FILES.manifest), 'utf8')) as { run_id: string; env_dir: string; config: { llm?: LlmRunConfig } };
+  // A served run has no llm config of its own: its rollouts requests' turns say how they were sampled.
   const llm = manifest.config.llm;
-  if (!llm?.tokens) {
-    throw new AgentError('BAD_USAGE', `${dir} was not run in token mode: its model turns carry no token ids`, {
-      hint: 'Run with --policy llm:<model> --llm-base-url <vLLM server> --tokens (agent run or agent benchmark), then export that run; --format chat exports the conversations of any llm: run.',
+  const notTokens = (): AgentError =>
+    new AgentError('BAD_USAGE', `${dir} was not run in token mode: its model turns carry no token ids`, {
+      hint: 'Run with --policy llm:<model> --llm-base-url <vLLM server> --tokens (agent run or agent benchmark), or serve rollouts (agent serve), then export that run; --format chat exports the conversations of any llm: run.',
     });
-  }
+  if (llm !== undefined && !llm.tokens) throw notTokens();
   const steps = await exportSteps(dir, { ...options, state: 'none' });
   const verdicts = await readVerdicts(dir, manifest.env_dir);
   const verdictValue = verdictReader(verdicts, options.verdict ?? 'success', dir);
@@ -104,6 +105,7 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
     if (list) list.push(s);
     else stepsOf.set(s.episode, [s]);
   }
+  if (llm === undefined && turns.size === 0) throw notTokens();
   const trials = new Map<string, number>();
   const out: TokenRecord[] = [];
   for (const episode of [...turns.keys()].sort((a, b) => a - b)) {
@@ -129,12 +131,19 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
         reward: lastStep ? lastStep.episode_return : bonus,
         ...(verdict ? { success: verdict.success } : {}),
         end: record ?? { terminated: false, truncated: true, reason: 'interrupted' },
-        sampling: llm.sampling,
+        sampling: samplingOf(llm, all, episode, dir),
         where: path.join(dir, RUN_FILES.events),
       }),
     );
   }
   return out;
+}
+
+/** An episode's sampling: the run's, or (a served run's rollouts) what its turns say. */
+function samplingOf(llm: LlmRunConfig | undefined, turns: readonly TurnOf[], episode: number, dir: string): LlmRunConfig['sampling'] {
+  const sampling = llm?.sampling ?? turns[0]?.tokens.sampling;
+  if (!sampling) throw new AgentError('RECORD_INVALID', `${path.join(dir, RUN_FILES.events)}: episode ${episode}'s turns do not say how they were sampled, and the run's config does not either`, { hint: 'The run was written by an older version: export it with that version.' });
+  return sampling;
 }
 
 /** A generated turn and the step it was asked for (its `llm_call` event's). */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { startFakeVllmServer, type FakeVllmServer } from '../llm/fake-vllm-server.js';
-import type { TokenRecord } from '../replay/token-export.js';
+import { exportTokens, type TokenRecord } from '../replay/token-export.js';
 import type { RunSummary } from '../run/run-summary.js';
 import { serveEnv } from './serve.js';
 
@@ -190,6 +190,23 @@ describe('rollouts through agent serve', () => {
     expect(await error(5, { version: 4 }, 'weight_version')).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('older than the current weight version 5') });
     expect(await error(6, ask(model.url, { weight_version: 2 }))).toMatchObject({ message: expect.stringContaining('older than the current weight version 5') });
     expect(model.completions).toHaveLength(0);
+  });
+
+  it('streams the records agent export --format tokens makes of the same episodes from the run folder: one builder, one meaning', async () => {
+    const { model, url, dir, stop } = await setup();
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 1, data: ask(model.url, { n: 2 }) });
+    const messages = await client.until((m) => over(m, 1));
+    const streamed = messages.filter((m) => m.type === 'rollout_group').flatMap((m) => (m.data as { records: TokenRecord[] }).records);
+    await stop();
+    const exported = new Map((await exportTokens(dir)).map((r) => [r.episode, r]));
+    expect(streamed).toHaveLength(4);
+    for (const r of streamed) {
+      const e = exported.get(r.episode);
+      expect(e, `episode ${r.episode}`).toBeDefined();
+      const pick = (x: TokenRecord): object => ({ ids: x.input_ids, mask: x.loss_mask, logprobs: x.logprobs, turns: x.turns, reward: x.reward, reason: x.reason, terminated: x.terminated });
+      expect(pick(e as TokenRecord), `episode ${r.episode}`).toEqual(pick(r));
+    }
   });
 
   it('fails only the groups whose episodes ended before their first model turn, saying why; the next request runs', async () => {
