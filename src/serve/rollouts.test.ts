@@ -27,7 +27,7 @@ function lookupModel(prompt: string): string {
   return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
 }
 
-async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
+async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean; readonly rewardSources?: Record<string, unknown> } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
   const model = await startFakeVllmServer(fake);
   cleanups.push(async () => model[Symbol.asyncDispose]());
   const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));
@@ -207,6 +207,24 @@ describe('rollouts through agent serve', () => {
       const pick = (x: TokenRecord): object => ({ ids: x.input_ids, mask: x.loss_mask, logprobs: x.logprobs, turns: x.turns, reward: x.reward, reason: x.reason, terminated: x.terminated });
       expect(pick(e as TokenRecord), `episode ${r.episode}`).toEqual(pick(r));
     }
+  });
+
+  it('sends a group whose rewards never come once its wait runs out, saying which are missing', async () => {
+    // The judge bound to an external source nobody posts to: its verdicts never come.
+    const { model, url } = await setup(undefined, { rewardSources: { judge: { external: {} } } });
+    const client = await connect(url);
+    client.send({ type: 'rollouts', id: 1, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 2, reward_wait_s: 0.2 }) });
+    const messages = await client.until((m) => over(m, 1));
+    const group = messages.find((m) => m.type === 'rollout_group')?.data as { records: TokenRecord[]; missing: { episode: number; trace_id: string; source: string }[] };
+    // Both steps of each episode (the lookup and the answer) await the external judge.
+    expect(group.missing.map((m) => m.source)).toEqual(['judge', 'judge', 'judge', 'judge']);
+    expect(new Set(group.missing.map((m) => m.trace_id)).size).toBe(4);
+    expect(new Set(group.missing.map((m) => m.episode))).toEqual(new Set(group.records.map((r) => r.episode)));
+    expect(group.records.map((r) => r.reward)).toEqual([0, 0]);
+    expect(messages[messages.length - 1]).toMatchObject({ type: 'rollouts_done', data: { groups: 1 } });
+    client.send({ type: 'rollouts', id: 2, data: ask(model.url, { reward_wait_s: 0 }) });
+    const refused = await client.until((m) => over(m, 2));
+    expect(refused[refused.length - 1]).toMatchObject({ type: 'error', data: { code: 'PARAMS_INVALID', message: expect.stringContaining('/data/reward_wait_s') as unknown } });
   });
 
   it('fails only the groups whose episodes ended before their first model turn, saying why; the next request runs', async () => {

@@ -46,6 +46,8 @@ export interface RolloutRequest {
   readonly stale: 'drop' | 'rerun';
   /** An agent program that runs each episode instead of the suite's `llm:` agent (its argv, joined as a shell command line), and its limits per episode. */
   readonly agent?: { readonly command: string; readonly limits: ProgramLimits };
+  /** How long a finished episode's pending rewards are awaited before its group goes without them. */
+  readonly rewardWaitMs: number;
 }
 
 /** A task's group: its K token records, the oldest weight version among their turns, and how far behind that was. */
@@ -58,6 +60,8 @@ export interface RolloutGroup {
   readonly staleness: number | null;
   /** 0, or how many times the group was re-run for staleness. */
   readonly reruns: number;
+  /** Rewards still pending when the group's wait for them ran out (`reward_wait_s`): their records count them as 0. */
+  readonly missing?: readonly { readonly episode: number; readonly trace_id: string; readonly source: string }[];
 }
 
 export interface RolloutSummary {
@@ -158,6 +162,7 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
     ...(weightVersion !== undefined ? { weightVersion } : {}),
     ...(maxStaleness !== undefined ? { maxStaleness } : {}),
     stale: stale as 'drop' | 'rerun',
+    rewardWaitMs: num(raw, 'reward_wait_s', 'reward_wait_s', SERVE_DEFAULTS.rewardWaitMs / 1000, (v) => v > 0 && v <= 86_400, 'must be a number of seconds in (0, 86400]') * 1000,
     ...(Array.isArray(argv) ? { agent: { command: (argv as string[]).map(shellQuote).join(' '), limits } } : {}),
   };
 }
@@ -191,7 +196,10 @@ export class WeightVersions {
   }
 }
 
-/** One episode of a group, as its events arrive; `complete` resolves once it is over and no reward it awaits is pending. */
+/**
+ * One episode of a group, as its events arrive; `complete` resolves once it is over and no reward
+ * it awaits is pending, or once it has waited `waitMs` for them (`missing` says which never came).
+ */
 class EpisodeCollector {
   readonly turns: TurnOf[] = [];
   readonly steps = new Map<number, number>();
@@ -199,10 +207,13 @@ class EpisodeCollector {
   readonly #pending = new Set<string>();
   finished: EpisodeFinishedEvent | undefined;
   readonly complete: Promise<void>;
+  readonly #waitMs: number;
+  #timer: NodeJS.Timeout | undefined;
   #resolve!: () => void;
   #reject!: (err: unknown) => void;
 
-  constructor() {
+  constructor(waitMs: number) {
+    this.#waitMs = waitMs;
     this.complete = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -212,12 +223,27 @@ class EpisodeCollector {
 
   /** The run will never start it (the server is stopping). */
   fail(err: unknown): void {
+    this.dispose();
     this.#reject(err);
   }
 
   end(finished: EpisodeFinishedEvent): void {
     this.finished = finished;
+    // A source past its deadline with no fallback, or one that never answers, must not hold the group for ever.
+    if (this.#pending.size > 0) this.#timer = setTimeout(() => this.#resolve(), this.#waitMs);
     this.#check();
+  }
+
+  /** The rewards still pending: after `complete`, those its wait gave up on. */
+  missing(): { trace_id: string; source: string }[] {
+    return [...this.#pending].map((k) => {
+      const at = k.lastIndexOf('|');
+      return { trace_id: k.slice(0, at), source: k.slice(at + 1) };
+    });
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
   }
 
   take(e: RunEvent): void {
@@ -232,8 +258,10 @@ class EpisodeCollector {
       case 'reward_expected':
         this.#pending.add(`${e.trace_id}|${e.source}`);
         break;
+      // A value past its source's deadline (late) still lands in the run's reward log: the group counts it as export does.
       case 'reward_arrived':
       case 'reward_imputed':
+      case 'reward_late':
         this.#pending.delete(`${e.trace_id}|${e.source}`);
         if (this.steps.has(e.step)) this.steps.set(e.step, e.reward);
         this.#check();
@@ -248,7 +276,9 @@ class EpisodeCollector {
   }
 
   #check(): void {
-    if (this.finished && this.#pending.size === 0) this.#resolve();
+    if (!this.finished || this.#pending.size > 0) return;
+    this.dispose();
+    this.#resolve();
   }
 }
 
@@ -349,7 +379,7 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     await slots.acquire(signal);
     try {
       counts.episodes++;
-      const c = new EpisodeCollector();
+      const c = new EpisodeCollector(request.rewardWaitMs);
       let index = -1;
       const policy = withTask(agent.policy, () => task.task);
       host
@@ -370,8 +400,12 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
           ),
         )
         .catch((err: unknown) => c.fail(err));
-      await raceAbort(c.complete, signal);
-      collectors.delete(index);
+      try {
+        await raceAbort(c.complete, signal);
+      } finally {
+        c.dispose();
+        collectors.delete(index);
+      }
       return { index, c };
     } finally {
       slots.release();
@@ -422,7 +456,8 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
       }
       signal.throwIfAborted();
       counts.groups++;
-      onGroup({ task_id: taskId, group_id: groupId, records, weight_version: oldest, staleness, reruns });
+      const missing = members.flatMap(({ index, c }) => c.missing().map((m) => ({ episode: index, ...m })));
+      onGroup({ task_id: taskId, group_id: groupId, records, weight_version: oldest, staleness, reruns, ...(missing.length > 0 ? { missing } : {}) });
       return;
     }
   };

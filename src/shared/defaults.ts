@@ -34,6 +34,8 @@ export const SERVE_DEFAULTS = {
   rolloutConcurrency: 16,
   /** Times a stale group is run again before it is dropped (`stale: "rerun"`). */
   staleReruns: 2,
+  /** How long a rollouts group waits, once an episode of it is over, for the rewards still pending on it; then it goes, saying what was missing. */
+  rewardWaitMs: 60_000,
 } as const;
 
 /** An agent program (`--policy cmd:`) in each episode it drives. */

@@ -296,6 +296,7 @@ class Env(Generic[ObsT, StateT]):
         tool_parser: Optional[str] = None,
         max_context: Optional[int] = None,
         agent: Union[Sequence[str], Mapping[str, Any], None] = None,
+        reward_wait_s: Optional[float] = None,
     ) -> RolloutStream:
         """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
         against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
@@ -310,12 +311,14 @@ class Env(Generic[ObsT, StateT]):
         with ``--allow-agent-programs``; see the "Train your own agent program" page); or
         ``{"command": [...], "max_turns": 32, "timeout_s": 120}`` to bound each episode's program
         (model calls: ``max_turns``, default 256; wall time: ``timeout_s``, default 1800).
+        ``reward_wait_s``: how long a finished episode's pending rewards are awaited (default 60);
+        then its group comes without them, listing them in ``group.missing``.
         Bad input is raised here, before any episode runs (the server checks the request and answers it
         accepted or refused); leaving the loop early cancels the rest.
         """
         await self.connect()
         data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
-        optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context}
+        optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context, "reward_wait_s": reward_wait_s}
         data.update({k: v for k, v in optional.items() if v is not None})
         if isinstance(agent, Mapping):
             data["agent"] = dict(agent)

@@ -152,6 +152,8 @@ class RolloutGroup:
     ``logprobs`` (the sampler's, None elsewhere), ``turns`` (spans with their rewards and
     ``weight_version``), ``reward``, ``group_id``, ``weight_version`` (its oldest turn's).
     ``staleness`` is how many versions the oldest turn was behind when the group completed.
+    ``missing`` lists the rewards still pending when the group's wait for them ran out
+    (``reward_wait_s``), each ``{episode, trace_id, source}``: the records count them as 0.
     """
 
     task_id: str
@@ -160,6 +162,7 @@ class RolloutGroup:
     weight_version: Optional[int]
     staleness: Optional[int]
     reruns: int = 0
+    missing: Tuple[Dict[str, Any], ...] = ()
 
     @property
     def rewards(self) -> List[float]:
@@ -179,6 +182,7 @@ class RolloutGroup:
             weight_version=None if version is None else _int(version, "weight_version"),
             staleness=None if staleness is None else _int(staleness, "staleness"),
             reruns=_int(o.get("reruns", 0), "reruns"),
+            missing=tuple(_object(m, "a missing reward") for m in o.get("missing", []) or []),
         )
 
 
