@@ -16,6 +16,7 @@ interface Flags {
   token?: string;
   maxSessions: number;
   allowAgentPrograms?: boolean;
+  llmBaseUrl: string[];
   maxSteps: number;
   httpIdle: number;
   wsTimeout: number;
@@ -40,6 +41,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--host <address>', 'address to serve on (another than 127.0.0.1, e.g. 0.0.0.0, only with --token)', RUN_DEFAULTS.host)
     .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
     .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, SERVE_DEFAULTS.maxSessions)
+    .option('--llm-base-url <url>', "an inference server (vLLM-compatible, …/v1) rollouts requests may use: a request names one as base_url, or gets the first; no other is ever called (repeatable)", (v: string, prev: string[]) => [...prev, v], [])
     .option('--allow-agent-programs', 'let a rollouts request name an agent program ("agent": {"command": [...]}) to run each episode; it runs as this server\'s user')
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
     .addOption(durationOption('--http-idle <duration>', 'an HTTP session with no request for this long ends', SERVE_DEFAULTS.httpIdleMs))
@@ -79,6 +81,7 @@ export function registerServe(program: Command, io: Io): void {
             ...(flags.token !== undefined ? { token: flags.token } : {}),
             maxSessions: flags.maxSessions,
             ...(flags.allowAgentPrograms ? { agentPrograms: true } : {}),
+            ...(flags.llmBaseUrl.length > 0 ? { inferenceUrls: flags.llmBaseUrl } : {}),
             maxSteps: flags.maxSteps,
             httpIdleMs: flags.httpIdle,
             wsTimeoutMs: flags.wsTimeout,

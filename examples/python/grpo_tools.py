@@ -29,7 +29,8 @@ seed: the trainer and the server start from the same weights, version 0).
     python examples/python/grpo_tools.py --metrics metrics.jsonl --plot curve.png
 
 With no URLs it starts the model server and `agent serve` from this checkout, and stops them at the
-end; --model-url and --serve-url point it at running ones (serve a suite made by --write-suite).
+end; --model-url and --serve-url point it at running ones (serve a suite made by --write-suite,
+with --llm-base-url <model-url>/v1: the inference server its rollouts may call).
 --metrics writes one JSON line per training step: step, phase, weight_version, train_success,
 eval_success (held-out tasks, greedy), mean_reward, staleness, elapsed_s.
 """
@@ -123,8 +124,9 @@ class Services:
         line = self.start([sys.executable, str(HERE / "tiny_vllm_server.py"), "--port", "0", "--model", MODEL, "--seed", str(args.seed), *size_flags(args), "--max-batch", "64"], "READY ")
         return line.split()[1]
 
-    def agent_serve(self, suite: Path, out: Path) -> str:
-        line = self.start(["node", str(REPO / "bin" / "agent.js"), "serve", str(suite), "--split", "train,test", "--port", "0", "--json", "--out", str(out), "--max-steps", "8"], "{")
+    def agent_serve(self, suite: Path, out: Path, model_url: str) -> str:
+        # The inference server its rollouts may call is fixed here, when it starts.
+        line = self.start(["node", str(REPO / "bin" / "agent.js"), "serve", str(suite), "--split", "train,test", "--port", "0", "--json", "--out", str(out), "--max-steps", "8", "--llm-base-url", f"{model_url}/v1"], "{")
         return str(json.loads(line)["url"])
 
     def stop(self) -> None:
@@ -445,7 +447,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
         services = Services()
         try:
             model_url = args.model_url or services.model_server(args)
-            serve_url = args.serve_url or services.agent_serve(suite, work / "runs")
+            serve_url = args.serve_url or services.agent_serve(suite, work / "runs", model_url)
             metrics = asyncio.run(train(args, model_url, serve_url, suite, train_ids, test_ids, work))
         finally:
             services.stop()

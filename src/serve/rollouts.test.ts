@@ -27,7 +27,7 @@ function lookupModel(prompt: string): string {
   return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
 }
 
-async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean; readonly rewardSources?: Record<string, unknown> } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
+async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean; readonly rewardSources?: Record<string, unknown>; readonly inferenceUrls?: readonly string[] } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
   const model = await startFakeVllmServer(fake);
   cleanups.push(async () => model[Symbol.asyncDispose]());
   const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));
@@ -35,7 +35,8 @@ async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: 
   const controller = new AbortController();
   let ready!: (v: { url: string; dir: string }) => void;
   const listening = new Promise<{ url: string; dir: string }>((r) => (ready = r));
-  const done = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready, ...serving }, controller.signal);
+  // The fake model server is the one inference server rollouts may use (others only when a test adds them).
+  const done = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready, ...serving, inferenceUrls: [model.url, ...(serving.inferenceUrls ?? [])] }, controller.signal);
   const stop = (): Promise<RunSummary> => {
     controller.abort();
     return done;
@@ -189,7 +190,33 @@ describe('rollouts through agent serve', () => {
     await client.until((m) => m.id === 4);
     expect(await error(5, { version: 4 }, 'weight_version')).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('older than the current weight version 5') });
     expect(await error(6, ask(model.url, { weight_version: 2 }))).toMatchObject({ message: expect.stringContaining('older than the current weight version 5') });
+    // The inference servers are the server's, fixed when it started: a client cannot point it elsewhere.
+    expect(await error(7, ask('http://169.254.169.254/v1'))).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining(`/data/base_url 'http://169.254.169.254/v1' is not an inference server this server may call (it may call '${model.url}')`) });
     expect(model.completions).toHaveLength(0);
+  });
+
+  it('uses the server’s own inference server when a request names none, and refuses rollouts on a server started with none', async () => {
+    const { model, url } = await setup();
+    const client = await connect(url);
+    const { base_url: _unused, ...unnamed } = ask(model.url, { task_ids: ['lookup-train-0'], n: 1 }) as Record<string, unknown>;
+    client.send({ type: 'rollouts', id: 1, data: unnamed });
+    const done = await client.until((m) => over(m, 1));
+    expect(done[done.length - 1]).toMatchObject({ type: 'rollouts_done', data: { groups: 1 } });
+
+    const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));
+    cleanups.push(() => rm(out, { recursive: true, force: true }));
+    const controller = new AbortController();
+    let ready!: (v: { url: string }) => void;
+    const listening = new Promise<{ url: string }>((r) => (ready = r));
+    const served = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, onListening: ready }, controller.signal);
+    cleanups.push(() => {
+      controller.abort();
+      return served;
+    });
+    const bare = await connect((await listening).url);
+    bare.send({ type: 'rollouts', id: 2, data: ask(model.url) });
+    const refused = await bare.until((m) => over(m, 2));
+    expect(refused[refused.length - 1]).toMatchObject({ type: 'error', data: { code: 'PARAMS_INVALID', message: expect.stringContaining('started with no inference server'), hint: expect.stringContaining('--llm-base-url') } });
   });
 
   it('streams the records agent export --format tokens makes of the same episodes from the run folder: one builder, one meaning', async () => {
@@ -228,10 +255,10 @@ describe('rollouts through agent serve', () => {
   });
 
   it('fails only the groups whose episodes ended before their first model turn, saying why; the next request runs', async () => {
-    const { model, url } = await setup();
     // A context too short for the first prompt: every episode ends before its first turn.
     const tiny = await startFakeVllmServer({ reply: lookupModel, maxModelLen: 64 });
     cleanups.push(async () => tiny[Symbol.asyncDispose]());
+    const { model, url } = await setup(undefined, { inferenceUrls: [tiny.url] });
     const client = await connect(url);
     client.send({ type: 'rollouts', id: 1, data: ask(tiny.url, { n: 2 }) });
     const messages = await client.until((m) => over(m, 1));

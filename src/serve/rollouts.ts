@@ -100,6 +100,20 @@ export interface RolloutHost {
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
   /** Whether a request may name an agent program to run (`agent serve --allow-agent-programs`): it runs as this server's user. */
   readonly agentPrograms?: boolean;
+  /** The inference servers a request may use (`agent serve --llm-base-url`), fixed when the server starts. */
+  readonly inferenceUrls: readonly string[];
+}
+
+/** A request's inference server: one of those the server was started with (the first when it names none), never one a client chooses. */
+function inferenceServer(given: unknown, allowed: readonly string[], bad: (field: string, want: string, hint?: string) => never): string {
+  const hint = 'Start agent serve with --llm-base-url <url> for each inference server its rollouts may use (a request then names one as base_url, or gets the first).';
+  const first = allowed[0];
+  if (first === undefined) return bad('base_url', 'cannot be served: this server was started with no inference server to call', hint);
+  if (given === undefined || given === null) return first;
+  const norm = (u: string): string => u.replace(/\/+$/, '');
+  if (typeof given !== 'string' || given === '') return bad('base_url', 'must be a non-empty string (or left out for the first of the server\'s)');
+  const found = allowed.find((u) => norm(u) === norm(given));
+  return found ?? bad('base_url', `'${given}' is not an inference server this server may call (it may call ${allowed.map((u) => `'${u}'`).join(', ')})`, hint);
 }
 
 /** The request's fields, checked: a typed error naming the field (`/data/<field>`) otherwise. */
@@ -148,7 +162,7 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
   return {
     taskIds: ids as string[],
     n: n as number,
-    baseURL: str('base_url'),
+    baseURL: inferenceServer(raw['base_url'], host.inferenceUrls, bad),
     model: str('model'),
     sampling: {
       temperature: num(sampling, 'temperature', 'sampling/temperature', LLM_DEFAULTS.tokensTemperature, (v) => v >= 0, 'must be a number ≥ 0'),

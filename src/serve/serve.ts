@@ -48,6 +48,12 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
   readonly maxSessions?: number;
   /** Let a rollouts request name an agent program to run its episodes (`--allow-agent-programs`): it runs as this process's user. */
   readonly agentPrograms?: boolean;
+  /**
+   * The inference servers rollouts requests may use (`--llm-base-url`): a request names one as
+   * `base_url`, or gets the first. No other is ever called (a client cannot point the server at a
+   * host of its choosing); with none, rollouts are refused.
+   */
+  readonly inferenceUrls?: readonly string[];
   /** An HTTP session with no request for this long ends (default 5 minutes). */
   readonly httpIdleMs?: number;
   /** A WebSocket peer from which nothing came (no message, no pong to the server's pings) for this long is cut off, its episode `client_lost` (default 30 s). */
@@ -142,6 +148,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               start: (driver) => sessions.start(driver),
               events: run.events,
               ...(options.agentPrograms ? { agentPrograms: true } : {}),
+              inferenceUrls: options.inferenceUrls ?? [],
             } satisfies RolloutHost,
           }
         : {}),

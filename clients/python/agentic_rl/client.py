@@ -284,7 +284,7 @@ class Env(Generic[ObsT, StateT]):
         self,
         task_ids: Iterable[str],
         n: int,
-        base_url: str,
+        base_url: Optional[str],
         model: str,
         sampling: Optional[Mapping[str, Any]] = None,
         *,
@@ -301,6 +301,8 @@ class Env(Generic[ObsT, StateT]):
         """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
         against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
         yields each task's group as soon as its episodes are over and their late rewards landed.
+        ``base_url`` must be one of the inference servers ``agent serve`` was started with
+        (``--llm-base-url``), or None for the first of them.
 
         ``sampling``: ``temperature``, ``top_p``, ``max_tokens``. ``weight_version``: the version the
         trainer pushed last (turns the server does not label carry it; see ``weight_version()``).
@@ -317,8 +319,8 @@ class Env(Generic[ObsT, StateT]):
         accepted or refused); leaving the loop early cancels the rest.
         """
         await self.connect()
-        data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "base_url": base_url, "model": model, "sampling": dict(sampling or {}), "stale": stale}
-        optional = {"weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context, "reward_wait_s": reward_wait_s}
+        data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "model": model, "sampling": dict(sampling or {}), "stale": stale}
+        optional = {"base_url": base_url, "weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context, "reward_wait_s": reward_wait_s}
         data.update({k: v for k, v in optional.items() if v is not None})
         if isinstance(agent, Mapping):
             data["agent"] = dict(agent)

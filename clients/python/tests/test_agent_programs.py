@@ -70,7 +70,7 @@ async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: P
 
     from .conftest import Served
 
-    served = Served("fixtures/lookup", tmp_path, "--split", "train", "--allow-agent-programs")
+    served = Served("fixtures/lookup", tmp_path, "--split", "train", "--allow-agent-programs", "--llm-base-url", f"{tiny_server['url']}/v1")
     try:
         async with Env(served.url) as env:
             # A bad request is raised by the call itself, before any episode runs.
