@@ -94,10 +94,12 @@ def test_the_documented_loop_runs_as_written(tmp_path_factory: pytest.TempPathFa
     code = body.group(1)
     assert len(code.strip().splitlines()) <= 40
     model = subprocess.Popen([sys.executable, str(EXAMPLES / "tiny_vllm_server.py"), "--port", "0"], stdout=subprocess.PIPE, text=True)
-    served = Served("fixtures/lookup", tmp_path_factory.mktemp("runs"), "--split", "train,test")
+    served = None
     try:
         assert model.stdout is not None
         model_url = model.stdout.readline().split()[1]
+        # As the page says: the serve process is told its inference server when it starts.
+        served = Served("fixtures/lookup", tmp_path_factory.mktemp("runs"), "--split", "train,test", "--llm-base-url", f"{model_url}/v1")
         code = code.replace("http://127.0.0.1:8001", model_url).replace("http://127.0.0.1:8000", served.url).replace(", 10, 8", ", 1, 2")
         done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -107,6 +109,7 @@ def test_the_documented_loop_runs_as_written(tmp_path_factory: pytest.TempPathFa
         with urllib.request.urlopen(f"{model_url}/v1/models") as res:
             assert json.load(res)["data"][0]["weight_version"] == 1
     finally:
-        served.stop()
+        if served is not None:
+            served.stop()
         model.terminate()
         model.wait(timeout=30)
