@@ -190,6 +190,8 @@ describe('rollouts through agent serve', () => {
     await client.until((m) => m.id === 4);
     expect(await error(5, { version: 4 }, 'weight_version')).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining('older than the current weight version 5') });
     expect(await error(6, ask(model.url, { weight_version: 2 }))).toMatchObject({ message: expect.stringContaining('older than the current weight version 5') });
+    expect(await error(8, ask(model.url, { n: 2_000 }))).toMatchObject({ message: expect.stringContaining('/data/n must be a whole number from 1 to 1024') });
+    expect(await error(9, ask(model.url, { concurrency: 5_000 }))).toMatchObject({ message: expect.stringContaining("/data/concurrency must be a whole number from 1 to 1024 (the server's --max-sessions)") });
     // The inference servers are the server's, fixed when it started: a client cannot point it elsewhere.
     expect(await error(7, ask('http://169.254.169.254/v1'))).toMatchObject({ code: 'PARAMS_INVALID', message: expect.stringContaining(`/data/base_url 'http://169.254.169.254/v1' is not an inference server this server may call (it may call '${model.url}')`) });
     expect(model.completions).toHaveLength(0);

@@ -102,6 +102,8 @@ export interface RolloutHost {
   readonly agentPrograms?: boolean;
   /** The inference servers a request may use (`agent serve --llm-base-url`), fixed when the server starts. */
   readonly inferenceUrls: readonly string[];
+  /** Episodes a request may run at once: the server's `--max-sessions`. */
+  readonly maxConcurrency: number;
 }
 
 /** A request's inference server: one of those the server was started with (the first when it names none), never one a client chooses. */
@@ -124,11 +126,13 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
   if (!isPlainObject(raw)) return bad('', 'must be an object');
   const ids = raw['task_ids'];
   if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) return bad('task_ids', 'must be a non-empty array of task ids');
+  if (ids.length > SERVE_DEFAULTS.maxRolloutTasks) bad('task_ids', `has ${ids.length} tasks: at most ${SERVE_DEFAULTS.maxRolloutTasks} a request`, 'Ask for them in several requests.');
   ids.forEach((id, i) => {
     if (!host.task(id as string)) bad(`task_ids/${i}`, `names no task of this suite ('${String(id)}')`, `GET /tasks lists them (ids look like '${host.taskHint}').`);
   });
   const n = raw['n'];
-  if (!Number.isInteger(n) || (n as number) < 1) bad('n', `must be a whole number ≥ 1 (got ${JSON.stringify(n)})`, 'n is the group size K: episodes per task.');
+  if (!Number.isInteger(n) || (n as number) < 1 || (n as number) > SERVE_DEFAULTS.maxGroupSize) bad('n', `must be a whole number from 1 to ${SERVE_DEFAULTS.maxGroupSize} (got ${JSON.stringify(n)})`, 'n is the group size K: episodes per task.');
+  if ((n as number) * ids.length > SERVE_DEFAULTS.maxRolloutEpisodes) bad('n', `× ${ids.length} tasks is ${(n as number) * ids.length} episodes: at most ${SERVE_DEFAULTS.maxRolloutEpisodes} a request`, 'Ask for fewer tasks at once.');
   const str = (field: string): string => {
     const v = raw[field];
     return typeof v === 'string' && v !== '' ? v : bad(field, 'must be a non-empty string');
@@ -172,7 +176,7 @@ export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutReq
     seed: num(raw, 'seed', 'seed', 0, whole, 'must be a whole number'),
     ...(typeof toolParser === 'string' ? { toolParser } : {}),
     ...(maxContext !== undefined ? { maxContext } : {}),
-    concurrency: num(raw, 'concurrency', 'concurrency', SERVE_DEFAULTS.rolloutConcurrency, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
+    concurrency: num(raw, 'concurrency', 'concurrency', Math.min(SERVE_DEFAULTS.rolloutConcurrency, host.maxConcurrency), (v) => whole(v) && v >= 1 && v <= host.maxConcurrency, `must be a whole number from 1 to ${host.maxConcurrency} (the server's --max-sessions)`),
     ...(weightVersion !== undefined ? { weightVersion } : {}),
     ...(maxStaleness !== undefined ? { maxStaleness } : {}),
     stale: stale as 'drop' | 'rerun',

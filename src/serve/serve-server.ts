@@ -276,7 +276,7 @@ export class ServeServer implements AsyncDisposable {
     const versions = new WeightVersions();
     const reply = (message: object): void => peer.send(JSON.stringify(message));
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
-    const handle = async (message: Record<string, unknown>): Promise<object | undefined> => {
+    const handle = async (message: Record<string, unknown>, release: () => void): Promise<object | undefined> => {
       const data = message['data'] ?? {};
       const args = isPlainObject(data) ? data : {};
       switch (message['type']) {
@@ -322,6 +322,8 @@ export class ServeServer implements AsyncDisposable {
           rollouts.set(id, cancel);
           // Checked and started: a client can raise a bad request at once instead of at its first group.
           reply({ type: 'rollouts_accepted', id, data: { tasks: request.taskIds.length, episodes: request.taskIds.length * request.n } });
+          // A stream for minutes: it must not hold one of the socket's places for requests (a cancel behind it would wait).
+          release();
           try {
             const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]));
             return { type: 'rollouts_done', data: summary };
@@ -344,7 +346,7 @@ export class ServeServer implements AsyncDisposable {
           return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe, rollouts, cancel, weight_version or close.' } };
       }
     };
-    const onMessage = (raw: RawData, isBinary: boolean): Promise<void> => {
+    const onMessage = (raw: RawData, isBinary: boolean, release: () => void): Promise<void> => {
       const text = isBinary ? Buffer.from(raw as Buffer).toString('utf8') : String(raw);
       let message: unknown;
       if (nestsDeeperThan(text)) {
@@ -364,7 +366,7 @@ export class ServeServer implements AsyncDisposable {
       const request = message;
       const id = request['id'];
       const run = (): Promise<void> =>
-        handle(request).then(
+        handle(request, release).then(
           (answer) => {
             if (answer) reply(id === undefined ? answer : { ...answer, id });
           },

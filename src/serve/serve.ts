@@ -149,6 +149,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               events: run.events,
               ...(options.agentPrograms ? { agentPrograms: true } : {}),
               inferenceUrls: options.inferenceUrls ?? [],
+              maxConcurrency: maxSessions,
             } satisfies RolloutHost,
           }
         : {}),

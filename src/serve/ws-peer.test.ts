@@ -40,6 +40,31 @@ class FakeSocket extends EventEmitter {
 const raw = (text: string): RawData => Buffer.from(text);
 
 describe('WsPeer', () => {
+  it('lets a request behind long streams through once the streams gave their places back (a cancel behind 32 rollouts)', async () => {
+    const ws = new FakeSocket();
+    const handled: string[] = [];
+    const streams: (() => void)[] = [];
+    new WsPeer(ws as unknown as WebSocket, {
+      highWater: 1 << 20,
+      lowWater: 1 << 18,
+      maxInFlight: 2,
+      maxMessageBytes: 1 << 20,
+      onMessage: async (message, _binary, release) => {
+        const text = String(message);
+        handled.push(text);
+        if (text !== 'stream') return;
+        release();
+        // A stream that runs until the test ends it.
+        await new Promise<void>((resolve) => streams.push(resolve));
+      },
+    });
+    for (let i = 0; i < 5; i++) ws.emit('message', raw('stream'), false);
+    ws.emit('message', raw('cancel'), false);
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    expect(handled).toEqual(['stream', 'stream', 'stream', 'stream', 'stream', 'cancel']);
+    for (const end of streams) end();
+  });
+
   it('answers a peer that never reads only up to its queue: the rest waits unread, and all of it is answered once it reads', async () => {
     const ws = new FakeSocket();
     let handled = 0;

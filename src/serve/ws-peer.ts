@@ -5,7 +5,8 @@
  *   once the queue is under `lowWater`. A peer that sends 2,000 `state` requests and never reads
  *   holds one queue's worth of replies, not 2,000.
  * - **Requests at once are bounded too** (`maxInFlight`): a reply's size is known only once it is
- *   made, so the requests being answered are what keeps the queue from overshooting.
+ *   made, so the requests being answered are what keeps the queue from overshooting. A stream
+ *   (rollouts) gives its place back once it is accepted: its messages are bounded in bytes above.
  * - **A peer that stops answering is lost.** A quiet peer is pinged; one from which nothing came
  *   (no message, no pong) for `timeoutMs` is cut off. A peer that stopped reading is not read
  *   either, so its pongs go unseen and it is lost the same way: no slot is held forever.
@@ -22,8 +23,12 @@ export interface PeerOptions {
   readonly maxInFlight: number;
   /** The largest message the server takes (the WebSocket server's `maxPayload`), said in the 1009 close. */
   readonly maxMessageBytes: number;
-  /** Handles one message; resolves once it is answered. */
-  readonly onMessage: (raw: RawData, isBinary: boolean) => Promise<void>;
+  /**
+   * Handles one message; resolves once it is answered. A long request (a rollouts stream) calls
+   * `release` once it no longer needs its place among the requests at once: a `cancel` behind it
+   * must not wait for it to end.
+   */
+  readonly onMessage: (raw: RawData, isBinary: boolean, release: () => void) => Promise<void>;
 }
 
 /** Messages read but not yet handled at which the socket stops being read. */
@@ -87,10 +92,14 @@ export class WsPeer {
     while (!full && this.#held.length > 0 && this.#inFlight < this.#o.maxInFlight) {
       const [raw, isBinary] = this.#held.shift() as [RawData, boolean];
       this.#inFlight++;
-      void this.#o.onMessage(raw, isBinary).finally(() => {
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
         this.#inFlight--;
         this.#pump();
-      });
+      };
+      void this.#o.onMessage(raw, isBinary, release).finally(release);
     }
     const stop = full || this.#held.length >= MAX_HELD;
     if (stop !== this.#paused && this.ws.readyState === this.ws.OPEN) {

@@ -36,6 +36,10 @@ export const SERVE_DEFAULTS = {
   staleReruns: 2,
   /** How long a rollouts group waits, once an episode of it is over, for the rewards still pending on it; then it goes, saying what was missing. */
   rewardWaitMs: 60_000,
+  /** A rollouts request's bounds: episodes per task (the group size), tasks, and episodes in all. */
+  maxGroupSize: 1_024,
+  maxRolloutTasks: 10_000,
+  maxRolloutEpisodes: 100_000,
 } as const;
 
 /** An agent program (`--policy cmd:`) in each episode it drives. */
