@@ -104,6 +104,9 @@ export class Sandbox implements AsyncDisposable {
   readonly #cgroups: CgroupLimiter | undefined;
   readonly #slots: number;
   readonly #egress: EgressProxy | undefined;
+  /** How to kill each command running now; closing kills them and waits for them to be gone. */
+  readonly #live = new Set<() => void>();
+  #idle: (() => void) | undefined;
   /** Relays of forwarded ports, by port, made on first use. */
   readonly #relays = new Map<number, Promise<LoopbackRelay>>();
   #running = 0;
@@ -131,6 +134,14 @@ export class Sandbox implements AsyncDisposable {
 
   /** Stops its proxy (with allowed hosts); commands still running lose their way out. */
   async [Symbol.asyncDispose](): Promise<void> {
+    // Commands still running (a run interrupted) go first, and are waited for: nothing is left writing into a workspace about to be removed.
+    if (this.#live.size > 0) {
+      const idle = new Promise<void>((resolve) => (this.#idle = resolve));
+      for (const kill of this.#live) kill();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([idle, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     const relays = await Promise.allSettled(this.#relays.values());
     this.#relays.clear();
     await Promise.all([this.#egress?.[Symbol.asyncDispose](), ...relays.map((r) => (r.status === 'fulfilled' ? r.value[Symbol.asyncDispose]() : undefined))]);
@@ -228,6 +239,7 @@ export class Sandbox implements AsyncDisposable {
       kill();
     }, limits.timeoutMs);
     command.signal?.addEventListener('abort', kill, { once: true });
+    this.#live.add(kill);
     try {
       const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
         child.once('error', reject);
@@ -254,9 +266,14 @@ export class Sandbox implements AsyncDisposable {
       command.signal?.removeEventListener('abort', kill);
       if (child.pid !== undefined) killQuietly(-child.pid);
       await cgroup?.destroy();
+      this.#live.delete(kill);
+      if (this.#live.size === 0) this.#idle?.();
     }
   }
 }
+
+/** How long closing a sandbox waits for the commands it killed to be gone. */
+const CLOSE_WAIT_MS = 5_000;
 
 /** The host's PATH for the programs that set a sandbox up (bwrap, prlimit, unshare, ip: some live in sbin). */
 const HOST_PATH = `${process.env['PATH'] ?? '/usr/bin:/bin'}:/usr/sbin:/sbin`;

@@ -129,7 +129,7 @@ export class EpisodeSandboxes implements AsyncDisposable {
     if (!ws) return;
     this.#workspaces.delete(instanceId);
     const dir = await ws.dir?.catch(() => undefined);
-    if (dir) await rm(dir, { recursive: true, force: true });
+    if (dir) await removeFolder(dir);
   }
 
   /** The instance is gone: so is its workspace. */
@@ -141,7 +141,7 @@ export class EpisodeSandboxes implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     this.#workspaces.clear();
     await this.#sandbox[Symbol.asyncDispose]();
-    await rm(this.#root, { recursive: true, force: true });
+    await removeFolder(this.#root);
   }
 
   async #seed(ctx: WorkspaceUser): Promise<string> {
@@ -153,11 +153,20 @@ export class EpisodeSandboxes implements AsyncDisposable {
       // An unprivileged uid (no cgroups here) must own what it is to change.
       if (this.mechanism.limits === 'uid-rlimit' && process.getuid?.() === 0) await chownTree(dir);
     } catch (err) {
-      await rm(dir, { recursive: true, force: true });
+      await removeFolder(dir);
       throw err instanceof AgentError ? err : new ToolError('TOOL_FAILED', ctx.tool, `could not seed the episode's workspace: ${describeError(err)}`, { cause: err });
     }
     return dir;
   }
+}
+
+/**
+ * Removes a workspace. A command killed a moment ago (a run interrupted) may still be writing into
+ * it while it goes (ENOTEMPTY): retried, and left for the OS's temp cleanup if it still will not
+ * go — never the run's failure.
+ */
+async function removeFolder(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
 }
 
 /** The files of `files_from`: each a relative path inside the workspace and a text. */
