@@ -107,6 +107,7 @@ export class Sandbox implements AsyncDisposable {
   /** How to kill each command running now; closing kills them and waits for them to be gone. */
   readonly #live = new Set<() => void>();
   #idle: (() => void) | undefined;
+  #closed = false;
   /** Relays of forwarded ports, by port, made on first use. */
   readonly #relays = new Map<number, Promise<LoopbackRelay>>();
   #running = 0;
@@ -134,6 +135,7 @@ export class Sandbox implements AsyncDisposable {
 
   /** Stops its proxy (with allowed hosts); commands still running lose their way out. */
   async [Symbol.asyncDispose](): Promise<void> {
+    this.#closed = true;
     // Commands still running (a run interrupted) go first, and are waited for: nothing is left writing into a workspace about to be removed.
     if (this.#live.size > 0) {
       const idle = new Promise<void>((resolve) => (this.#idle = resolve));
@@ -240,6 +242,8 @@ export class Sandbox implements AsyncDisposable {
     }, limits.timeoutMs);
     command.signal?.addEventListener('abort', kill, { once: true });
     this.#live.add(kill);
+    // Aborted (or the sandbox closed) while it was being set up: it must not run to its time limit.
+    if (command.signal?.aborted || this.#closed) kill();
     try {
       const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
         child.once('error', reject);

@@ -5,16 +5,28 @@
  * bad definitions name their field. Needs bubblewrap (in CI its absence fails the suite).
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AgentEnv, defineEnv, isAgentError, type EnvManifest, type JsonValue, type SandboxResult, type ToolHandler } from '../index.js';
 import { bwrapForTests } from '../sandbox/bwrap-testing.js';
 
 const available = bwrapForTests('the episode sandbox tests');
+
+/** Host processes whose command line holds `marker`. */
+function running(marker: string): number {
+  return readdirSync('/proc').filter((p) => {
+    if (!/^\d+$/.test(p)) return false;
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
+    } catch {
+      return false;
+    }
+  }).length;
+}
 
 const LISTING = {
   type: 'object',
@@ -177,6 +189,21 @@ describe.skipIf(!available)('an env with a sandbox', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it('closing the env kills the commands still running and waits for them: nothing left running or writing', async () => {
+    const env = await open();
+    const marker = `closing-${process.pid}-${Date.now()}`;
+    // Sixteen episodes at once, as an interrupted run has: their kills take longer than a tick to land.
+    for (let i = 0; i < 16; i++) {
+      const agent = env.createInstance();
+      await agent.reset({ files: {} });
+      agent.dispatch({ name: 'sh', params: { script: `while :; do echo ${marker} >> out.txt; done` } });
+    }
+    await vi.waitFor(() => expect(running(marker)).toBeGreaterThanOrEqual(16), { timeout: 10_000, interval: 20 });
+    await env[Symbol.asyncDispose]();
+    expect(env.runningCalls()).toEqual([]);
+    expect(running(marker)).toBe(0);
   });
 
   it('keeps the listing out of the state with listing_to null', async () => {
