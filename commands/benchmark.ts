@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { BaselineComparison, BenchmarkReport, JsonValue } from '../src/internal.js';
+import type { BaselineComparison, BenchmarkReport, JsonValue, TrialResult } from '../src/internal.js';
 import { abortOnSignals } from './interrupt.js';
 import type { Io } from './io.js';
 import { core, ui } from './lib.js';
@@ -15,7 +15,7 @@ type Format = (typeof FORMATS)[number];
 interface Flags extends LlmFlags, ProgramFlags, SandboxFlags {
   list?: boolean;
   json?: boolean;
-  split: string;
+  split?: string;
   tasks?: string[];
   policy: string;
   trials: number;
@@ -42,9 +42,9 @@ export function registerBenchmark(program: Command, io: Io): void {
   const command = program
     .command('benchmark')
     .description("Run a suite's tasks with a policy, score them (success with confidence intervals, pass^k, tools), and gate on a baseline.")
-    .argument('[suite]', 'a suite folder (an env with tasks/<split>.jsonl), or a suite shipped with the toolkit by name: tau-bench/airline, tau-bench/retail')
+    .argument('[suite]', 'a suite folder (an env with tasks/<split>.jsonl), or a suite shipped with the toolkit by name (agent benchmark --list): tau-bench/airline, tau2-bench/telecom, …')
     .option('--list', 'list the suites shipped with the toolkit')
-    .option('--split <name>', 'which task file to run (tasks/<split>.jsonl)', BENCHMARK_DEFAULTS.split)
+    .option('--split <name>', `which task file to run (tasks/<split>.jsonl; default: the suite's default_split, else ${BENCHMARK_DEFAULTS.split})`)
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), cmd:'<command line>' (an agent program, started once per trial with the task in AGENT_TASK), or a policy module", 'random')
     .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
@@ -69,7 +69,7 @@ export function registerBenchmark(program: Command, io: Io): void {
       if (flags.list) {
         const { listSuites } = await core();
         const suites = await listSuites();
-        io.stdout.write(flags.json ? `${JSON.stringify(suites, null, 2)}\n` : `${suites.map((s) => `${s.name.padEnd(20)} ${String(s.tasks).padStart(4)} tasks  ${s.title}`).join('\n')}\n`);
+        io.stdout.write(flags.json ? `${JSON.stringify(suites, null, 2)}\n` : `${suites.map((s) => `${s.name.padEnd(20)} ${String(s.tasks).padStart(4)} tasks (${s.split})  ${s.title}`).join('\n')}\n`);
         return;
       }
       if (suite === undefined) {
@@ -141,6 +141,15 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
 const pct = (n: number): string => `${(n * 100).toFixed(1)}%`;
 const signed = (n: number): string => `${n >= 0 ? '+' : ''}${n.toFixed(3)}`;
 
+/** Why a trial failed, in a few words: what its check found wrong, else how the episode ended. */
+function whyFailed(x: TrialResult): string {
+  if (x.checks) return [x.checks.state_match ? '' : 'final state differs', x.checks.outputs_missing.length > 0 ? `never said ${x.checks.outputs_missing.map((o) => `"${o}"`).join(', ')}` : ''].filter(Boolean).join('; ');
+  const failing = Object.entries(x.components ?? {}).filter(([, v]) => v < 1).map(([k, v]) => `${k} ${v}`);
+  const raised = typeof x.details?.['error'] === 'string' ? x.details['error'] : undefined;
+  if (failing.length > 0 || raised) return [...failing, ...(raised ? [raised] : [])].join(', ');
+  return x.error ?? x.reason;
+}
+
 function successCount(r: BenchmarkReport): string {
   const all = r.tasks.flatMap((t) => t.trials);
   return `${all.filter((x) => x.success).length}/${all.length}`;
@@ -183,8 +192,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
     lines.push(`  failed tasks (${failed.length}):`);
     for (const t of failed.slice(0, 10)) {
       const x = t.trials.find((y) => !y.success);
-      const why = x?.checks ? [x.checks.state_match ? '' : 'final state differs', x.checks.outputs_missing.length > 0 ? `never said ${x.checks.outputs_missing.map((o) => `"${o}"`).join(', ')}` : ''].filter(Boolean).join('; ') : (x?.error ?? x?.reason ?? '');
-      lines.push(`    ${t.id}: ${why}`);
+      lines.push(`    ${t.id}: ${x ? whyFailed(x) : ''}`);
     }
     if (failed.length > 10) lines.push(`    … and ${failed.length - 10} more (benchmark.json has them all)`);
   }

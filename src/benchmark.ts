@@ -5,7 +5,7 @@
  *
  * @module agentic-rl-toolkit/benchmark
  */
-export { equalJson, runBenchmark, type BenchmarkOptions, type BenchmarkReport, type EpisodeOutcome, type ToolMetrics, type TrialResult } from './eval/benchmark/benchmark.js';
+export { equalJson, runBenchmark, type BenchmarkOptions, type BenchmarkReport, type CheckResult, type EpisodeOutcome, type ToolMetrics, type TrialResult } from './eval/benchmark/benchmark.js';
 export { compareWithBaseline, loadBaseline, type Baseline } from './eval/benchmark/baseline.js';
 export type { BaselineComparison, MetricComparison } from './eval/benchmark/report.js';
 export { BUILT_IN_SUITES, listSuites, resolveSuite, type SuiteListing } from './eval/benchmark/suites.js';

@@ -95,7 +95,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const suiteDir = resolveSuite(options.suite);
   await using env = await AgentEnv.open(suiteDir, { ...(options.toolOptions ? { toolOptions: options.toolOptions } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
   const base = env.definition.initialStates[0] ?? null;
-  const suite = await loadSuite(suiteDir, options.split ?? BENCHMARK_DEFAULTS.split, base, options.tasks ? { only: options.tasks } : {});
+  const suite = await loadSuite(suiteDir, options.split, base, options.tasks ? { only: options.tasks } : {});
   const tasks = suite.tasks;
   const taskOf = (episode: number): BenchmarkTask => tasks[Math.floor(episode / trials)] as BenchmarkTask;
   const policyName = typeof options.policy === 'function' ? options.policy.name || 'custom' : (options.policy ?? 'random');
@@ -164,17 +164,18 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const reward = returns.get(episode) ?? end?.reward ?? 0;
     const finalState = finals.get(episode) ?? task.initialState;
     const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
-    const scored = await score(task, outcome, gold.get(task.id) ?? null, checks);
+    const { reward: taskReward, ...scored } = await score(task, outcome, gold.get(task.id) ?? null, checks);
     const usage = agent?.usage(episode);
     const toolUsd = episodeSteps.reduce((sum, st) => sum + (env.definition.actions.get(st.action)?.policy.costUsd ?? 0), 0);
     let index = piiIndexes.get(task.initialState);
     if (!index) piiIndexes.set(task.initialState, (index = new PiiIndex(task.initialState)));
     const pii = index.scan(episodeSteps, task.userId);
-    metricEpisodes.push({ task: task.id, trial: episode % trials, success: scored.success, reward, steps: episodeSteps, final_state: finalState });
+    metricEpisodes.push({ task: task.id, trial: episode % trials, success: scored.success, reward: taskReward ?? reward, steps: episodeSteps, final_state: finalState });
     (results.get(task.id) as TrialResult[]).push({
       trial: episode % trials,
       episode,
-      reward: round(reward),
+      // A check that scores the task (τ²'s evaluator) gives the trial's reward; otherwise the episode's return.
+      reward: round(taskReward ?? reward),
       steps: end?.steps ?? episodeSteps.length,
       reason: outcome.reason,
       ...scored,
@@ -198,7 +199,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     metrics: {
       ...metricsOf(tasks, results, steps, finished, trials, seed, suite, (episode) => agent?.invalidCalls(episode) ?? 0),
       // tau-bench's scoring passes an agent that changes nothing on every task whose gold leaves the state as it was and says nothing.
-      do_nothing_floor: round(tasks.filter((t) => t.success.kind === 'state_match' && t.outputs.length === 0 && equalJson(gold.get(t.id) ?? null, t.initialState)).length / tasks.length),
+      do_nothing_floor: await doNothingFloor(tasks, gold, checks),
       ...(custom ? { custom: custom.estimates } : {}),
     },
     // Each trial keeps its own metric values: `agent export --verdict` makes one the final reward.
@@ -246,6 +247,24 @@ function goldPolicy(taskOf: (episode: number) => BenchmarkTask): Policy {
   };
 }
 
+/**
+ * The share of tasks an agent that does nothing passes: a state_match task whose gold leaves the
+ * state as it was and says nothing, a module check that passes an episode with no step (τ²-bench
+ * passes several so), never a reward threshold (there is no episode to read a reward from).
+ */
+async function doNothingFloor(tasks: readonly BenchmarkTask[], gold: Map<string, JsonValue>, checks: Map<string, Check>): Promise<number> {
+  let passed = 0;
+  for (const t of tasks) {
+    if (t.success.kind === 'state_match') {
+      if (t.outputs.length === 0 && equalJson(gold.get(t.id) ?? null, t.initialState)) passed++;
+    } else if (t.success.kind === 'module') {
+      const idle: EpisodeOutcome = { task: t, trial: 0, finalState: t.initialState, steps: [], reward: 0, reason: 'policy_stop' };
+      if ((await score(t, idle, null, checks)).success) passed++;
+    }
+  }
+  return round(passed / tasks.length);
+}
+
 /** Each state_match task's gold final state: its gold actions replayed on a fresh copy of its initial state. */
 async function goldStates(env: AgentEnv, suite: Suite, signal: AbortSignal | undefined): Promise<Map<string, JsonValue>> {
   const out = new Map<string, JsonValue>();
@@ -279,7 +298,19 @@ async function finalStates(dir: string, tasks: readonly BenchmarkTask[], trials:
   return out;
 }
 
-type Check = (outcome: EpisodeOutcome) => boolean | Promise<boolean>;
+/**
+ * What a module check may answer beside a plain verdict: the task's own score (the trial's reward in
+ * the report, as τ²-bench's evaluator scores it), the score by component, what it could not score,
+ * and details for the report.
+ */
+export interface CheckResult {
+  readonly success: boolean;
+  readonly reward?: number;
+  readonly components?: Readonly<Record<string, number>>;
+  readonly not_scored?: readonly string[];
+  readonly details?: Readonly<Record<string, JsonValue>>;
+}
+type Check = (outcome: EpisodeOutcome) => boolean | CheckResult | Promise<boolean | CheckResult>;
 
 async function successChecks(tasks: readonly BenchmarkTask[]): Promise<Map<string, Check>> {
   const out = new Map<string, Check>();
@@ -289,7 +320,7 @@ async function successChecks(tasks: readonly BenchmarkTask[]): Promise<Map<strin
     if (out.has(key)) continue;
     const mod = (await importModule(t.success.module)) as Record<string, unknown>;
     const fn = mod[t.success.exportName];
-    if (typeof fn !== 'function') throw new AgentError('DEFINITION_INVALID', `${t.success.module} has no function export '${t.success.exportName}'`, { hint: 'Export a function (outcome) => boolean.' });
+    if (typeof fn !== 'function') throw new AgentError('DEFINITION_INVALID', `${t.success.module} has no function export '${t.success.exportName}'`, { hint: 'Export a function (outcome) => boolean | {success, components?, not_scored?, details?}.' });
     out.set(key, fn as Check);
   }
   return out;
@@ -300,13 +331,25 @@ function said(steps: readonly SettledStepEvent[]): string[] {
   return steps.filter((s) => s.action === 'respond' && typeof s.params['content'] === 'string').map((s) => (s.params['content'] as string).toLowerCase().replace(/,/g, ''));
 }
 
-async function score(task: BenchmarkTask, outcome: EpisodeOutcome, gold: JsonValue, checks: Map<string, Check>): Promise<Pick<TrialResult, 'success' | 'checks'>> {
+type Scored = Pick<TrialResult, 'success' | 'checks' | 'components' | 'not_scored' | 'details'> & { readonly reward?: number };
+
+async function score(task: BenchmarkTask, outcome: EpisodeOutcome, gold: JsonValue, checks: Map<string, Check>): Promise<Scored> {
   const c = task.success;
   if (c.kind === 'reward_at_least') return { success: outcome.reward >= c.value };
   if (c.kind === 'module') {
     const check = checks.get(`${c.module}#${c.exportName}`) as Check;
     try {
-      return { success: (await check(outcome)) === true };
+      const verdict = await check(outcome);
+      if (typeof verdict === 'boolean') return { success: verdict };
+      if (typeof verdict !== 'object' || verdict === null || typeof verdict.success !== 'boolean') throw new TypeError(`it answered ${JSON.stringify(verdict)}, not a boolean or {success: boolean, components?, not_scored?, details?}`);
+      if (verdict.reward !== undefined && (typeof verdict.reward !== 'number' || !Number.isFinite(verdict.reward))) throw new TypeError(`its reward is ${String(verdict.reward)}, not a finite number`);
+      return {
+        success: verdict.success,
+        ...(verdict.reward !== undefined ? { reward: verdict.reward } : {}),
+        ...(verdict.components ? { components: verdict.components } : {}),
+        ...(verdict.not_scored && verdict.not_scored.length > 0 ? { not_scored: verdict.not_scored } : {}),
+        ...(verdict.details ? { details: verdict.details } : {}),
+      };
     } catch (err) {
       throw new AgentError('DEFINITION_INVALID', `the success check of task '${task.id}' threw: ${describeError(err)}`, { cause: err });
     }

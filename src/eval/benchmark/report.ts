@@ -14,6 +14,12 @@ export interface TrialResult {
   readonly reason: string;
   /** state_match: whether the final state matched, and which outputs the agent never said. */
   readonly checks?: { readonly state_match: boolean; readonly outputs_missing: readonly string[] };
+  /** A module check's score by component (τ²-bench: DB, ENV_ASSERTION, ACTION, COMMUNICATE), each 0 to 1. */
+  readonly components?: Readonly<Record<string, number>>;
+  /** Components the task's scoring names but this run could not score (τ²'s NL_ASSERTION without a judge): left out of success. */
+  readonly not_scored?: readonly string[];
+  /** What a module check reports beside its verdict (τ²-bench: its reward and the DB hashes). */
+  readonly details?: Readonly<Record<string, JsonValue>>;
   /** What the episode cost: LLM tokens (agent and simulated user) and USD, tool calls' declared `cost_usd` included (`tool_usd`); usd null when a model's price is unknown. */
   readonly cost?: { readonly input_tokens: number; readonly output_tokens: number; readonly usd: number | null; readonly tool_usd: number };
   /** Personal data the agent said or sent that is not the task user's, with the evidence. */
@@ -67,7 +73,7 @@ export interface BenchmarkReport {
     readonly cost?: { readonly usd_per_episode: Estimate | null; readonly tokens_per_episode: Estimate };
     /** Share of episodes in which the agent said or sent another user's personal data. */
     readonly pii_leak_rate: Estimate;
-    /** Share of state_match tasks an agent that changes nothing and says nothing passes (their gold leaves the state as it was): the floor to read success against. */
+    /** Share of tasks an agent that does nothing passes (state_match tasks whose gold leaves the state as it was and says nothing; module checks that pass an episode with no step): the floor to read success against. */
     readonly do_nothing_floor: number;
     /** What the metric modules computed, per episode, aggregated: by module name (and key, `name.key`). */
     readonly custom?: Readonly<Record<string, Estimate>>;

@@ -2,20 +2,23 @@
  * A benchmark suite: an env folder with task files `tasks/<split>.jsonl`, and optionally
  * `suite.json` ({name, env, error_observation, instructions}: `"user_scenario"` when each task's
  * instruction is a simulated user's private scenario, as τ-bench's are, not a user's request). Each task line:
- *   {id, instruction, user_id?, initial_state? | initial_patch?, actions: [{name, params}], outputs?, success?}
+ *   {id, instruction, user_id?, initial_state? | initial_patch?, actions: [{name, params}], outputs?, success?, criteria?}
  * `success` is `"state_match"` (the default: the final state equals the gold actions' replayed on a
  * fresh copy, and each output appears in what the agent said), `{"reward_at_least": r}`, or
- * `{"module": "checks.ts", "export": "name"}` (a function of the episode's outcome → boolean).
+ * `{"module": "checks.ts", "export": "name"}` (a function of the episode's outcome → boolean, or
+ * `{success, components?, not_scored?, details?}`); `criteria` is any JSON that check reads (τ²'s
+ * evaluation criteria).
  * Bad lines are a typed error naming the file, line and JSON pointer; nothing runs.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { decodeUtf8, readUtf8 } from '../../shared/utf8.js';
 import path from 'node:path';
 import { AgentError, ValidationError, type Issue } from '../../shared/errors.js';
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
 import { applyPatch, type Patch } from '../../state/patch.js';
 import type { PolicyTask } from '../../run/policy.js';
+import { BENCHMARK_DEFAULTS } from '../../shared/defaults.js';
 
 /** How a task's episode is judged a success: its final state matches the gold one, its reward reaches a value, or a module decides. */
 export type SuccessCriterion = { readonly kind: 'state_match' } | { readonly kind: 'reward_at_least'; readonly value: number } | { readonly kind: 'module'; readonly module: string; readonly exportName: string };
@@ -30,6 +33,8 @@ export interface BenchmarkTask {
   readonly actions: readonly { readonly name: string; readonly params: JsonObject }[];
   readonly outputs: readonly string[];
   readonly success: SuccessCriterion;
+  /** What a module check reads beside the gold actions: the task's own scoring data (τ²-bench's evaluation criteria). */
+  readonly criteria?: JsonValue;
 }
 
 /** The task as its episode's policy sees it (`obs.task`). */
@@ -55,19 +60,31 @@ interface SuiteManifest {
   readonly error_observation?: string;
   /** `request` (default) or `user_scenario`: read by the chat export, which marks such a user message. */
   readonly instructions?: 'request' | 'user_scenario';
+  /** The split run when none is named (default `test`): τ²'s mock domain has only `base`. */
+  readonly default_split?: string;
 }
 
-/** Load a suite's split, with every task checked (ids unique, actions and params shaped right). `base` is the env's initial state. */
-export async function loadSuite(dir: string, split: string, base: JsonValue, options: { readonly only?: readonly string[] } = {}): Promise<Suite> {
+/** A suite's suite.json, or nothing. */
+export async function suiteManifest(dir: string): Promise<SuiteManifest> {
+  const file = path.join(path.resolve(dir), 'suite.json');
+  return existsSync(file) ? (JSON.parse(await readUtf8(file, path.relative(process.cwd(), file))) as SuiteManifest) : {};
+}
+
+/**
+ * Load a suite's split (undefined: its suite.json's `default_split`, else `test`), with every task
+ * checked (ids unique, actions and params shaped right). `base` is the env's initial state.
+ */
+export async function loadSuite(dir: string, splitName: string | undefined, base: JsonValue, options: { readonly only?: readonly string[] } = {}): Promise<Suite> {
   const root = path.resolve(dir);
-  const manifestFile = path.join(root, 'suite.json');
-  const manifest: SuiteManifest = existsSync(manifestFile) ? (JSON.parse(await readUtf8(manifestFile, path.relative(process.cwd(), manifestFile))) as SuiteManifest) : {};
+  const manifest = await suiteManifest(root);
+  const split = splitName ?? manifest.default_split ?? BENCHMARK_DEFAULTS.split;
   const file = path.join(root, 'tasks', `${split}.jsonl`);
   let bytes: Buffer;
   try {
     bytes = await readFile(file);
   } catch {
-    throw new AgentError('BAD_USAGE', `suite '${dir}' has no split '${split}' (no ${path.relative(process.cwd(), file)})`, { hint: 'A suite holds its tasks in tasks/<split>.jsonl; pass --split with one that exists.' });
+    const splits = await readdir(path.join(root, 'tasks')).then((names) => names.filter((n) => n.endsWith('.jsonl') && !n.endsWith('.expected.jsonl')).map((n) => n.slice(0, -'.jsonl'.length)).sort(), () => []);
+    throw new AgentError('BAD_USAGE', `suite '${dir}' has no split '${split}' (no ${path.relative(process.cwd(), file)})`, { hint: splits.length > 0 ? `Its splits: ${splits.join(', ')}; pass one with --split.` : 'A suite holds its tasks in tasks/<split>.jsonl; pass --split with one that exists.' });
   }
   const issues: Issue[] = [];
   const tasks: BenchmarkTask[] = [];
@@ -151,6 +168,7 @@ function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: s
     actions: (actions as JsonObject[]).map((a) => ({ name: a['name'] as string, params: (a['params'] ?? {}) as JsonObject })),
     outputs: outputs as string[],
     success,
+    ...(raw['criteria'] !== undefined ? { criteria: raw['criteria'] as JsonValue } : {}),
   };
 }
 

@@ -1,22 +1,26 @@
 /**
  * Where `agent benchmark` finds a suite: a folder given by path, or a suite shipped with the
- * package by its name (`tau-bench/airline`, `tau-bench/retail`: τ-bench's tasks, databases and
- * tools, ported), so that an installed toolkit benchmarks without a checkout.
+ * package by its name (`tau-bench/airline`, `tau2-bench/telecom`: τ-bench's and τ²-bench's tasks,
+ * databases and tools, ported), so that an installed toolkit benchmarks without a checkout.
  */
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { shippedEnvDir } from '../../schema/shipped-envs.js';
+import { BENCHMARK_DEFAULTS } from '../../shared/defaults.js';
 import { AgentError } from '../../shared/errors.js';
+import { suiteManifest } from './suite.js';
 
 /** The suites shipped with the package, by name. */
-export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'lookup', 'code/python-repair'];
+export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'tau2-bench/mock', 'tau2-bench/airline', 'tau2-bench/retail', 'lookup', 'code/python-repair'];
 
 /** A suite `agent benchmark --list` shows: its name, folder, title and number of tasks. */
 export interface SuiteListing {
   readonly name: string;
   readonly dir: string;
   readonly title: string;
+  /** The split run when none is named, and its task count. */
+  readonly split: string;
   readonly tasks: number;
 }
 
@@ -42,15 +46,16 @@ export function resolveSuite(spec: string): string {
   });
 }
 
-/** The built-in suites with their titles and task counts (the test split). */
+/** The built-in suites with their titles and task counts (of the split each runs by default). */
 export async function listSuites(): Promise<SuiteListing[]> {
   const out: SuiteListing[] = [];
   for (const name of BUILT_IN_SUITES) {
     const dir = builtInDir(name);
     if (!dir) continue;
-    const manifest = JSON.parse(await readFile(path.join(dir, 'suite.json'), 'utf8').catch(() => '{}')) as { name?: string };
-    const tasks = (await readFile(path.join(dir, 'tasks', 'test.jsonl'), 'utf8').catch(() => '')).split('\n').filter((l) => l.trim() !== '').length;
-    out.push({ name, dir, title: manifest.name ?? name, tasks });
+    const manifest = await suiteManifest(dir);
+    const split = manifest.default_split ?? BENCHMARK_DEFAULTS.split;
+    const tasks = (await readFile(path.join(dir, 'tasks', `${split}.jsonl`), 'utf8').catch(() => '')).split('\n').filter((l) => l.trim() !== '').length;
+    out.push({ name, dir, title: manifest.name ?? name, split, tasks });
   }
   return out;
 }

@@ -44,12 +44,12 @@ export interface VerlRow {
 /** A suite (a folder or a shipped suite's name) or a benchmark run folder, as verl dataset rows. */
 export async function verlDataset(source: string, options: { readonly split?: string } = {}): Promise<VerlRow[]> {
   let suiteSpec = source;
-  let split = options.split ?? 'test';
+  let split = options.split;
   let only: string[] | undefined;
   if (existsSync(path.join(source, RUN_FILES.manifest))) {
     const report = await readBenchmark(source);
     suiteSpec = (JSON.parse(await readFile(path.join(source, RUN_FILES.manifest), 'utf8')) as { env_dir: string }).env_dir;
-    split = options.split ?? report.split ?? 'test';
+    split = options.split ?? report.split;
     only = report.tasks.map((t) => t.id);
   }
   const dir = resolveSuite(suiteSpec);
@@ -68,7 +68,7 @@ export async function verlDataset(source: string, options: { readonly split?: st
     ability: 'agent',
     reward_model: { style: 'rule', ground_truth: JSON.stringify({ actions: task.actions, outputs: task.outputs }) },
     extra_info: {
-      split,
+      split: suite.split,
       index,
       task_id: task.id,
       need_tools_kwargs: true,
