@@ -189,7 +189,7 @@ export default function sabotaged(obs) {
     // A suite is a folder or a built-in name; anything else says where it looked.
     const nowhere = await runAgent(['benchmark', 'tau-bench/nope']);
     expect(nowhere.code).toBe(2);
-    expect(nowhere.stderr).toMatch(/no suite 'tau-bench\/nope': it is neither a folder \(looked at .*\) nor a suite shipped with the toolkit \(tau-bench\/airline, tau-bench\/retail, tau2-bench\/mock, tau2-bench\/airline, tau2-bench\/retail, lookup, code\/python-repair\)/);
+    expect(nowhere.stderr).toMatch(/no suite 'tau-bench\/nope': it is neither a folder \(looked at .*\) nor a suite shipped with the toolkit \(tau-bench\/airline, tau-bench\/retail, tau2-bench\/mock, tau2-bench\/airline, tau2-bench\/retail, tau2-bench\/telecom, lookup, code\/python-repair\)/);
     const listed = JSON.parse((await runAgent(['benchmark', '--list', '--json'])).stdout) as { name: string; tasks: number }[];
     expect(listed.map((l) => [l.name, l.tasks])).toEqual([
       ['tau-bench/airline', 50],
@@ -197,6 +197,7 @@ export default function sabotaged(obs) {
       ['tau2-bench/mock', 10],
       ['tau2-bench/airline', 20],
       ['tau2-bench/retail', 40],
+      ['tau2-bench/telecom', 40],
       ['lookup', 10],
       ['code/python-repair', 33],
     ]);

@@ -1,15 +1,21 @@
 /**
  * Writes a τ²-bench domain as a benchmark suite (fixtures/tau2-bench/<domain>/) from τ²'s data:
- * the env (env.json, actions.json: τ²'s agent tools as it gives them to a model, plus `respond`;
+ * the env (env.json, actions.json: τ²'s agent tools as it gives them to a model, plus `respond`, and
+ * its user tools as actions of `"actor": "user"`;
  * state_schema.json: its DB models; initial_state.json: its DB), the agent policy, and one task file
  * per split of split_tasks.json, each task with its start (initial_patch: τ²'s `set_state` of the
  * task, run by the port), its gold actions, what the agent must say, and τ²'s evaluation criteria.
  *
- *     npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain>
+ *     npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>]
+ *
+ * <DBs as JSON> is scripts/tau2-bench-oracle.py <folder> <domain> --db: the DBs as τ² loads them (every
+ * field, defaults filled in), needed where τ²'s files are TOML (telecom); else <domain>/db.json (and
+ * user_db.json) are read.
  *
  * Needs the domain's tau2-schemas.json (scripts/tau2-bench-oracle.py <folder> <domain> --schemas)
  * and its tools.ts. Run scripts/tau2-bench-oracle.py for tasks/base.expected.jsonl.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JsonObject, JsonValue } from '../src/index.js';
@@ -61,23 +67,31 @@ export function integerKeyOrders(text: string): string[][] {
 }
 
 async function main(): Promise<void> {
-  const [folder, domainName] = process.argv.slice(2);
-  if (!folder || !domainName) throw new Error('usage: npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain>');
+  const [folder, domainName, dbsFile] = process.argv.slice(2);
+  if (!folder || !domainName) throw new Error('usage: npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>]');
   const src = path.resolve(folder, domainName);
   const out = path.resolve(import.meta.dirname, '..', 'fixtures', 'tau2-bench', domainName);
   const read = async <T>(file: string): Promise<T> => JSON.parse(await readFile(file, 'utf8')) as T;
   const schemas = await read<Tau2Schemas>(path.join(out, 'tau2-schemas.json'));
   const { domain } = (await import(path.join(out, 'tools.ts'))) as { domain: Tau2Domain };
-  const orders = integerKeyOrders(await readFile(path.join(src, 'db.json'), 'utf8'));
+  const dbText = await readFile(dbsFile ?? path.join(src, 'db.json'), 'utf8');
+  const orders = integerKeyOrders(dbText);
   if (orders.length > 0) await writeFile(path.join(out, 'key_order.json'), `${JSON.stringify(orders)}\n`);
-  const base: Tau2State = { db: await read<JsonObject>(path.join(src, 'db.json')), ...(schemas.user_db ? { user_db: await read<JsonObject>(path.join(src, 'user_db.json')) } : {}) };
+  const base: Tau2State = dbsFile
+    ? (JSON.parse(dbText) as Tau2State)
+    : { db: JSON.parse(dbText) as JsonObject, ...(schemas.user_db ? { user_db: await read<JsonObject>(path.join(src, 'user_db.json')) } : {}) };
 
   const actions = [
     ...(schemas.tools.assistant ?? []).map((t) => (t.schema as unknown as { function: JsonObject }).function),
+    // The user's tools, for the user's side of the episode: never offered to the agent.
+    ...(schemas.tools.user ?? []).map((t) => ({ ...(t.schema as unknown as { function: JsonObject }).function, actor: 'user' })),
     { name: 'respond', description: 'Say something to the user (your message, as plain text).', parameters: { type: 'object', properties: { content: { type: 'string', description: 'The message.' } }, required: ['content'] } },
   ];
-  const dbDefs = { ...schemas.db.$defs, ...schemas.user_db?.$defs };
-  const strip = ({ $defs: _d, ...rest }: Record<string, unknown>): JsonObject => rest as JsonObject;
+  // pydantic's datetimes are naive ("2025-01-15T10:30:00"), which JSON Schema's date-time refuses: the state schema says string.
+  const naive = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(naive) : typeof v === 'object' && v !== null ? Object.fromEntries(Object.entries(v).filter(([k, x]) => !(k === 'format' && x === 'date-time')).map(([k, x]) => [k, naive(x)])) : v;
+  const dbDefs = naive({ ...schemas.db.$defs, ...schemas.user_db?.$defs }) as JsonObject;
+  const strip = ({ $defs: _d, ...rest }: Record<string, unknown>): JsonObject => naive(rest) as JsonObject;
   const stateSchema = {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     title: `τ²-bench ${domainName}: the agent's DB${schemas.user_db ? ' and the user\'s' : ''}`,
@@ -89,7 +103,12 @@ async function main(): Promise<void> {
     },
     $defs: dbDefs,
   };
-  const tasks = await read<Tau2Task[]>(path.join(src, 'tasks.json'));
+  // Telecom's small split has a task file of its own.
+  const tasks = [...(await read<Tau2Task[]>(path.join(src, 'tasks.json')))];
+  if (existsSync(path.join(src, 'tasks_small.json'))) {
+    const known = new Set(tasks.map((t) => t.id));
+    tasks.push(...(await read<Tau2Task[]>(path.join(src, 'tasks_small.json'))).filter((t) => !known.has(t.id)));
+  }
   const splits = await read<Record<string, string[]>>(path.join(src, 'split_tasks.json'));
   const lines = new Map<string, string>();
   for (const task of tasks) {
@@ -114,15 +133,22 @@ async function main(): Promise<void> {
   }
   await mkdir(path.join(out, 'tasks'), { recursive: true });
   for (const [split, ids] of Object.entries(splits)) {
-    const chosen = ids.filter((id) => lines.has(id));
-    if (chosen.length === 0) continue;
-    await writeFile(path.join(out, 'tasks', `${split}.jsonl`), chosen.map((id) => `${lines.get(id)}\n`).join(''));
+    const missing = ids.filter((id) => !lines.has(id));
+    if (missing.length > 0) {
+      process.stderr.write(`split ${split}: ${missing.length} of its ${ids.length} tasks are not in the task files; left out\n`);
+      continue;
+    }
+    await writeFile(path.join(out, 'tasks', `${split}.jsonl`), ids.map((id) => `${lines.get(id)}\n`).join(''));
   }
   const json = (v: unknown): string => `${JSON.stringify(v, null, 2)}\n`;
   await writeFile(path.join(out, 'actions.json'), json(actions));
   await writeFile(path.join(out, 'state_schema.json'), json(stateSchema));
   await writeFile(path.join(out, 'initial_state.json'), `${JSON.stringify(base)}\n`);
-  await writeFile(path.join(out, 'policy.md'), await readFile(path.join(src, 'policy.md'), 'utf8'));
+  // Telecom's policy is two documents, joined as τ²'s get_environment joins them (the manual variant).
+  const policy = existsSync(path.join(src, 'policy.md'))
+    ? await readFile(path.join(src, 'policy.md'), 'utf8')
+    : `<main_policy>\n${await readFile(path.join(src, 'main_policy.md'), 'utf8')}\n</main_policy>\n<tech_support_policy>\n${await readFile(path.join(src, 'tech_support_manual.md'), 'utf8')}\n</tech_support_policy>`;
+  await writeFile(path.join(out, 'policy.md'), policy);
 }
 
 await main();

@@ -21,7 +21,8 @@ pyyaml, docstring-parser, deepdiff, pandas and python-dotenv.
 
 With --schemas it prints instead the domain's tools as τ² gives them to a model (`Tool.openai_schema`)
 with each tool's type, `mutates_state` and its return value's JSON Schema, for both sides, and the
-JSON Schema of each side's DB model (the port's tau2-schemas.json).
+JSON Schema of each side's DB model (the port's tau2-schemas.json). With --db, each side's DB as τ²
+loads it (every field, defaults filled in; telecom's are TOML), as JSON: the port's initial state.
 """
 import importlib
 import importlib.abc
@@ -151,7 +152,13 @@ def main() -> None:
     root = load_tau2(folder)
     try:
         env_module = importlib.import_module(f"tau2.domains.{domain}.environment")
-        if "--schemas" in sys.argv:
+        if "--db" in sys.argv:
+            env = env_module.get_environment()
+            dbs = {"db": env.tools.db.model_dump(mode="json")}
+            if env.user_tools is not None and env.user_tools.db is not None:
+                dbs["user_db"] = env.user_tools.db.model_dump(mode="json")
+            print(json.dumps(dbs, ensure_ascii=False))
+        elif "--schemas" in sys.argv:
             print(json.dumps(schemas(env_module.get_environment(), domain), indent=1, ensure_ascii=False))
         else:
             run_tasks(env_module, folder / domain)

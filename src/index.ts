@@ -12,7 +12,7 @@
 
 // Envs: definitions, instances, the async core.
 export { AgentEnv, type EnvOptions } from './env/agent-env.js';
-export { AgentInstance, type Action, type AvailableAction, type PendingTrace, type ResolveOptions, type StepInfo, type StepResult } from './env/agent-instance.js';
+export { AgentInstance, type Action, type Actor, type AvailableAction, type PendingTrace, type ResolveOptions, type StepInfo, type StepResult } from './env/agent-instance.js';
 export { defineEnv, loadEnvDefinition } from './env/load-env.js';
 export type { EnvManifest, LoadEnvOptions } from './schema/load-env.js';
 export type { ActionDefinition, EnvDefinition, RewardSourceDefinition, SandboxSpec, ToolPolicy } from './schema/definition.js';

@@ -22,13 +22,13 @@ import type { ToolResult } from '../tools/types.js';
 import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
-import type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
+import type { Action, Actor, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, TraceTable, withValues, type Committed, type Lane } from './trace.js';
 
 /** A record being built: its optional fields set after the literal (a spread of `{}` per step is garbage). */
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-export type { Action, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
+export type { Action, Actor, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
 export { errorInfo } from './trace.js';
 
 /** One episode's env: its state, the actions enabled in it, and the async core: `dispatch` calls without waiting, `resolve` them as they settle (or `step` to do both), time travel with `stateAt`. */
@@ -182,10 +182,14 @@ export class AgentInstance {
     return { state, actions: this.availableActions() };
   }
 
-  /** The actions whose `enabled_if` holds in the current state (and whose parameters admit a value). */
-  availableActions(): AvailableAction[] {
+  /**
+   * The actions whose `enabled_if` holds in the current state (and whose parameters admit a value):
+   * the agent's, or with `'user'` those of the env's other side (actions declared `"actor": "user"`).
+   */
+  availableActions(actor: Actor = 'agent'): AvailableAction[] {
     const out: AvailableAction[] = [];
     for (const a of this.#rt.definition.actions.values()) {
+      if ((a.actor ?? 'agent') !== actor) continue;
       if (a.unsatisfiable || (a.enabledIf && !a.enabledIf.evaluate(this.#state))) continue;
       out.push({ name: a.name, ...(a.description !== undefined ? { description: a.description } : {}), parameters: a.parameters });
     }
@@ -207,6 +211,12 @@ export class AgentInstance {
     if (!def) {
       const names = [...this.#rt.definition.actions.keys()];
       throw new AgentError('ACTION_UNKNOWN', `unknown action '${action.name}'`, { hint: `Known actions: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''}.` });
+    }
+    const actor = action.actor ?? 'agent';
+    if ((def.actor ?? 'agent') !== actor) {
+      throw new AgentError('ACTION_WRONG_ACTOR', `'${def.name}' is the ${def.actor === 'user' ? "user's" : "agent's"} action: the ${actor} cannot call it`, {
+        hint: actor === 'agent' ? 'Ask the user to do it (a message), or choose among availableActions().' : "Choose among availableActions('user').",
+      });
     }
     if (def.unsatisfiable) throw new AgentError('ACTION_UNSATISFIABLE', `action '${def.name}' can never be called: ${def.unsatisfiable.reason}`, { hint: `Fix its parameter schema at ${def.unsatisfiable.pointer}.` });
     if (def.enabledIf && !def.enabledIf.evaluate(this.#state)) {
@@ -482,6 +492,8 @@ export class AgentInstance {
       done: final.done,
       seq: final.info.seq,
       duration_ms: durationMs,
+      // After the scalars the folder feed reads from a line's head.
+      ...(trace.action.actor === 'user' ? { actor: 'user' as const } : {}),
       params: trace.params,
       ...(final.observation !== undefined ? { observation: final.observation } : {}),
       rewards: final.rewards,

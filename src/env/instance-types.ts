@@ -3,11 +3,19 @@ import type { ActionDefinition } from '../schema/definition.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import type { EnvEventOf, ErrorInfo, RewardEntry, TraceStatus } from '../events/env-events.js';
 
-/** A call the policy chooses: the action's name and its parameters. */
+/**
+ * A call the policy chooses: the action's name and its parameters, and who makes it: the agent
+ * (the default) or, in an env with two sides (τ²-bench telecom), the user, on an action declared
+ * `"actor": "user"`.
+ */
 export interface Action {
   readonly name: string;
   readonly params?: JsonObject;
+  readonly actor?: Actor;
 }
+
+/** Who makes a call: the agent, or the simulated user of an env with two sides. */
+export type Actor = 'agent' | 'user';
 
 /** What a policy may choose from: the actions enabled in the current state. */
 export interface AvailableAction {

@@ -169,6 +169,8 @@ export type EnvEvent =
       /** 1-based index of the step in its episode, in settle order. */
       readonly step: number;
       readonly action: string;
+      /** Set when the env's other side made the call (a τ²-bench user on their phone); the agent's calls have none. */
+      readonly actor?: 'user';
       readonly params: JsonObject;
       /** Seq of the state the action was chosen on (what the policy saw). */
       readonly seq_before: number;

@@ -91,6 +91,8 @@ export interface TrajectoryRecord {
   readonly trace_id: string;
   readonly time: number;
   readonly action: string;
+  /** `user` when the env's other side made the call (τ²-bench telecom's phone); the agent's calls have none. */
+  readonly actor?: 'user';
   readonly params: JsonObject;
   readonly status: 'resolved' | 'failed';
   /** The tool's observation. */
@@ -437,6 +439,7 @@ export function trajectoryRecord(runId: string, e: SettledStepEvent): Trajectory
     trace_id: e.trace_id,
     time: e.time,
     action: e.action,
+    ...(e.actor ? { actor: e.actor } : {}),
     params: e.params,
     status: e.status,
     ...(e.observation !== undefined ? { observation: e.observation } : {}),

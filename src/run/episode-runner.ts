@@ -152,9 +152,12 @@ export class EpisodeRunner {
   /** The actions offered to the policy for each trace in flight, for its trajectory record. */
   readonly #offered = new Map<string, readonly string[]>();
   #firstIndex: Map<JsonValue, number> | undefined;
+  /** The env has actions of a second side (`"actor": "user"`): its policy is offered them as `user_actions`. */
+  readonly #twoSided: boolean;
 
   constructor(options: EpisodeRunnerOptions) {
     this.#o = options;
+    this.#twoSided = [...options.env.definition.actions.values()].some((a) => a.actor === 'user');
   }
 
   /**
@@ -247,12 +250,15 @@ export class EpisodeRunner {
           }
           // One generator per step, not per episode: a resumed episode draws what it would have drawn.
           const rng = new Rng(hashSeed(this.#o.seed, 'policy', index, step));
-          const choice = redo ? { name: redo.action, params: redo.params as JsonObject } : await this.#choose(driver?.policy ?? this.#o.policy, { state: agent.state, actions, episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, agent.id, rng, loop);
+          const userActions = this.#twoSided ? agent.availableActions('user') : undefined;
+          const choice = redo
+            ? { name: redo.action, params: redo.params as JsonObject, ...(env.definition.actions.get(redo.action)?.actor === 'user' ? { actor: 'user' as const } : {}) }
+            : await this.#choose(driver?.policy ?? this.#o.policy, { state: agent.state, actions, ...(userActions ? { user_actions: userActions } : {}), episode: index, step, ...(lastObservation !== undefined ? { lastObservation } : {}), ...(lastError ? { lastError } : {}) }, agent.id, rng, loop);
           if (choice === null) {
             reason = 'policy_stop';
             break;
           }
-          const offered = redo ? redo.available_actions : actions.map((a) => a.name);
+          const offered = redo ? redo.available_actions : [...actions, ...(userActions ?? [])].map((a) => a.name);
           redo = undefined;
           const traceId = await this.#dispatch(agent, index, choice, offered, hooks, loop);
           const result = await agent.resolve(traceId, { signal: loop });

@@ -18,6 +18,8 @@ import type { ErrorInfo } from '../events/env-events.js';
 export interface Observation {
   readonly state: JsonValue;
   readonly actions: readonly AvailableAction[];
+  /** In an env with two sides (τ²-bench telecom): the user's actions now, chosen as `{name, params, actor: 'user'}`. */
+  readonly user_actions?: readonly AvailableAction[];
   /** The last step's observation, if any. */
   readonly lastObservation?: JsonValue;
   /** Why the last step failed, when it did (it then has no observation). */

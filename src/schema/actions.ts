@@ -20,6 +20,8 @@ export interface ParsedAction {
   readonly description?: string;
   readonly parameters: JsonSchema;
   readonly enabledIf?: string;
+  /** `user` for an action of the episode's other side (τ²-bench's phone): the agent's surfaces never offer it. */
+  readonly actor?: 'user';
   readonly source: { readonly file: string; readonly pointer: string };
   readonly unsatisfiable?: Unsatisfiable;
 }
@@ -48,7 +50,7 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
   const base = options.pointer ?? '';
   const issues: Issue[] = [];
   const warnings: Issue[] = [];
-  const raw: { name: string; description?: string; parameters: unknown; enabledIf?: unknown; pointer: string; paramsPointer: string }[] = [];
+  const raw: { name: string; description?: string; parameters: unknown; enabledIf?: unknown; actor?: unknown; pointer: string; paramsPointer: string }[] = [];
 
   if (Array.isArray(doc) || (isPlainObject(doc) && Array.isArray(doc['tools']) && !isPlainObject(doc['properties']))) {
     const list = Array.isArray(doc) ? doc : (doc['tools'] as unknown[]);
@@ -63,11 +65,11 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
       const pointer = `${listPointer}/${i}`;
       if (t['type'] === 'function' && isPlainObject(t['function'])) {
         const f = t['function'];
-        raw.push({ name: f['name'] as string, description: f['description'] as string | undefined, parameters: f['parameters'] ?? EMPTY_PARAMS, enabledIf: t['enabled_if'], pointer, paramsPointer: `${pointer}/function/parameters` });
+        raw.push({ name: f['name'] as string, description: f['description'] as string | undefined, parameters: f['parameters'] ?? EMPTY_PARAMS, enabledIf: t['enabled_if'], actor: t['actor'], pointer, paramsPointer: `${pointer}/function/parameters` });
       } else if ('inputSchema' in t) {
-        raw.push({ name: t['name'] as string, description: (t['description'] as string | null) ?? undefined, parameters: t['inputSchema'], enabledIf: t['enabled_if'], pointer, paramsPointer: `${pointer}/inputSchema` });
+        raw.push({ name: t['name'] as string, description: (t['description'] as string | null) ?? undefined, parameters: t['inputSchema'], enabledIf: t['enabled_if'], actor: t['actor'], pointer, paramsPointer: `${pointer}/inputSchema` });
       } else {
-        raw.push({ name: t['name'] as string, description: (t['description'] as string | null) ?? undefined, parameters: t['parameters'] ?? EMPTY_PARAMS, enabledIf: t['enabled_if'], pointer, paramsPointer: `${pointer}/parameters` });
+        raw.push({ name: t['name'] as string, description: (t['description'] as string | null) ?? undefined, parameters: t['parameters'] ?? EMPTY_PARAMS, enabledIf: t['enabled_if'], actor: t['actor'], pointer, paramsPointer: `${pointer}/parameters` });
       }
     });
   } else if (isPlainObject(doc) && isPlainObject(doc['properties'])) {
@@ -115,6 +117,10 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
       continue;
     }
     seen.set(r.name, r.pointer);
+    if (r.actor !== undefined && r.actor !== 'agent' && r.actor !== 'user') {
+      issues.push({ file, pointer: `${r.pointer}/actor`, message: `must be "agent" (the default) or "user" (an action of the episode's other side), not ${JSON.stringify(r.actor)}` });
+      continue;
+    }
     const parameters = (options.dialect === 'bfcl' ? convertBfclSchema(r.parameters) : r.parameters) as JsonSchema;
     const foreign = findForeignTypes(parameters);
     if (foreign.length > 0) {
@@ -151,6 +157,7 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
       ...(r.description !== undefined ? { description: r.description } : {}),
       parameters,
       ...(typeof r.enabledIf === 'string' ? { enabledIf: r.enabledIf } : {}),
+      ...(r.actor === 'user' ? { actor: 'user' as const } : {}),
       source: { file, pointer: r.pointer },
       ...(unsatisfiable ? { unsatisfiable: { pointer: r.paramsPointer + unsatisfiable.pointer, reason: unsatisfiable.reason } } : {}),
     });

@@ -111,6 +111,8 @@ export interface ActionDefinition {
   /** JSON Schema of the params object. */
   readonly parameters: JsonSchema;
   readonly enabledIf?: CompiledCondition;
+  /** `user`: the action belongs to the episode's other side (τ²-bench's phone); dispatched only as `{actor: 'user'}`. */
+  readonly actor?: 'user';
   /** Where the action was declared, for error messages. */
   readonly source: { readonly file: string; readonly pointer: string };
   /** Set when the parameter schema admits no value: the action can never be called. */

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const FIXTURES = ['../../fixtures/', '../../../fixtures/'].map((rel) => new URL(rel, import.meta.url)).find((u) => existsSync(u));
 
 /** The env names the package ships, for messages and listings. */
-export const SHIPPED_ENVS: readonly string[] = ['weather', 'signal-game', 'lookup', 'tau-bench/airline', 'tau-bench/retail', 'tau2-bench/mock', 'tau2-bench/airline', 'tau2-bench/retail', 'code/python-repair'];
+export const SHIPPED_ENVS: readonly string[] = ['weather', 'signal-game', 'lookup', 'tau-bench/airline', 'tau-bench/retail', 'tau2-bench/mock', 'tau2-bench/airline', 'tau2-bench/retail', 'tau2-bench/telecom', 'code/python-repair'];
 
 const isDir = (p: string): boolean => {
   try {

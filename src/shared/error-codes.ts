@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   STATE_INVALID: { meaning: 'A state (an initial state, or one a patch would make) breaks the state schema; nothing was written.', exit: 2, retryable: false },
   REWARD_INVALID: { meaning: "A reward breaks its source's schema (a value out of range, of the wrong type, an unknown source).", exit: 2, retryable: false },
   ACTION_UNKNOWN: { meaning: 'The env has no action of that name.', exit: 2, retryable: false, invalidAction: true, python: 'InvalidAction' },
+  ACTION_WRONG_ACTOR: { meaning: "The action belongs to the env's other side: a user's action called as the agent's (or the other way round).", exit: 2, retryable: false, invalidAction: true, python: 'InvalidAction' },
   ACTION_DISABLED: { meaning: "The action's `enabled_if` is false in the current state.", exit: 2, retryable: false, invalidAction: true, python: 'InvalidAction' },
   ACTION_UNSATISFIABLE: { meaning: "No params can satisfy the action's parameter schema, so it can never be called.", exit: 2, retryable: false, invalidAction: true },
   ILLEGAL_TRANSITION: { meaning: "A lifecycle call the instance's status does not allow (resume of a running instance, step of a terminated one); the message says what is allowed.", exit: 1, retryable: false },

@@ -7,6 +7,7 @@ from typing import FrozenSet, Mapping
 EXCEPTION_BY_CODE: Mapping[str, str] = {
     "PARAMS_INVALID": "InvalidAction",
     "ACTION_UNKNOWN": "InvalidAction",
+    "ACTION_WRONG_ACTOR": "InvalidAction",
     "ACTION_DISABLED": "InvalidAction",
     "EPISODE_DONE": "EpisodeOver",
     "TRACE_UNKNOWN": "UnknownEpisode",

@@ -236,12 +236,12 @@ async function benchmarkPolicy(policyName: string, options: BenchmarkOptions, su
   return namedPolicy(goldPolicy(taskOf), 'gold');
 }
 
-/** Gold actions then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */
+/** Gold actions (the user's too, as the user's) then, if the task expects outputs, a `respond` that says them: what a perfect agent does. */
 function goldPolicy(taskOf: (episode: number) => BenchmarkTask): Policy {
   return (obs) => {
     const task = taskOf(obs.episode);
     const action = task.actions[obs.step];
-    if (action) return { name: action.name, params: action.params };
+    if (action) return { name: action.name, params: action.params, ...(action.actor ? { actor: action.actor } : {}) };
     if (obs.step === task.actions.length && task.outputs.length > 0 && obs.actions.some((a) => a.name === 'respond')) return { name: 'respond', params: { content: task.outputs.join(' ') } };
     return null;
   };
@@ -273,7 +273,7 @@ async function goldStates(env: AgentEnv, suite: Suite, signal: AbortSignal | und
     const agent = env.createInstance({ id: `gold-${task.id}` });
     await agent.reset(task.initialState, signal ? { signal } : {});
     for (const [i, action] of task.actions.entries()) {
-      const step = await agent.step({ name: action.name, params: action.params }, signal ? { signal } : {});
+      const step = await agent.step(action, signal ? { signal } : {});
       if (step.info.status !== 'resolved') {
         throw new AgentError('DEFINITION_INVALID', `task '${task.id}': gold action ${i} (${action.name}) fails: ${step.info.error?.message ?? step.info.status}`, { hint: 'Fix the task\'s gold actions: they must replay on the env.' });
       }

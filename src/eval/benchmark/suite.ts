@@ -30,7 +30,8 @@ export interface BenchmarkTask {
   readonly userId?: string;
   /** The state the episode starts from: the env's base state, the task's own, or the base with the task's patch. */
   readonly initialState: JsonValue;
-  readonly actions: readonly { readonly name: string; readonly params: JsonObject }[];
+  /** The gold actions; `actor: 'user'` marks the user's own (τ²-bench telecom's phone). */
+  readonly actions: readonly { readonly name: string; readonly params: JsonObject; readonly actor?: 'user' }[];
   readonly outputs: readonly string[];
   readonly success: SuccessCriterion;
   /** What a module check reads beside the gold actions: the task's own scoring data (τ²-bench's evaluation criteria). */
@@ -144,6 +145,7 @@ function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: s
     actions.forEach((a, i) => {
       if (!isPlainObject(a) || typeof a['name'] !== 'string') fail(`/actions/${i}`, 'must be {name: string, params: object}');
       else if (a['params'] !== undefined && !isPlainObject(a['params'])) fail(`/actions/${i}/params`, 'must be an object');
+      else if (a['actor'] !== undefined && a['actor'] !== 'agent' && a['actor'] !== 'user') fail(`/actions/${i}/actor`, 'must be "agent" (the default) or "user"');
     });
   }
   const outputs = raw['outputs'] ?? [];
@@ -165,7 +167,7 @@ function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: s
     ...(typeof raw['user_id'] === 'string' ? { userId: raw['user_id'] } : {}),
     // Tasks that share the base state share one frozen copy (one state in the run folder, validated once).
     initialState: initialState === base ? base : jsonCopy(initialState),
-    actions: (actions as JsonObject[]).map((a) => ({ name: a['name'] as string, params: (a['params'] ?? {}) as JsonObject })),
+    actions: (actions as JsonObject[]).map((a) => ({ name: a['name'] as string, params: (a['params'] ?? {}) as JsonObject, ...(a['actor'] === 'user' ? { actor: 'user' as const } : {}) })),
     outputs: outputs as string[],
     success,
     ...(raw['criteria'] !== undefined ? { criteria: raw['criteria'] as JsonValue } : {}),

@@ -12,7 +12,7 @@ import { AgentError } from '../../shared/errors.js';
 import { suiteManifest } from './suite.js';
 
 /** The suites shipped with the package, by name. */
-export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'tau2-bench/mock', 'tau2-bench/airline', 'tau2-bench/retail', 'lookup', 'code/python-repair'];
+export const BUILT_IN_SUITES: readonly string[] = ['tau-bench/airline', 'tau-bench/retail', 'tau2-bench/mock', 'tau2-bench/airline', 'tau2-bench/retail', 'tau2-bench/telecom', 'lookup', 'code/python-repair'];
 
 /** A suite `agent benchmark --list` shows: its name, folder, title and number of tasks. */
 export interface SuiteListing {
