@@ -39,6 +39,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/rollouts.bench.ts'],
   ['--import', 'tsx', 'bench/capture.bench.ts'],
   ['--import', 'tsx', 'bench/sandbox.bench.ts'],
+  ['--import', 'tsx', 'bench/tau2-bench.bench.ts'],
   ['--import', 'tsx', 'bench/package.bench.ts'],
 ];
 

@@ -6,7 +6,10 @@
  *
  * The agent's plain text is its `respond` action; its tool calls are the env's actions, one per
  * step (several calls in one turn are run one after another, and all their results go back
- * together). Without a simulated user, the task's instruction is the user's only message and the
+ * together). In an env with two sides (τ²-bench telecom) the simulated user has tools too, the
+ * env's actions of `"actor": "user"`: each of its calls is a step of the episode made as the user,
+ * its result goes back to the user model only, and the agent sees only what the user then says.
+ * Without a simulated user, the task's instruction is the user's only message and the
  * episode ends with the agent's first answer. Outside a benchmark (`agent run`), the instruction is
  * the one given, or the env's description.
  *
@@ -193,6 +196,9 @@ interface EpisodeTalk {
   invalid: number;
   lastSaid?: string;
   user?: SimulatedUser;
+  /** The user's own tool calls still to make, and the one whose result is awaited (two-sided envs). */
+  userPending: ToolCall[];
+  userLastCall?: ToolCall;
   readonly usage: Usage;
   /** Token mode: the turns generated so far. */
   turns: number;
@@ -212,14 +218,14 @@ function render(obs: Observation): string {
   return typeof o === 'string' ? o : JSON.stringify(o ?? null);
 }
 
-/** The simulated user: a model playing the task's user, one message at a time. */
+/** The simulated user: a model playing the task's user, one message at a time (and, where it has a device of its own, working it with its tools). */
 class SimulatedUser {
   readonly #client: LlmClient;
   readonly #system: string;
   readonly #spec: LlmSpec;
   readonly #messages: ChatMessage[] = [];
 
-  constructor(client: LlmClient, spec: LlmSpec, instruction: string) {
+  constructor(client: LlmClient, spec: LlmSpec, instruction: string, hasTools: boolean) {
     this.#client = client;
     this.#spec = spec;
     this.#system = [
@@ -230,19 +236,31 @@ class SimulatedUser {
       '- Write one short message at a time, as the customer would type it.',
       '- Reveal only what the agent needs for the current step; never paste your whole situation at once.',
       '- Do not invent facts your situation does not give; if asked for something you do not know, say you do not know it.',
+      ...(hasTools
+        ? ['- You have tools that act on your own device. When the agent asks you to check or change something on it, use the tool, then tell the agent in your own words what you did and saw. Never make up what a tool would show.']
+        : []),
       `- When your goal is met, or cannot be met, reply with ${STOP} alone to end the conversation.`,
       '- Use your own words and keep the personality the situation describes.',
     ].join('\n');
   }
 
-  /** The customer's reply to what the agent said (the first call: the opening message). */
-  async reply(agentSaid: string, usage: Usage, ctx: PolicyContext): Promise<string> {
-    this.#messages.push({ role: 'user', content: agentSaid });
+  /** The customer's next turn: after what the agent said (the first call: the opening), or, with nothing new, after its own calls' results. */
+  async turn(agentSaid: string | undefined, tools: readonly ReturnType<typeof actionTool>[], usage: Usage, ctx: PolicyContext): Promise<ChatResponse> {
+    if (agentSaid !== undefined) this.#messages.push({ role: 'user', content: agentSaid });
     const report = ctx.reportLlmCall;
-    const res = await reportedChat(this.#client, { system: this.#system, messages: this.#messages, maxTokens: this.#spec.maxTokens ?? 1024, temperature: this.#spec.temperature ?? 0, signal: ctx.signal }, report && ((call) => report('user', call)));
+    const res = await reportedChat(
+      this.#client,
+      { system: this.#system, messages: this.#messages, ...(tools.length > 0 ? { tools } : {}), maxTokens: this.#spec.maxTokens ?? 1024, temperature: this.#spec.temperature ?? 0, signal: ctx.signal },
+      report && ((call) => report('user', call)),
+    );
     charge(usage, this.#client.model, res.inputTokens, res.outputTokens);
-    this.#messages.push({ role: 'assistant', content: res.text });
-    return res.text.trim();
+    this.#messages.push({ role: 'assistant', content: res.text, ...(res.toolCalls.length > 0 ? { toolCalls: res.toolCalls } : {}) });
+    return res;
+  }
+
+  /** What one of the customer's own calls gave (or the error a refused one is answered with): in the customer's conversation only. */
+  toolResult(call: ToolCall, content: string): void {
+    this.#messages.push({ role: 'tool', toolCallId: call.id, content });
   }
 }
 
@@ -278,27 +296,33 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
     const instruction = obs.task?.instruction ?? options.instruction;
     if (instruction === undefined) throw new AgentError('BAD_USAGE', 'an llm: policy needs a task or an instruction: what the user asks', { hint: 'Run it with agent benchmark (each task says what the user wants), or pass --instruction to agent run.' });
     let talk = talks.get(obs.episode);
+    const userTools = (obs.user_actions ?? []).map(actionTool);
     if (!talk) {
-      talk = { messages: [], pending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 }, turns: 0 };
+      talk = { messages: [], pending: [], userPending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 }, turns: 0 };
       talks.set(obs.episode, talk);
       tasks.set(obs.episode, obs.task?.id ?? '');
-      let opening = instruction;
-      if (options.user) {
-        talk.user = new SimulatedUser(options.user.client, options.user.spec, instruction);
-        opening = await talk.user.reply('Hi! How can I help you today?', talk.usage, ctx);
-        if (opening.includes(STOP)) return null;
+      if (!options.user) talk.messages.push({ role: 'user', content: instruction });
+      else {
+        talk.user = new SimulatedUser(options.user.client, options.user.spec, instruction, userTools.length > 0);
+        const turn = await userTurn(talk, obs, 'Hi! How can I help you today?', userTools, ctx);
+        if (turn !== undefined) return turn;
       }
-      talk.messages.push({ role: 'user', content: opening });
+    } else if (talk.userLastCall) {
+      // The user's own call settled: its result goes back to the user, who goes on.
+      (talk.user as SimulatedUser).toolResult(talk.userLastCall, render(obs));
+      talk.userLastCall = undefined;
+      const turn = await userTurn(talk, obs, undefined, userTools, ctx);
+      if (turn !== undefined) return turn;
     } else if (talk.lastCall) {
       talk.messages.push({ role: 'tool', toolCallId: talk.lastCall.id, content: render(obs) });
       talk.lastCall = undefined;
     } else if (talk.lastSaid !== undefined) {
       // The agent answered the user: the conversation goes on only with a user to answer back.
       if (!talk.user) return null;
-      const reply = await talk.user.reply(talk.lastSaid, talk.usage, ctx);
+      const said = talk.lastSaid;
       talk.lastSaid = undefined;
-      if (reply.includes(STOP)) return null;
-      talk.messages.push({ role: 'user', content: reply });
+      const turn = await userTurn(talk, obs, said, userTools, ctx);
+      if (turn !== undefined) return turn;
     }
     const tools = obs.actions.filter((a) => a.name !== 'respond').map(actionTool);
     // A call the env would refuse (an unknown or disabled tool, params its schema rejects) is
@@ -337,6 +361,38 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
       talk.messages.push({ role: 'tool', toolCallId: call.id, content: `Error: ${problem}` });
     }
     // A model that keeps calling what does not exist is stopped rather than billed forever.
+    return null;
+  };
+  /**
+   * The simulated user's turn: its own tool calls are made one per step as the user's (`{actor:
+   * 'user'}`); what it then says is the agent's next user message. Returns the step to take (a user
+   * call, or null when the user ends the conversation), or undefined when the agent's turn comes.
+   */
+  const userTurn = async (talk: EpisodeTalk, obs: Observation, agentSaid: string | undefined, tools: readonly ReturnType<typeof actionTool>[], ctx: PolicyContext): Promise<Action | null | undefined> => {
+    const user = talk.user as SimulatedUser;
+    let next = agentSaid;
+    for (let refused = 0; refused <= MAX_REFUSED_IN_A_ROW; ) {
+      let call = talk.userPending.shift();
+      if (!call) {
+        const res = await user.turn(next, tools, talk.usage, ctx);
+        next = undefined;
+        if (res.toolCalls.length === 0) {
+          const text = res.text.trim();
+          if (text.includes(STOP)) return null;
+          talk.messages.push({ role: 'user', content: text });
+          return undefined;
+        }
+        [call, ...talk.userPending] = res.toolCalls as [ToolCall, ...ToolCall[]];
+      }
+      const problem = refusal({ ...obs, actions: obs.user_actions ?? [] }, call);
+      if (problem === undefined) {
+        talk.userLastCall = call;
+        return { name: call.name, params: call.arguments, actor: 'user' };
+      }
+      refused++;
+      user.toolResult(call, `Error: ${problem}`);
+    }
+    // A user model that keeps calling what it does not have ends the conversation.
     return null;
   };
   /** The agent model's next turn: a chat call, or in token mode a generation from the episode's ids (reported with them). */
