@@ -244,7 +244,8 @@ export const bad = defineTool<{ city: string }>(({ city }) => city.toFixed(1));
       expect(r.stdout + r.stderr, moduleResolution).toBe('');
       expect(r.code, moduleResolution).toBe(0);
     }
-  });
+    // Three strict compiles of the package's declarations: alone 25 s, past 60 s beside the rest of the suite.
+  }, 180_000);
 });
 
 describe('npx agent run with an env written anywhere', () => {

@@ -80,7 +80,7 @@ export async function exportChat(dir: string, options: ChatExportOptions = {}): 
   const system = await readOptional(path.join(manifest.env_dir, 'policy.md'));
   const scenarios = (JSON.parse((await readOptional(path.join(manifest.env_dir, 'suite.json'))) ?? '{}') as { instructions?: unknown }).instructions === 'user_scenario';
   const tools: ChatTool[] = existsSync(manifest.env_dir)
-    ? [...(await loadEnvDefinition(manifest.env_dir)).actions.values()].map((a) => ({ type: 'function' as const, function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as object) } as JsonValue } }))
+    ? [...(await loadEnvDefinition(manifest.env_dir)).actions.values()].filter((a) => a.actor !== 'user').map((a) => ({ type: 'function' as const, function: { name: a.name, ...(a.description ? { description: a.description } : {}), parameters: { type: 'object', ...(a.parameters as object) } as JsonValue } }))
     : [];
   // Episodes with no step have no export record: they come from episodes.jsonl, with their initial state.
   const reading = new RecordReading(options.lenient);
@@ -107,7 +107,8 @@ export async function exportChat(dir: string, options: ChatExportOptions = {}): 
     const conversation = conversations.get(episode);
     const messages: ChatTurn[] = conversation ?? [...(system ? [{ role: 'system' as const, content: system }] : []), { role: 'user', content: user }];
     if (!conversation) {
-      for (const s of list) {
+      // The user's own calls (on their phone) are not turns of the agent's conversation.
+      for (const s of list.filter((x) => x.actor !== 'user')) {
         messages.push({ role: 'assistant', content: '', tool_calls: [{ id: s.trace_id, type: 'function', function: { name: s.action, arguments: JSON.stringify(s.params) } }] });
         messages.push({ role: 'tool', tool_call_id: s.trace_id, name: s.action, content: s.status === 'failed' ? `Error: ${s.error?.code ?? 'FAILED'}: ${s.error?.message ?? ''}` : typeof s.result === 'string' ? s.result : JSON.stringify(s.result) });
       }

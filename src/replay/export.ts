@@ -31,6 +31,8 @@ export interface ExportRecord {
   /** What the policy saw: the seq of the state it chose on (the state itself with `state: 'full'`) and the actions it could choose from. */
   readonly observation: { readonly state?: JsonValue; readonly state_seq: number; readonly available_actions: readonly string[] | null };
   readonly action: string;
+  /** `user` for a call the env's other side made (τ²-bench telecom's user on their phone): not the agent's action to learn from. */
+  readonly actor?: 'user';
   readonly params: JsonObject;
   /** What the action changed in the state (RFC 6902), from `state_seq` to the next; empty for a failed step. Left out with `state: 'none'`. */
   readonly patch?: Patch;
@@ -160,6 +162,7 @@ export async function exportSteps(dir: string, options: ExportOptions = {}): Pro
           available_actions: t.available_actions ?? null,
         },
         action: t.action,
+        ...(t.actor ? { actor: t.actor } : {}),
         params: t.params,
         ...(patches ? { patch: patches.get(t.trace_id) ?? [] } : {}),
         result: t.observation ?? null,
@@ -326,6 +329,7 @@ export async function writeParquet(file: string, records: readonly ExportRecord[
       json('available_actions_json', (r) => r.observation.available_actions),
       json('state_json', (r) => r.observation.state),
       column('action', 'STRING', (r) => r.action),
+      column('actor', 'STRING', (r) => r.actor ?? 'agent'),
       json('params_json', (r) => r.params),
       json('patch_json', (r) => r.patch),
       json('result_json', (r) => r.result),

@@ -56,8 +56,8 @@ export async function verlDataset(source: string, options: { readonly split?: st
   await using env = await AgentEnv.open(dir);
   const suite = await loadSuite(dir, split, env.definition.initialStates[0] ?? null, only ? { only } : {});
   const system = await agentSystemPrompt(suite);
-  // The model's tools: every action but `respond` (its plain text is what it says).
-  const actions = [...env.definition.actions.keys()].filter((name) => name !== 'respond');
+  // The model's tools: every action of the agent's but `respond` (its plain text is what it says).
+  const actions = [...env.definition.actions.values()].filter((a) => a.name !== 'respond' && a.actor !== 'user').map((a) => a.name);
   return suite.tasks.map((task, index) => ({
     data_source: suite.name,
     agent_name: 'tool_agent',
