@@ -86,7 +86,7 @@ async function debugCommand(dir: string | undefined, pointer: string | undefined
     const t = await inspectTrace(dir as string, flags.trace);
     print(t, () =>
       [
-        `trace ${t.trace_id} (episode ${t.episode}): ${t.action} ${JSON.stringify(t.params)} → ${t.status}${t.duration_ms !== undefined ? ` in ${t.duration_ms.toFixed(1)} ms` : ''}${t.attempts !== undefined ? `, ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}` : ''}`,
+        `trace ${t.trace_id} (episode ${t.episode}): ${t.action}${t.actor === 'user' ? ' (by the user)' : ''} ${JSON.stringify(t.params)} → ${t.status}${t.duration_ms !== undefined ? ` in ${t.duration_ms.toFixed(1)} ms` : ''}${t.attempts !== undefined ? `, ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}` : ''}`,
         ...(t.error ? [`  error: ${JSON.stringify(t.error)}`] : []),
         ...commandOutput(t.observation),
         ...(t.files ? [`  files: ${[...t.files.added.map((f) => `+${f}`), ...t.files.changed.map((f) => `~${f}`), ...t.files.removed.map((f) => `-${f}`)].join('  ') || 'unchanged'}`] : []),

@@ -23,6 +23,8 @@ export interface TraceReport {
   readonly trace_id: string;
   readonly episode: number;
   readonly action: string;
+  /** `user` for a call the env's other side made (a τ²-bench user on their phone). */
+  readonly actor?: 'user';
   readonly params: JsonValue;
   readonly status: 'resolved' | 'failed' | 'pending';
   /** Dispatch to settle, and the tool's own time. */
@@ -68,6 +70,7 @@ export async function inspectTrace(dir: string, traceId: string): Promise<TraceR
     trace_id: traceId,
     episode: head['episode'] as number,
     action: head['action'] as string,
+    ...(settled?.['actor'] === 'user' ? { actor: 'user' as const } : {}),
     params: head['params'] as JsonValue,
     status: settled ? (settled['status'] as 'resolved' | 'failed') : 'pending',
     ...(settled ? { duration_ms: settled['duration_ms'] as number } : {}),
