@@ -23,6 +23,7 @@ import type { RestoredStep } from '../reward/evaluators.js';
 import type { EnvEvent, RewardEntry } from '../events/env-events.js';
 import type { EnvRuntime } from './runtime.js';
 import type { Action, Actor, AvailableAction, InstanceHooks, PendingTrace, ResolveOptions, StepInfo, StepResult } from './instance-types.js';
+import { refuseWrongActor } from './actors.js';
 import { asAgentError, copyOrRefuse, errorInfo, isPromise, Trace, TraceTable, withValues, type Committed, type Lane } from './trace.js';
 
 /** A record being built: its optional fields set after the literal (a spread of `{}` per step is garbage). */
@@ -182,15 +183,11 @@ export class AgentInstance {
     return { state, actions: this.availableActions() };
   }
 
-  /**
-   * The actions whose `enabled_if` holds in the current state (and whose parameters admit a value):
-   * the agent's, or with `'user'` those of the env's other side (actions declared `"actor": "user"`).
-   */
+  /** The actions enabled now (`enabled_if`, satisfiable params): the agent's, or with `'user'` the other side's (`"actor": "user"`). */
   availableActions(actor: Actor = 'agent'): AvailableAction[] {
     const out: AvailableAction[] = [];
     for (const a of this.#rt.definition.actions.values()) {
-      if ((a.actor ?? 'agent') !== actor) continue;
-      if (a.unsatisfiable || (a.enabledIf && !a.enabledIf.evaluate(this.#state))) continue;
+      if ((a.actor ?? 'agent') !== actor || a.unsatisfiable || (a.enabledIf && !a.enabledIf.evaluate(this.#state))) continue;
       out.push({ name: a.name, ...(a.description !== undefined ? { description: a.description } : {}), parameters: a.parameters });
     }
     return out;
@@ -212,12 +209,7 @@ export class AgentInstance {
       const names = [...this.#rt.definition.actions.keys()];
       throw new AgentError('ACTION_UNKNOWN', `unknown action '${action.name}'`, { hint: `Known actions: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''}.` });
     }
-    const actor = action.actor ?? 'agent';
-    if ((def.actor ?? 'agent') !== actor) {
-      throw new AgentError('ACTION_WRONG_ACTOR', `'${def.name}' is the ${def.actor === 'user' ? "user's" : "agent's"} action: the ${actor} cannot call it`, {
-        hint: actor === 'agent' ? 'Ask the user to do it (a message), or choose among availableActions().' : "Choose among availableActions('user').",
-      });
-    }
+    refuseWrongActor(def, action);
     if (def.unsatisfiable) throw new AgentError('ACTION_UNSATISFIABLE', `action '${def.name}' can never be called: ${def.unsatisfiable.reason}`, { hint: `Fix its parameter schema at ${def.unsatisfiable.pointer}.` });
     if (def.enabledIf && !def.enabledIf.evaluate(this.#state)) {
       throw new AgentError('ACTION_DISABLED', `action '${def.name}' is disabled in the current state (enabled_if: ${def.enabledIf.source})`, {
@@ -492,8 +484,7 @@ export class AgentInstance {
       done: final.done,
       seq: final.info.seq,
       duration_ms: durationMs,
-      // After the scalars the folder feed reads from a line's head.
-      ...(trace.action.actor === 'user' ? { actor: 'user' as const } : {}),
+      ...(trace.action.actor === 'user' ? { actor: 'user' as const } : {}), // after the scalars the folder feed reads from a line's head
       params: trace.params,
       ...(final.observation !== undefined ? { observation: final.observation } : {}),
       rewards: final.rewards,
