@@ -117,10 +117,6 @@ export function parseActionDocument(doc: unknown, options: ParseActionsOptions):
       continue;
     }
     seen.set(r.name, r.pointer);
-    if (r.actor !== undefined && r.actor !== 'agent' && r.actor !== 'user') {
-      issues.push({ file, pointer: `${r.pointer}/actor`, message: `must be "agent" (the default) or "user" (an action of the episode's other side), not ${JSON.stringify(r.actor)}` });
-      continue;
-    }
     const parameters = (options.dialect === 'bfcl' ? convertBfclSchema(r.parameters) : r.parameters) as JsonSchema;
     const foreign = findForeignTypes(parameters);
     if (foreign.length > 0) {
@@ -173,6 +169,9 @@ function explainToolShape(list: unknown[], listPointer: string, file: string): I
     if (!isPlainObject(entry)) {
       issues.push({ file, pointer, message: 'a tool must be an object' });
       return;
+    }
+    if (entry['actor'] !== undefined && entry['actor'] !== 'agent' && entry['actor'] !== 'user') {
+      issues.push({ file, pointer: `${pointer}/actor`, message: `must be "agent" (the default) or "user" (an action of the episode's other side), not ${JSON.stringify(entry['actor'])}` });
     }
     if (entry['type'] === 'function') {
       const f = entry['function'];
