@@ -28,6 +28,7 @@ interface Flags extends LlmFlags, ProgramFlags, SandboxFlags {
   format: Format;
   toolOption: Record<string, JsonValue>;
   user?: string;
+  judge?: string;
   metric: string[];
   otel?: string;
 }
@@ -48,6 +49,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--tasks <ids>', 'only these task ids (comma-separated)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .option('--policy <policy>', "'gold' (replays each task's gold actions), 'random', llm:<model> (a model with tool calling), cmd:'<command line>' (an agent program, started once per trial with the task in AGENT_TASK), or a policy module", 'random')
     .option('--user <user>', "llm:<model>: a simulated user that is given each task's instruction and talks to an llm: policy (tau-bench's user)")
+    .option('--judge <judge>', "llm:<model>: a judge the suite's checks may ask (τ²-bench's natural-language assertions; without one they are reported as not scored), served where --llm-base-url points")
     .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1 … trials)', positiveInt, BENCHMARK_DEFAULTS.trials)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, BENCHMARK_DEFAULTS.concurrency)
     .option('--max-steps <m>', 'steps per episode at most (default: 30, or the longest gold sequence + 2)', positiveInt)
@@ -64,7 +66,7 @@ export function registerBenchmark(program: Command, io: Io): void {
     .option('--otel <url>', OTEL_HELP)
     .option('--metric <module|url>', 'a metric module, (episode) => number | Record<string, number>, or a metric service URL each episode is POSTed to (token from $AGENT_METRIC_TOKEN); aggregated with a bootstrap interval (repeatable)', (v: string, prev: string[]) => [...prev, v], []);
   addSandboxOption(addProgramOptions(addLlmOptions(command)))
-    .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
+    .addHelpText('after', '\nExamples:\n  agent benchmark fixtures/tau-bench/airline --policy gold\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --trials 4 --format markdown\n  agent benchmark fixtures/tau-bench/retail --policy llm:gpt-4o --user llm:gpt-4o --trials 4\n  agent benchmark tau2-bench/retail --policy llm:gpt-4.1 --user llm:gpt-4.1 --judge llm:gpt-4.1\n  agent benchmark fixtures/tau-bench/retail --policy ./my-agent.ts --baseline main/benchmark.json --max-regression success_rate=0.02')
     .action(async (suite: string | undefined, flags: Flags) => {
       if (flags.list) {
         const { listSuites } = await core();
@@ -106,6 +108,7 @@ async function benchmarkCommand(suite: string, flags: Flags, io: Io): Promise<nu
       toolOptions: flags.toolOption,
       ...(otel ? { otel } : {}),
       ...(flags.user !== undefined ? { user: flags.user } : {}),
+      ...(flags.judge !== undefined ? { judge: flags.judge } : {}),
       ...(flags.metric.length > 0 ? { metrics: flags.metric } : {}),
       ...(flags.baseline ? { baseline: { file: flags.baseline, maxRegression: flags.maxRegression } } : {}),
       llm: llmSettings(flags),
@@ -171,11 +174,23 @@ function render(r: BenchmarkReport, c: BaselineComparison | undefined, format: F
   }
 }
 
+/** Components a check could not score (τ²'s NL assertions without --judge), left out of success: said, with how many tasks they concern; and the judge's cost. */
+function notScoredLines(r: BenchmarkReport): string[] {
+  const tasks = new Map<string, Set<string>>();
+  for (const t of r.tasks) {
+    for (const c of t.trials.flatMap((x) => x.not_scored ?? [])) tasks.set(c, (tasks.get(c) ?? new Set<string>()).add(t.id));
+  }
+  const lines = [...tasks].map(([c, ids]) => `  not scored     ${c} in ${ids.size} of ${r.tasks.length} tasks (left out of success${c === 'NL_ASSERTION' && !r.judge ? '; --judge llm:<model> scores it' : ''})`);
+  if (r.judge) lines.push(`  judge          ${r.judge.model}: ${r.judge.calls} calls, ${r.judge.input_tokens + r.judge.output_tokens} tokens`);
+  return lines;
+}
+
 function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
   const m = r.metrics;
   const lines = [
     `benchmark ${r.suite} (${r.split}), policy ${r.policy}: ${r.tasks.length} tasks × ${r.trials} trial${r.trials === 1 ? '' : 's'} in ${(r.duration_ms / 1000).toFixed(1)} s`,
     `  success        ${successCount(r)} = ${pct(m.success_rate.value)}  (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)}; an agent that changes nothing scores ${pct(m.do_nothing_floor)})`,
+    ...notScoredLines(r),
     `  pass^k         ${Object.entries(m.pass_hat_k).map(([k, v]) => `k=${k}: ${v.toFixed(3)}`).join('  ')}`,
     `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,

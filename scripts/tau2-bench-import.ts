@@ -20,7 +20,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JsonObject, JsonValue } from '../src/index.js';
 import type { Tau2Domain, Tau2Schemas, Tau2State } from '../fixtures/tau2-bench/core/domain.js';
-import { taskInitialState, type EvaluationCriteria, type InitialState } from '../fixtures/tau2-bench/core/tasks.js';
+import { agentHistory, taskInitialState, type EvaluationCriteria, type InitialState } from '../fixtures/tau2-bench/core/tasks.js';
 
 interface Tau2Task {
   readonly id: string;
@@ -128,6 +128,7 @@ async function main(): Promise<void> {
       outputs: criteria?.communicate_info ?? [],
       success: { module: 'tools.ts', export: 'score' },
       criteria: { ...(criteria ?? {}), ...(task.initial_state ? { initial_state: task.initial_state } : {}) },
+      ...(task.initial_state?.message_history?.length ? { history: agentHistory(task.initial_state.message_history) } : {}),
     };
     lines.set(task.id, JSON.stringify(line));
   }

@@ -22,7 +22,7 @@
  */
 import type { Action } from '../env/agent-instance.js';
 import { actionTool } from '../env/action-tool.js';
-import { chatTurns, type ChatTurn } from '../llm/chat-turns.js';
+import { chatMessages, chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
 import { assertReachable } from '../llm/reachable.js';
@@ -258,6 +258,14 @@ class SimulatedUser {
     return res;
   }
 
+  /** The conversation so far, from the customer's side: what the agent said is its user's turns, what the customer said its own (tool traffic is the agent's alone). */
+  recall(history: readonly ChatMessage[]): void {
+    for (const m of history) {
+      if (m.role === 'user') this.#messages.push({ role: 'assistant', content: m.content });
+      else if (m.role === 'assistant' && m.content !== '') this.#messages.push({ role: 'user', content: m.content });
+    }
+  }
+
   /** What one of the customer's own calls gave (or the error a refused one is answered with): in the customer's conversation only. */
   toolResult(call: ToolCall, content: string): void {
     this.#messages.push({ role: 'tool', toolCallId: call.id, content });
@@ -268,6 +276,8 @@ export interface LlmAgent {
   readonly policy: Policy;
   /** Each episode's conversation so far. */
   conversations(): Conversation[];
+  /** One episode's conversation so far (the system prompt first), or undefined when it has not talked. */
+  conversation(episode: number): ChatTurn[] | undefined;
   usage(episode: number): Usage | undefined;
   /** Tool calls of an episode refused before they reached the env (unknown tool, bad params, a call the tool parser cannot read). */
   invalidCalls(episode: number): number;
@@ -301,11 +311,20 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
       talk = { messages: [], pending: [], userPending: [], invalid: 0, usage: { inputTokens: 0, outputTokens: 0, usd: 0 }, turns: 0 };
       talks.set(obs.episode, talk);
       tasks.set(obs.episode, obs.task?.id ?? '');
+      // A task may start mid-conversation (τ²'s message history): both sides go on from it.
+      const history = chatMessages(obs.task?.history ?? []);
+      talk.messages.push(...history);
       if (!options.user) talk.messages.push({ role: 'user', content: instruction });
       else {
         talk.user = new SimulatedUser(options.user.client, options.user.spec, instruction, userTools.length > 0);
-        const turn = await userTurn(talk, obs, 'Hi! How can I help you today?', userTools, ctx);
-        if (turn !== undefined) return turn;
+        const last = history.at(-1);
+        // The user speaks first: to the agent's greeting, or to what the agent said last; after the user's own words, the agent does.
+        const agentSaid = last === undefined ? 'Hi! How can I help you today?' : last.role === 'assistant' && !last.toolCalls?.length ? last.content : undefined;
+        talk.user.recall(agentSaid === undefined ? history : history.slice(0, -1));
+        if (last === undefined || agentSaid !== undefined) {
+          const turn = await userTurn(talk, obs, agentSaid, userTools, ctx);
+          if (turn !== undefined) return turn;
+        }
       }
     } else if (talk.userLastCall) {
       // The user's own call settled: its result goes back to the user, who goes on.
@@ -420,6 +439,10 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
   return {
     policy,
     conversations: () => [...talks].map(([episode, t]) => ({ episode, task_id: tasks.get(episode) ?? '', messages: chatTurns(options.system, t.messages), usage: { input_tokens: t.usage.inputTokens, output_tokens: t.usage.outputTokens, usd: t.usage.usd } })),
+    conversation: (episode) => {
+      const talk = talks.get(episode);
+      return talk && chatTurns(options.system, talk.messages);
+    },
     usage: (episode) => talks.get(episode)?.usage,
     invalidCalls: (episode) => talks.get(episode)?.invalid ?? 0,
     ended: (episode) => options.tokens?.end(episode),

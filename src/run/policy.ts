@@ -4,6 +4,7 @@
  * (default export or `policy`) with the {@link Policy} signature.
  */
 import type { LlmCallReport } from '../llm/client.js';
+import type { ChatTurn } from '../llm/chat-turns.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Action, AvailableAction } from '../env/agent-instance.js';
@@ -35,6 +36,8 @@ export interface PolicyTask {
   readonly id: string;
   readonly instruction: string;
   readonly user_id?: string;
+  /** The conversation before the episode starts (OpenAI's chat shape): an `llm:` agent goes on from it. */
+  readonly history?: readonly ChatTurn[];
 }
 
 /** The policy, with each episode's task in its observations (`obs.task`): how a benchmark and a rollout give it. */

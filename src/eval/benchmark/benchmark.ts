@@ -36,6 +36,8 @@ import { compareReports, loadBaseline } from './baseline.js';
 import { resolveSuite } from './suites.js';
 import type { BenchmarkReport, MetricEpisode, TrialResult } from './report.js';
 import { BENCHMARK_DEFAULTS, RUN_DEFAULTS } from '../../shared/defaults.js';
+import { benchmarkJudge, type CheckContext } from './judge.js';
+import type { ChatTurn } from '../../llm/chat-turns.js';
 
 export type { BenchmarkReport, MetricEpisode, ToolMetrics, TrialResult } from './report.js';
 
@@ -56,6 +58,8 @@ export interface BenchmarkOptions {
   readonly otel?: RunOptions['otel'];
   /** `llm:<model>`: a simulated user (tau-bench's) for an llm: policy; without one the instruction is the user's only message. */
   readonly user?: string;
+  /** `llm:<model>`: a judge the suite's module checks may ask (τ²-bench's NL assertions), served as `llm` says. */
+  readonly judge?: string;
   /** Where `llm:` models are served and how they are sampled (default: the provider's API, by model name); `tokens` for token-in, token-out against a vLLM-compatible server. */
   readonly llm?: Omit<LlmPolicySettings, 'user'>;
   /** A `cmd:` policy's limits per episode: wall time, model calls. */
@@ -79,6 +83,8 @@ export interface EpisodeOutcome {
   readonly steps: readonly SettledStepEvent[];
   readonly reward: number;
   readonly reason: string;
+  /** The agent model's conversation (an `llm:` policy), the system prompt first and the user's turns included; absent for policies that do not talk. */
+  readonly conversation?: readonly ChatTurn[];
 }
 
 const INVALID: ReadonlySet<string> = codesWhere('invalidAction');
@@ -103,6 +109,8 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   const agent = made.agent;
   if (options.llm?.tokens && !agent && !made.driver) throw new AgentError('BAD_USAGE', `--tokens goes with an llm: or cmd: policy, or gold (got --policy ${policyName})`, { hint: 'Pass --policy llm:<model> (or cmd:<command line>, or gold) --llm-base-url <vLLM server> --tokens.' });
   if (options.user !== undefined && !agent) throw new AgentError('BAD_USAGE', '--user needs an llm: policy (the simulated user talks to a model agent)', { hint: 'Pass --policy llm:<model> with --user llm:<model>.' });
+  const judge = options.judge === undefined ? undefined : await benchmarkJudge(options.judge, options.llm, options.signal);
+  const contextOf = (episode: number): CheckContext => judge?.context(episode) ?? (options.signal ? { signal: options.signal } : {});
   const gold = await goldStates(env, suite, options.signal);
   const taskFor = (episode: number): ReturnType<typeof policyTask> => policyTask(taskOf(episode));
   const driver = made.driver;
@@ -137,9 +145,10 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
   run.events.on('episode_finished', (e) => {
     finished.set(e.episode, e);
     const task = taskOf(e.episode);
-    const outcome: EpisodeOutcome = { task, trial: e.episode % trials, finalState: finalsLive.get(e.episode) ?? task.initialState, steps: steps.get(e.episode) ?? [], reward: e.reward, reason: e.reason };
+    const conversation = agent?.conversation(e.episode);
+    const outcome: EpisodeOutcome = { task, trial: e.episode % trials, finalState: finalsLive.get(e.episode) ?? task.initialState, steps: steps.get(e.episode) ?? [], reward: e.reward, reason: e.reason, ...(conversation ? { conversation } : {}) };
     finalsLive.delete(e.episode);
-    void score(task, outcome, gold.get(task.id) ?? null, checks).then(
+    void score(task, outcome, gold.get(task.id) ?? null, checks, contextOf(e.episode)).then(
       (r) => {
         live.done++;
         if (r.success) live.succeeded++;
@@ -163,8 +172,9 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     const episodeSteps = steps.get(episode) ?? [];
     const reward = returns.get(episode) ?? end?.reward ?? 0;
     const finalState = finals.get(episode) ?? task.initialState;
-    const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted' };
-    const { reward: taskReward, ...scored } = await score(task, outcome, gold.get(task.id) ?? null, checks);
+    const conversation = agent?.conversation(episode);
+    const outcome: EpisodeOutcome = { task, trial: episode % trials, finalState, steps: episodeSteps, reward, reason: end?.reason ?? 'interrupted', ...(conversation ? { conversation } : {}) };
+    const { reward: taskReward, ...scored } = await score(task, outcome, gold.get(task.id) ?? null, checks, contextOf(episode));
     const usage = agent?.usage(episode);
     const toolUsd = episodeSteps.reduce((sum, st) => sum + (env.definition.actions.get(st.action)?.policy.costUsd ?? 0), 0);
     let index = piiIndexes.get(task.initialState);
@@ -194,6 +204,7 @@ export async function runBenchmark(options: BenchmarkOptions): Promise<Benchmark
     trials,
     seed,
     run_dir: dir,
+    ...(judge ? { judge: { model: options.judge as string, ...judge.usage } } : {}),
     started_at: new Date(started).toISOString(),
     duration_ms: Date.now() - started,
     metrics: {
@@ -311,7 +322,7 @@ export interface CheckResult {
   readonly not_scored?: readonly string[];
   readonly details?: Readonly<Record<string, JsonValue>>;
 }
-type Check = (outcome: EpisodeOutcome) => boolean | CheckResult | Promise<boolean | CheckResult>;
+type Check = (outcome: EpisodeOutcome, context: CheckContext) => boolean | CheckResult | Promise<boolean | CheckResult>;
 
 async function successChecks(tasks: readonly BenchmarkTask[]): Promise<Map<string, Check>> {
   const out = new Map<string, Check>();
@@ -321,7 +332,7 @@ async function successChecks(tasks: readonly BenchmarkTask[]): Promise<Map<strin
     if (out.has(key)) continue;
     const mod = (await importModule(t.success.module)) as Record<string, unknown>;
     const fn = mod[t.success.exportName];
-    if (typeof fn !== 'function') throw new AgentError('DEFINITION_INVALID', `${t.success.module} has no function export '${t.success.exportName}'`, { hint: 'Export a function (outcome) => boolean | {success, components?, not_scored?, details?}.' });
+    if (typeof fn !== 'function') throw new AgentError('DEFINITION_INVALID', `${t.success.module} has no function export '${t.success.exportName}'`, { hint: 'Export a function (outcome, context) => boolean | {success, components?, not_scored?, details?}.' });
     out.set(key, fn as Check);
   }
   return out;
@@ -334,13 +345,13 @@ function said(steps: readonly SettledStepEvent[]): string[] {
 
 type Scored = Pick<TrialResult, 'success' | 'checks' | 'components' | 'not_scored' | 'details'> & { readonly reward?: number };
 
-async function score(task: BenchmarkTask, outcome: EpisodeOutcome, gold: JsonValue, checks: Map<string, Check>): Promise<Scored> {
+async function score(task: BenchmarkTask, outcome: EpisodeOutcome, gold: JsonValue, checks: Map<string, Check>, context: CheckContext = {}): Promise<Scored> {
   const c = task.success;
   if (c.kind === 'reward_at_least') return { success: outcome.reward >= c.value };
   if (c.kind === 'module') {
     const check = checks.get(`${c.module}#${c.exportName}`) as Check;
     try {
-      const verdict = await check(outcome);
+      const verdict = await check(outcome, context);
       if (typeof verdict === 'boolean') return { success: verdict };
       if (typeof verdict !== 'object' || verdict === null || typeof verdict.success !== 'boolean') throw new TypeError(`it answered ${JSON.stringify(verdict)}, not a boolean or {success: boolean, components?, not_scored?, details?}`);
       if (verdict.reward !== undefined && (typeof verdict.reward !== 'number' || !Number.isFinite(verdict.reward))) throw new TypeError(`its reward is ${String(verdict.reward)}, not a finite number`);

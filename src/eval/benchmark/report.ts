@@ -1,4 +1,5 @@
 /** The shape of benchmark.json (schemas/benchmark-report.schema.json) and what metric modules see. */
+import type { JudgeUsage } from './judge.js';
 import type { SettledStepEvent } from '../../events/run-events.js';
 import type { JsonValue } from '../../shared/json.js';
 import type { PiiFinding } from './pii.js';
@@ -55,6 +56,8 @@ export interface BenchmarkReport {
   readonly trials: number;
   readonly seed: number;
   readonly run_dir: string;
+  /** The judge the suite's checks asked (`--judge llm:<model>`), and what it cost over the benchmark. */
+  readonly judge?: { readonly model: string } & Readonly<JudgeUsage>;
   readonly started_at: string;
   readonly duration_ms: number;
   readonly metrics: {

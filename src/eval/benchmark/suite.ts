@@ -18,6 +18,7 @@ import { AgentError, ValidationError, type Issue } from '../../shared/errors.js'
 import { isPlainObject, jsonCopy, type JsonObject, type JsonValue } from '../../shared/json.js';
 import { applyPatch, type Patch } from '../../state/patch.js';
 import type { PolicyTask } from '../../run/policy.js';
+import { readChatTurns, type ChatTurn } from '../../llm/chat-turns.js';
 import { BENCHMARK_DEFAULTS } from '../../shared/defaults.js';
 
 /** How a task's episode is judged a success: its final state matches the gold one, its reward reaches a value, or a module decides. */
@@ -36,11 +37,13 @@ export interface BenchmarkTask {
   readonly success: SuccessCriterion;
   /** What a module check reads beside the gold actions: the task's own scoring data (τ²-bench's evaluation criteria). */
   readonly criteria?: JsonValue;
+  /** The conversation before the episode starts, in OpenAI's chat shape (τ²-bench's `message_history`): the agent goes on from it. */
+  readonly history?: readonly ChatTurn[];
 }
 
 /** The task as its episode's policy sees it (`obs.task`). */
 export function policyTask(task: BenchmarkTask): PolicyTask {
-  return { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}) };
+  return { id: task.id, instruction: task.instruction, ...(task.userId ? { user_id: task.userId } : {}), ...(task.history ? { history: task.history } : {}) };
 }
 
 /** A benchmark suite loaded from its folder: its name, folder, env folder, split and tasks. */
@@ -160,6 +163,7 @@ function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: s
     }
   }
   const success = criterion(raw['success'], root, fail);
+  const history = raw['history'] === undefined ? undefined : readChatTurns(raw['history'], '/history', fail);
   if (!ok || !success) return undefined;
   return {
     id: raw['id'] as string,
@@ -171,6 +175,7 @@ function parseTask(raw: unknown, base: JsonValue, root: string, bad: (pointer: s
     outputs: outputs as string[],
     success,
     ...(raw['criteria'] !== undefined ? { criteria: raw['criteria'] as JsonValue } : {}),
+    ...(history && history.length > 0 ? { history } : {}),
   };
 }
 
