@@ -6,20 +6,22 @@
  * per split of split_tasks.json, each task with its start (initial_patch: τ²'s `set_state` of the
  * task, run by the port), its gold actions, what the agent must say, and τ²'s evaluation criteria.
  *
- *     npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>]
+ *     npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>] [--out <folder>]
  *
  * <DBs as JSON> is scripts/tau2-bench-oracle.py <folder> <domain> --db: the DBs as τ² loads them (every
  * field, defaults filled in), needed where τ²'s files are TOML (telecom); else <domain>/db.json (and
  * user_db.json) are read.
  *
  * Needs the domain's tau2-schemas.json (scripts/tau2-bench-oracle.py <folder> <domain> --schemas)
- * and its tools.ts. Run scripts/tau2-bench-oracle.py for tasks/base.expected.jsonl.
+ * and its tools.ts. Run scripts/tau2-bench-oracle.py for tasks/base.expected.jsonl. A task whose
+ * start τ² could not set (an initialization action naming a function its toolkit lacks, data for a
+ * side that has no DB) is named with the reason, and nothing is written.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { JsonObject, JsonValue } from '../src/index.js';
-import type { Tau2Domain, Tau2Schemas, Tau2State } from '../fixtures/tau2-bench/core/domain.js';
+import { PyError, type Tau2Domain, type Tau2Schemas, type Tau2State } from '../fixtures/tau2-bench/core/domain.js';
 import { agentHistory, taskInitialState, type EvaluationCriteria, type InitialState } from '../fixtures/tau2-bench/core/tasks.js';
 
 interface Tau2Task {
@@ -67,16 +69,20 @@ export function integerKeyOrders(text: string): string[][] {
 }
 
 async function main(): Promise<void> {
-  const [folder, domainName, dbsFile] = process.argv.slice(2);
-  if (!folder || !domainName) throw new Error('usage: npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>]');
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--out');
+  const outArg = at >= 0 ? args.splice(at, 2)[1] : undefined;
+  const [folder, domainName, dbsFile] = args;
+  if (!folder || !domainName || (at >= 0 && !outArg)) throw new Error('usage: npx tsx scripts/tau2-bench-import.ts <tau2-bench folder> <domain> [<DBs as JSON>] [--out <folder>]');
   const src = path.resolve(folder, domainName);
-  const out = path.resolve(import.meta.dirname, '..', 'fixtures', 'tau2-bench', domainName);
+  // The port (its schemas and tools) is read from the fixtures; what is generated goes to --out, by default beside it.
+  const port = path.resolve(import.meta.dirname, '..', 'fixtures', 'tau2-bench', domainName);
+  const out = outArg ? path.resolve(outArg) : port;
   const read = async <T>(file: string): Promise<T> => JSON.parse(await readFile(file, 'utf8')) as T;
-  const schemas = await read<Tau2Schemas>(path.join(out, 'tau2-schemas.json'));
-  const { domain } = (await import(path.join(out, 'tools.ts'))) as { domain: Tau2Domain };
+  const schemas = await read<Tau2Schemas>(path.join(port, 'tau2-schemas.json'));
+  const { domain } = (await import(path.join(port, 'tools.ts'))) as { domain: Tau2Domain };
   const dbText = await readFile(dbsFile ?? path.join(src, 'db.json'), 'utf8');
   const orders = integerKeyOrders(dbText);
-  if (orders.length > 0) await writeFile(path.join(out, 'key_order.json'), `${JSON.stringify(orders)}\n`);
   const base: Tau2State = dbsFile
     ? (JSON.parse(dbText) as Tau2State)
     : { db: JSON.parse(dbText) as JsonObject, ...(schemas.user_db ? { user_db: await read<JsonObject>(path.join(src, 'user_db.json')) } : {}) };
@@ -111,8 +117,16 @@ async function main(): Promise<void> {
   }
   const splits = await read<Record<string, string[]>>(path.join(src, 'split_tasks.json'));
   const lines = new Map<string, string>();
+  const problems: string[] = [];
   for (const task of tasks) {
-    const start = taskInitialState(domain, base, task.initial_state);
+    let start: Tau2State;
+    try {
+      start = taskInitialState(domain, base, task.initial_state);
+    } catch (err) {
+      if (!(err instanceof PyError)) throw err;
+      problems.push(`task '${task.id}': τ² cannot set its initial state: ${err.message}`);
+      continue;
+    }
     const criteria = task.evaluation_criteria ?? null;
     const patch = (['db', 'user_db', 'shared_db'] as const).flatMap((k) => {
       const before = base[k] as JsonValue | undefined;
@@ -132,6 +146,12 @@ async function main(): Promise<void> {
     };
     lines.set(task.id, JSON.stringify(line));
   }
+  if (problems.length > 0) {
+    process.stderr.write(`${problems.join('\n')}\nnothing was written: fix the task data (or the port's functions) and import again\n`);
+    process.exitCode = 1;
+    return;
+  }
+  if (orders.length > 0) await writeFile(path.join(out, 'key_order.json'), `${JSON.stringify(orders)}\n`);
   await mkdir(path.join(out, 'tasks'), { recursive: true });
   for (const [split, ids] of Object.entries(splits)) {
     const missing = ids.filter((id) => !lines.has(id));

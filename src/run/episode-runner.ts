@@ -113,6 +113,8 @@ export interface EpisodeControl {
   readonly episode: number;
   readonly initialStateId: string;
   readonly maxSteps: number;
+  /** The env has a user's side (actions of `"actor": "user"`): a driver offers its client those too. */
+  readonly twoSided: boolean;
   /** Steps committed so far. */
   steps(): number;
   /** Dispatch an action (the actions enabled now go into its trajectory record); returns its trace id. */
@@ -219,13 +221,14 @@ export class EpisodeRunner {
       let redo = continued?.redo;
       if (continued?.done) reason = 'done';
       else if (driver?.drive) {
-        const offeredNow = (): string[] => agent.availableActions().map((a) => a.name);
+        const offeredNow = (): string[] => [...agent.availableActions(), ...(this.#twoSided ? agent.availableActions('user') : [])].map((a) => a.name);
         const end = await driver.drive(
           {
             agent,
             episode: index,
             initialStateId,
             maxSteps: this.#o.maxSteps,
+            twoSided: this.#twoSided,
             steps: () => counts.steps,
             dispatch: (action) => this.#record(agent.dispatch(action), offeredNow()),
             committed: (s) => hooks.committed?.(s) ?? Promise.resolve(),

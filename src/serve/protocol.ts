@@ -6,7 +6,8 @@
  *   step's info sit beside `reward` (OpenEnv's client ignores keys it does not know).
  * - `state` is OpenEnv's (`episode_id`, `step_count`) plus the env's state and its seq.
  * - An action is `{"name", "params"}`, or an OpenAI tool call (`{"type": "function", "function":
- *   {"name", "arguments"}}`, arguments as an object or a JSON string).
+ *   {"name", "arguments"}}`, arguments as an object or a JSON string); either with `"actor": "user"`
+ *   for the user's side of an env that has one (its actions are listed as `user_actions`).
  */
 import type { AvailableAction, StepResult } from '../env/agent-instance.js';
 import type { ErrorInfo, RewardEntry } from '../events/env-events.js';
@@ -21,6 +22,8 @@ export interface ServedObservation {
   /** The tool's observation (null on reset, and for a failed step). */
   readonly observation: JsonValue;
   readonly actions: readonly OpenAiTool[];
+  /** In an env with two sides (τ²-bench telecom): the user's actions enabled now, which a client playing the user sends with `"actor": "user"`. */
+  readonly user_actions?: readonly OpenAiTool[];
   readonly episode_id: string;
   /** The step's trace (null on reset). */
   readonly trace_id: string | null;
@@ -55,6 +58,9 @@ export function parseAction(raw: unknown, pointer = ''): Action {
     throw new AgentError('PARAMS_INVALID', `${pointer}${field} ${want}`, { hint: 'Send an action as {"name": "<action>", "params": {…}} or an OpenAI tool call {"type": "function", "function": {"name", "arguments"}}.' });
   };
   if (!isPlainObject(raw)) return bad('', 'must be an object');
+  const actor = raw['actor'];
+  if (actor !== undefined && actor !== null && actor !== 'agent' && actor !== 'user') return bad('/actor', 'must be "agent" (the default) or "user"');
+  const side = actor === 'user' ? { actor: 'user' as const } : {};
   if (isPlainObject(raw['function'])) {
     const fn = raw['function'];
     if (typeof fn['name'] !== 'string') return bad('/function/name', 'must be a string');
@@ -67,12 +73,12 @@ export function parseAction(raw: unknown, pointer = ''): Action {
       }
     }
     if (!isPlainObject(args)) return bad('/function/arguments', 'must be an object (or a JSON string of one)');
-    return { name: fn['name'], params: args as JsonObject };
+    return { name: fn['name'], params: args as JsonObject, ...side };
   }
   if (typeof raw['name'] !== 'string') return bad('/name', 'must be a string');
   const params = raw['params'] ?? {};
   if (!isPlainObject(params)) return bad('/params', 'must be an object');
-  return { name: raw['name'], params: params as JsonObject };
+  return { name: raw['name'], params: params as JsonObject, ...side };
 }
 
 /** A step result as OpenEnv's envelope. */

@@ -108,6 +108,29 @@ describe('agent serve', () => {
     await bad.close();
   });
 
+  it('serves both sides of an env that has two (τ²-bench telecom): the user\'s actions listed apart and sent with "actor": "user", recorded as the user\'s', async () => {
+    const suite = 'fixtures/tau2-bench/telecom';
+    const task = (await lines(path.join(suite, 'tasks', 'small.jsonl')))[0] as unknown as { id: string; actions: { name: string; params: JsonObject; actor?: 'user' }[] };
+    const served = await serve('tau2-bench/telecom', { split: 'small' });
+    const c = await client(served.url);
+    const reset = await c.ask({ type: 'reset', data: { task_id: task.id } });
+    const names = (key: string): string[] => ((reset.data['observation'] as JsonObject)[key] as { function: { name: string } }[]).map((t) => t.function.name);
+    expect(names('actions')).toContain('refuel_data');
+    expect(names('actions')).not.toContain('toggle_airplane_mode');
+    expect(names('user_actions')).toContain('toggle_airplane_mode');
+    expect(names('user_actions')).not.toContain('refuel_data');
+    const userAction = task.actions.find((a) => a.actor === 'user') as { name: string; params: JsonObject };
+    expect(await c.ask({ type: 'step', data: { name: userAction.name, params: userAction.params } })).toMatchObject({ type: 'error', data: { code: 'ACTION_WRONG_ACTOR' } });
+    expect(await c.ask({ type: 'step', data: { ...userAction, actor: 'someone' } })).toMatchObject({ type: 'error', data: { code: 'PARAMS_INVALID', message: expect.stringMatching(/^\/data\/actor must be "agent" \(the default\) or "user"/) } });
+    for (const a of task.actions) expect(await c.ask({ type: 'step', data: a })).toMatchObject({ data: { info: { status: 'resolved' } } });
+    const state = (await c.ask({ type: 'state' })).data['state'] as JsonObject;
+    expect(Object.keys(state)).toEqual(expect.arrayContaining(['db', 'user_db']));
+    await c.close();
+    await served.stop();
+    const steps = await lines(path.join(served.dir, 'trajectories.jsonl'));
+    expect(steps.map((s) => [s['action'], s['actor'] ?? 'agent'])).toEqual(task.actions.map((a) => [a.name, a.actor ?? 'agent']));
+  });
+
   it('records every served episode in the run folder: a client that leaves truncates its episode; the step limit comes back done and truncated', async () => {
     const served = await serve('fixtures/weather', { maxSteps: 2 });
     const a = await client(served.url);

@@ -192,7 +192,12 @@ async function loadServed(spec: string, split: string, seed: number): Promise<Se
 
 /** GET /schema: an action is one of the env's actions with its parameters; the observation our envelope; the state the env's. */
 function schemaOf(def: EnvDefinition): JsonObject {
-  const actions = [...def.actions.values()].map((a) => ({ type: 'object', required: ['name'], properties: { name: { const: a.name }, params: a.parameters as JsonValue }, ...(a.description ? { description: a.description } : {}) }));
+  // The user's actions (an env with two sides) are sent with "actor": "user", which they require.
+  const actions = [...def.actions.values()].map((a) => {
+    const user = a.actor === 'user';
+    return { type: 'object', required: user ? ['name', 'actor'] : ['name'], properties: { name: { const: a.name }, params: a.parameters as JsonValue, ...(user ? { actor: { const: 'user' } } : {}) }, ...(a.description ? { description: a.description } : {}) };
+  });
+  const twoSided = [...def.actions.values()].some((a) => a.actor === 'user');
   return {
     action: { oneOf: actions },
     observation: {
@@ -200,6 +205,7 @@ function schemaOf(def: EnvDefinition): JsonObject {
       properties: {
         observation: { description: "The tool's observation (null on reset and for a failed step)." },
         actions: { type: 'array', description: 'The actions enabled now, in OpenAI tool format.' },
+        ...(twoSided ? { user_actions: { type: 'array', description: 'The user\'s actions enabled now (sent with "actor": "user"), in OpenAI tool format.' } } : {}),
         episode_id: { type: 'string' },
         trace_id: { type: ['string', 'null'] },
         step: { type: 'integer' },

@@ -11,7 +11,7 @@ async function episode(committed: (signal: AbortSignal) => Promise<void>): Promi
   const agent = env.createInstance({ id: 'ep-0' });
   await agent.reset(env.definition.initialStates[0] as JsonValue);
   const served = new ServedEpisode(0, { episodeId: 'ep-test' });
-  const control: EpisodeControl = { agent, episode: 0, initialStateId: 'initial-0', maxSteps: 10, steps: () => 0, dispatch: (action) => agent.dispatch(action), committed, reportLlmCall: () => undefined };
+  const control: EpisodeControl = { agent, episode: 0, initialStateId: 'initial-0', maxSteps: 10, twoSided: false, steps: () => 0, dispatch: (action) => agent.dispatch(action), committed, reportLlmCall: () => undefined };
   void served.drive(control, new AbortController().signal);
   return { served, [Symbol.asyncDispose]: () => env[Symbol.asyncDispose]() };
 }

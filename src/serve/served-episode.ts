@@ -138,9 +138,10 @@ export class ServedEpisode implements EpisodeDriver {
   }
 
   #base(): Omit<ServedObservation, 'observation' | 'trace_id' | 'error'> {
-    const { agent } = this.#started();
+    const { agent, twoSided } = this.#started();
     return {
       actions: this.done ? [] : openAiTools(agent.availableActions()),
+      ...(twoSided ? { user_actions: this.done ? [] : openAiTools(agent.availableActions('user')) } : {}),
       episode_id: this.id,
       step: this.#settled,
       ...(this.task ? { task_id: this.task.id, instruction: this.task.instruction } : {}),

@@ -2,8 +2,9 @@
 
 Accepted: ``"get_weather", {"city": …}`` (a name and params), a ``(name, params)`` tuple,
 ``{"name", "params"}``, or an OpenAI tool call ``{"type": "function", "function": {"name",
-"arguments"}}`` (arguments as an object or a JSON string). Anything else is an
-:class:`InvalidAction` naming the part that is wrong, raised before anything is sent.
+"arguments"}}`` (arguments as an object or a JSON string); a mapping may carry ``"actor": "user"``
+for the user's side of an env that has two (its actions are ``StepResult.user_actions``). Anything
+else is an :class:`InvalidAction` naming the part that is wrong, raised before anything is sent.
 """
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ def to_wire(action: Action, params: Optional[Mapping[str, Any]] = None) -> Dict[
             raise _bad("", "as a tuple must be (name, params)")
         return {"name": action[0], "params": _params(action[1], "/1")}
     if isinstance(action, Mapping):
+        actor = action.get("actor")
+        if actor not in (None, "agent", "user"):
+            raise _bad("/actor", 'must be "agent" (the default) or "user"')
         fn = action.get("function")
         if isinstance(fn, Mapping):
             if not isinstance(fn.get("name"), str):
@@ -46,5 +50,6 @@ def to_wire(action: Action, params: Optional[Mapping[str, Any]] = None) -> Dict[
             return dict(action)
         if not isinstance(action.get("name"), str):
             raise _bad("/name", "must be a string")
-        return {"name": action["name"], "params": _params(action.get("params"), "/params")}
+        wire = {"name": action["name"], "params": _params(action.get("params"), "/params")}
+        return {**wire, "actor": "user"} if actor == "user" else wire
     raise _bad("", f"cannot be a {type(action).__name__}")

@@ -66,11 +66,17 @@ class StepResult(Generic[ObsT]):
     error: Optional[Dict[str, Any]] = None
     instruction: Optional[str] = None
     task_id: Optional[str] = None
+    #: In an env with two sides (τ²-bench telecom): the user's actions enabled now, sent with ``"actor": "user"``.
+    user_actions: List[Dict[str, Any]] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def action_names(self) -> List[str]:
         return [str(a.get("function", {}).get("name", "")) for a in self.actions]
+
+    @property
+    def user_action_names(self) -> List[str]:
+        return [str(a.get("function", {}).get("name", "")) for a in self.user_actions]
 
     @staticmethod
     def parse(d: Any) -> StepResult[Any]:
@@ -78,8 +84,10 @@ class StepResult(Generic[ObsT]):
         obs = _object(o.get("observation") or {}, "a step result's observation")
         info = _object(o.get("info") or {}, "a step result's info")
         actions = obs.get("actions", [])
-        if not isinstance(actions, list) or not all(isinstance(a, dict) for a in actions):
-            raise ProtocolError(f"a step result's actions are not a list of tools: {actions!r:.200}", "PROTOCOL")
+        user_actions = obs.get("user_actions", [])
+        for tools in (actions, user_actions):
+            if not isinstance(tools, list) or not all(isinstance(a, dict) for a in tools):
+                raise ProtocolError(f"a step result's actions are not a list of tools: {tools!r:.200}", "PROTOCOL")
         rewards = _object(o.get("rewards") or {}, "a step result's rewards")
         error = obs.get("error")
         return StepResult(
@@ -96,6 +104,7 @@ class StepResult(Generic[ObsT]):
             error=error if isinstance(error, dict) else None,
             instruction=_str(obs.get("instruction")),
             task_id=_str(obs.get("task_id")),
+            user_actions=list(user_actions),
             raw=o,
         )
 

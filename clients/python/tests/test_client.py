@@ -10,7 +10,7 @@ import pytest
 
 from agentic_rl import Env, EpisodeExists, EpisodeOver, GymEnv, InvalidAction, SyncEnv, UnknownEpisode
 
-from .conftest import tasks
+from .conftest import REPO, tasks
 
 
 async def test_reset_step_state_and_time_travel(weather) -> None:
@@ -121,6 +121,25 @@ async def test_tau_bench_tasks_by_id_with_their_gold_actions(airline) -> None:
                 assert s.status == "resolved", s.error
             state = await env.state()
             assert state.step_count == len(task["actions"])
+
+
+async def test_both_sides_of_a_tau2_telecom_task(tmp_path) -> None:
+    from .conftest import Served
+
+    served = Served("tau2-bench/telecom", tmp_path, "--split", "small")
+    try:
+        task = json.loads((REPO / "fixtures" / "tau2-bench" / "telecom" / "tasks" / "small.jsonl").read_text().splitlines()[0])
+        async with Env(served.url) as env:
+            r = await env.reset(task_id=task["id"])
+            assert "toggle_airplane_mode" in r.user_action_names and "toggle_airplane_mode" not in r.action_names
+            for action in task["actions"]:
+                s = await env.step(action)
+                assert s.status == "resolved", s.error
+            assert {"db", "user_db"} <= set((await env.state()).state)
+    finally:
+        served.stop()
+    steps = [json.loads(line) for line in (served.dir / "trajectories.jsonl").read_text().splitlines()]
+    assert [s.get("actor", "agent") for s in steps] == [a.get("actor", "agent") for a in task["actions"]]
 
 
 def test_served_episodes_are_in_the_run_folder(tmp_path) -> None:

@@ -18,6 +18,8 @@ def test_every_action_form_has_one_wire_form() -> None:
     assert to_wire("get_weather") == {"name": "get_weather", "params": {}}
     call = {"type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     assert to_wire(call) == call
+    assert to_wire({"name": "toggle_data", "actor": "user"}) == {"name": "toggle_data", "params": {}, "actor": "user"}
+    assert to_wire({"name": "get_weather", "params": {"city": "Paris"}, "actor": "agent"}) == wire
 
 
 @pytest.mark.parametrize(
@@ -32,6 +34,7 @@ def test_every_action_form_has_one_wire_form() -> None:
         ("get_weather", "Paris", "/params"),
         ({"name": "get_weather"}, {"city": "Paris"}, ""),
         (42, None, ""),
+        ({"name": "toggle_data", "actor": "phone"}, None, "/actor"),
     ],
 )
 def test_a_malformed_action_is_invalid_action_naming_the_part(action: Any, params: Any, pointer: str) -> None:
