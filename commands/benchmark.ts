@@ -174,13 +174,25 @@ function render(r: BenchmarkReport, c: BaselineComparison | undefined, format: F
   }
 }
 
-/** Components a check could not score (τ²'s NL assertions without --judge), left out of success: said, with how many tasks they concern; and the judge's cost. */
-function notScoredLines(r: BenchmarkReport): string[] {
+/**
+ * A module check's components (τ²'s DB, ENV_ASSERTION, …): how many of the trials scored on each
+ * passed it; those it could not score (NL assertions without --judge), left out of success, with
+ * how many tasks they concern; and the judge's cost.
+ */
+function componentLines(r: BenchmarkReport): string[] {
+  const passed = new Map<string, { ok: number; of: number }>();
   const tasks = new Map<string, Set<string>>();
   for (const t of r.tasks) {
-    for (const c of t.trials.flatMap((x) => x.not_scored ?? [])) tasks.set(c, (tasks.get(c) ?? new Set<string>()).add(t.id));
+    for (const x of t.trials) {
+      for (const [c, v] of Object.entries(x.components ?? {})) {
+        const n = passed.get(c) ?? { ok: 0, of: 0 };
+        passed.set(c, { ok: n.ok + (v === 1 ? 1 : 0), of: n.of + 1 });
+      }
+      for (const c of x.not_scored ?? []) tasks.set(c, (tasks.get(c) ?? new Set<string>()).add(t.id));
+    }
   }
-  const lines = [...tasks].map(([c, ids]) => `  not scored     ${c} in ${ids.size} of ${r.tasks.length} tasks (left out of success${c === 'NL_ASSERTION' && !r.judge ? '; --judge llm:<model> scores it' : ''})`);
+  const lines = passed.size > 0 ? [`  components     ${[...passed].map(([c, n]) => `${c} ${n.ok}/${n.of}`).join(', ')} trials passed`] : [];
+  lines.push(...[...tasks].map(([c, ids]) => `  not scored     ${c} in ${ids.size} of ${r.tasks.length} tasks (left out of success${c === 'NL_ASSERTION' && !r.judge ? '; --judge llm:<model> scores it' : ''})`));
   if (r.judge) lines.push(`  judge          ${r.judge.model}: ${r.judge.calls} calls, ${r.judge.input_tokens + r.judge.output_tokens} tokens`);
   return lines;
 }
@@ -190,7 +202,7 @@ function text(r: BenchmarkReport, c: BaselineComparison | undefined): string {
   const lines = [
     `benchmark ${r.suite} (${r.split}), policy ${r.policy}: ${r.tasks.length} tasks × ${r.trials} trial${r.trials === 1 ? '' : 's'} in ${(r.duration_ms / 1000).toFixed(1)} s`,
     `  success        ${successCount(r)} = ${pct(m.success_rate.value)}  (95% CI ${pct(m.success_rate.ci_low)} – ${pct(m.success_rate.ci_high)}; an agent that changes nothing scores ${pct(m.do_nothing_floor)})`,
-    ...notScoredLines(r),
+    ...componentLines(r),
     `  pass^k         ${Object.entries(m.pass_hat_k).map(([k, v]) => `k=${k}: ${v.toFixed(3)}`).join('  ')}`,
     `  reward         ${m.reward.value.toFixed(3)} per episode (95% CI ${m.reward.ci_low.toFixed(3)} – ${m.reward.ci_high.toFixed(3)})`,
     `  steps          ${m.steps_per_episode.value.toFixed(2)} per episode`,
