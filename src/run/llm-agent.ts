@@ -355,6 +355,8 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
         if (options.gold) {
           const action = await options.gold(obs, ctx);
           if (action === null) return null;
+          // The user's own gold step (τ²'s telecom): made as the user's, never a turn of the agent model.
+          if (action.actor === 'user') return action;
           gold = action.name === 'respond' ? { text: String(action.params?.['content'] ?? '') } : { calls: [{ name: action.name, arguments: action.params ?? {} }] };
         }
         const res = await agentTurn(obs.episode, request, report && ((call) => report('policy', call)), gold);
