@@ -20,6 +20,7 @@ import { registerMcpServe } from './mcp-serve.js';
 import { registerWorker } from './worker.js';
 import { registerServe } from './serve.js';
 import { registerSandbox } from './sandbox.js';
+import { registerDocs } from './docs.js';
 
 export type { Io } from './io.js';
 
@@ -64,6 +65,7 @@ export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   registerWorker(program, io);
   registerServe(program, io);
   registerSandbox(program, io);
+  registerDocs(program, io);
   return program;
 }
 

@@ -32,7 +32,7 @@ export function registerMcpServe(program: Command, io: Io): void {
     .option('--tool-option <key=value>', 'option passed to the tools module (repeatable)', toolOption, {})
     .addHelpText(
       'after',
-      '\nAn MCP client starts it, e.g. in its configuration:\n  {"command": "npx", "args": ["agent", "mcp-serve", "fixtures/weather"]}\n\nThe run folder (runs/<id>) is named on stderr; `agent debug runs/<id>` follows it.',
+      '\nAn MCP client starts it outside any project: name the command and the env by their paths, e.g.\n  {"command": "/home/me/my-project/node_modules/.bin/agent", "args": ["mcp-serve", "/home/me/my-project/fixtures/weather"]}\n\nThe run folder (runs/<id>) is named on stderr; `agent debug runs/<id>` follows it.',
     )
     .action(async (envDir: string, flags: Flags) => {
       const { serveEnvOverStdio } = await core();

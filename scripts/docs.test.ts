@@ -71,7 +71,7 @@ for (const [file, text] of pages) {
   }
 }
 const tsBlocks = blocks.filter((b) => b.lang === 'ts' && b.body.includes("from 'agentic-rl-toolkit"));
-const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^npx (agent|agentic-rl-toolkit) /m.test(b.body));
+const shBlocks = blocks.filter((b) => b.lang === 'sh' && /^(npx )?(agent|agentic-rl-toolkit) /m.test(b.body));
 const transcripts = blocks.filter((b) => b.lang === '' && b.body.startsWith('$ agent '));
 const usages = blocks.filter((b) => b.lang === '' && /^agent [a-z-]+ /.test(b.body));
 
@@ -94,9 +94,9 @@ describe('the README and the docs', () => {
     expect(Object.keys(schema('export-record').properties).filter((f) => !exportSection.includes(f))).toEqual([]);
   });
 
-  it('marks as `shell` (not run) only blocks that start a server, which stays up until stopped', () => {
+  it('marks as `shell` (not run) only blocks that start a server, which stays up until stopped, or need a model server', () => {
     const servers = blocks.filter((b) => b.lang === 'shell');
-    for (const b of servers) expect(b.body, `${b.file}:${b.line}`).toMatch(/agent (serve|worker|mcp-serve|run .*--port)\b|^vllm serve |tiny_vllm_server\.py/m);
+    for (const b of servers) expect(b.body, `${b.file}:${b.line}`).toMatch(/agent (serve|worker|mcp-serve|run .*--port)\b|^vllm serve |tiny_vllm_server\.py|--llm-base-url http/m);
   });
 
   it('TypeScript blocks type-check against the package (strict)', async () => {
@@ -134,8 +134,8 @@ describe('the README and the docs', () => {
     const before = pageTurns.get(block.file) ?? readersCheckout();
     const turn = before.then(async (cwd) => {
       const home = await tmp.dir('readme-home-');
-      // `npx agent` and `npx agentic-rl-toolkit` are this checkout's CLI; npm lines (install, test) are what CI itself does.
-      const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nnpm() { :; }\n`;
+      // `npx agent` and `npx agentic-rl-toolkit` (and a bare `agent`, installed with npm i -g) are this checkout's CLI; npm lines (install, test) are what CI itself does.
+      const shim = `npx() { [ "$1" = agent ] || [ "$1" = agentic-rl-toolkit ] || return 2; shift; node ${JSON.stringify(path.join(ROOT, 'bin/agent.js'))} "$@" || { c=$?; [ $c -le 1 ] || { echo "exit $c: agent $*" >&2; return $c; }; }; }\nagent() { npx agent "$@"; }\nnpm() { :; }\n`;
       const out = await promisify(execFile)('bash', ['-e', '-c', shim + block.body], { cwd, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 });
       expect(out.stderr).not.toMatch(/internal error|exit \d+: agent/);
       return cwd;

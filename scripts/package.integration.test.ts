@@ -99,13 +99,14 @@ afterAll(() => tmp.cleanup());
 describe('the tarball', () => {
   it('ships built code, types, schemas and the quick-start fixtures, and no tests or real-world data', () => {
     const files = packed.files.map((f) => f.path);
-    expect(packed.size).toBeLessThan(3 * 1024 * 1024);
+    // τ²-bench's and τ-bench's databases, the built code with its source maps, and the docs with their screenshots.
+    expect(packed.size).toBeLessThan(4 * 1024 * 1024);
     const pkg = JSON.parse(JSON.stringify(packed)) as unknown;
     expect(pkg).toBeTruthy();
-    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/reference/records.md', 'CHANGELOG.md', 'clients/python/pyproject.toml', 'clients/python/agentic_rl/client.py', 'examples/python/reinforce.py', 'examples/python/grpo_tools.py', 'examples/python/tiny_vllm_server.py', 'examples/agents/openai-tools.mjs', 'examples/agents/openai_tools.py', 'fixtures/lookup/tools.ts', 'fixtures/lookup/tasks/train.jsonl', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
+    for (const must of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/index.js.map', 'dist/src/ui/index.js', 'dist/commands/main.js', 'dist/bin/agent.js', 'dist/web/console.js', 'dist/web/console.css', 'bin/agent.js', 'schemas/env-manifest.schema.json', 'docs/reference/records.md', 'docs/guide/getting-started.md', 'docs/how-to/benchmark.md', 'docs/web-console/overview.png', 'CHANGELOG.md', 'clients/python/pyproject.toml', 'clients/python/agentic_rl/client.py', 'examples/python/reinforce.py', 'examples/python/grpo_tools.py', 'examples/python/tiny_vllm_server.py', 'examples/agents/openai-tools.mjs', 'examples/agents/openai_tools.py', 'fixtures/lookup/tools.ts', 'fixtures/lookup/tasks/train.jsonl', 'fixtures/weather/tools.ts', 'fixtures/tau-bench/retail/tools.ts', 'fixtures/tau-bench/common.ts', 'fixtures/tau-bench/LICENSE']) {
       expect(files).toContain(must);
     }
-    expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest/.test(f))).toEqual([]);
+    expect(files.filter((f) => /\.test\.tsx?$|(^|\/)\.ci\/|fixtures\/realworld|tsconfig|vitest|docs\/reference\/api\/|\.vitepress/.test(f))).toEqual([]);
   });
 
   it('passes publint and Are the Types Wrong?, but for the one CommonJS warning explained here', async () => {
@@ -143,12 +144,13 @@ describe('the installed package', () => {
     const home = await tmp.dir('readme-user-home-');
     const work = await tmp.dir('readme-user-');
     // `npm install agentic-rl-toolkit` installs the tarball (a copy of what beforeAll installed from it:
-    // installing once is enough to know it installs); npx runs what is installed where it runs,
-    // and `npx agentic-rl-toolkit` elsewhere what npx would fetch (the tarball's package); any other
-    // npx would fetch a stranger's package from the registry, which is the mistake this catches.
+    // installing once is enough to know it installs); npx runs what is installed where it runs, and
+    // anywhere else would fetch a stranger's package from the registry, which is the mistake this
+    // catches; a bare `agent` is the copy installed for the user (npm i -g).
     const shims = [
       `npm() { [ "$1 $2" = "install agentic-rl-toolkit" ] || { echo "README runs npm $*" >&2; return 2; }; [ -d node_modules/agentic-rl-toolkit ] || cp -a ${JSON.stringify(path.join(consumer, 'node_modules'))} ${JSON.stringify(path.join(consumer, 'package.json'))} .; }`,
-      `npx() { if [ -x "node_modules/.bin/$1" ]; then command npx --no-install "$@"; elif [ "$1" = agentic-rl-toolkit ]; then shift; node ${JSON.stringify(agentBin())} "$@"; else echo "npx $1 outside an installed folder fetches a stranger's package" >&2; return 2; fi; }`,
+      `npx() { if [ -x "node_modules/.bin/$1" ]; then command npx --no-install "$@"; else echo "npx $1 outside an installed folder fetches a stranger's package" >&2; return 2; fi; }`,
+      `agent() { node ${JSON.stringify(agentBin())} "$@"; }`,
     ].join('\n');
     for (const body of blocks) {
       const r = await run('bash', ['-e', '-c', `${shims}\n${body}`], { cwd: work, env: { ...process.env, HOME: home, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stderr: string; code: number }) => err);
@@ -288,7 +290,19 @@ describe('npx agent run with an env written anywhere', () => {
     }
   });
 
-  it('has a command named after the package (what `npx agentic-rl-toolkit` runs anywhere), beside agent', async () => {
+  it('has every page the README links, and reads them offline with agent docs', async () => {
+    const installed = path.join(consumer, 'node_modules', 'agentic-rl-toolkit');
+    const readme = await readFile(path.join(installed, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)].map((m) => m[1] as string).filter((l) => !/^[a-z]+:/.test(l));
+    expect(links.length).toBeGreaterThan(20);
+    expect(links.filter((l) => !existsSync(path.join(installed, l)))).toEqual([]);
+    const list = await node([agentBin(), 'docs'], outside);
+    expect(list.stdout).toMatch(/^ {2}how-to\/benchmark +`agent benchmark`$/m);
+    const page = await node([agentBin(), 'docs', 'getting-started'], outside);
+    expect(page.stdout).toBe(await readFile(path.join(installed, 'docs', 'guide', 'getting-started.md'), 'utf8'));
+  });
+
+  it('has a command named after the package, beside agent', async () => {
     const version = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     for (const bin of ['agentic-rl-toolkit', 'agent']) {
       const r = await node([path.join(consumer, 'node_modules', '.bin', bin), '--version'], consumer);
