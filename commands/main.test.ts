@@ -21,7 +21,7 @@ describe('agent', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('run [options] [env-dir]');
     const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
-    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve', 'sandbox']);
+    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve', 'sandbox', 'docs']);
   });
 
   it('shows duration defaults as the flags read them, and asks for a subcommand where one is missing', async () => {
@@ -198,7 +198,7 @@ describe('agent run --policy <module>', () => {
     const { code, stderr } = await agent(['run', 'fixtures/weather', '--episodes', '4', '--policy', 'fixtures/policies/ask-home-city.ts', '--out', out, '--tool-option', 'latency_scale=0']);
     expect(code).toBe(0);
     expect(stderr).toContain('policy fixtures/policies/ask-home-city.ts');
-    expect(stderr.match(/1 steps, reward -?[\d.]+, \S+ \(policy_stop\)/g)).toHaveLength(4);
+    expect(stderr.match(/1 steps, reward -?[\d.]+( \(\d+ pending\))?, \S+ \(policy_stop\)/g)).toHaveLength(4);
     const [runId] = await readdir(out);
     const lines = (await readFile(path.join(out, runId as string, 'trajectories.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { params: { city: string }; episode: number });
     expect(lines.map((l) => l.params.city).sort()).toEqual(['上海', '北京', '杭州', '深圳']);

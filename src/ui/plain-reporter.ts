@@ -9,6 +9,7 @@ import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
+import { EpisodeReturns, returnText } from '../run/episode-returns.js';
 
 export interface PlainReporterOptions {
   /** Progress: the run's header, each episode's line, a progress line every `intervalMs`. */
@@ -35,7 +36,9 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
     );
   }, intervalMs);
   timer.unref();
+  const returns = new EpisodeReturns();
   const off = run.events.onAny((e) => {
+    returns.take(e);
     switch (e.type) {
       case 'run_started':
         out.write(`run ${e.run_id}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.max_steps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
@@ -52,8 +55,9 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
       case 'episode_finished': {
         const done = run.progress().episodes_done;
         out.write(
-          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${formatNumber(e.reward)}, ${formatDuration(e.duration_ms)} (${e.reason}${e.error ? `: ${oneLine(e.error.message)}` : ''})\n`,
+          `[${String(done).padStart(width)}/${total}] episode ${e.episode}: ${e.steps} steps, reward ${returnText(returns.of(e.episode), (n) => formatNumber(n))}, ${formatDuration(e.duration_ms)} (${e.reason}${e.error ? `: ${oneLine(e.error.message)}` : ''})\n`,
         );
+        returns.forget(e.episode);
         break;
       }
       default: {

@@ -78,8 +78,14 @@ describe('LiveRunView', () => {
     const { lastFrame, unmount } = render(<LiveRunView source={source} />);
     expect(lastFrame()).toContain('0/20 episodes');
     current = progress({ episodes_done: 1, pending: [] });
-    events.emit({ type: 'episode_finished', time: 1, instance_id: 'ep-0', episode: 0, steps: 10, reward: 3021.4, reason: 'max_steps', duration_ms: 1200 });
-    await vi.waitFor(() => expect(lastFrame()).toContain('✓ episode 0: 10 steps, reward 3021.4, 1.2s (max_steps)'));
+    // The episode's return: its steps' rewards, a delayed value that landed before it ended included, one still pending said.
+    const settled = { type: 'trace_settled', time: 1, instance_id: 'ep-0', episode: 0, action: 'a', params: {}, seq_before: 0, status: 'resolved', done: false, seq: 1, duration_ms: 1 } as const;
+    const pending = { status: 'pending', value: null, arrived_at: null, delay_ms: null } as const;
+    events.emit({ ...settled, trace_id: 'ep-0:1', step: 1, reward: 3000, rewards: { judge: pending } });
+    events.emit({ ...settled, trace_id: 'ep-0:2', step: 2, reward: 20, rewards: { judge: pending } });
+    events.emit({ type: 'reward_arrived', time: 1, instance_id: 'ep-0', trace_id: 'ep-0:1', episode: 0, step: 1, source: 'judge', value: 1.4, key: 'judge', delay_ms: 5, reward: 3001.4 });
+    events.emit({ type: 'episode_finished', time: 1, instance_id: 'ep-0', episode: 0, steps: 10, reward: 3020, reason: 'max_steps', duration_ms: 1200 });
+    await vi.waitFor(() => expect(lastFrame()).toContain('✓ episode 0: 10 steps, reward 3021.4 (1 pending), 1.2s (max_steps)'));
     expect(lastFrame()).toContain('1/20 episodes');
     events.emit({ type: 'loop_blocked', time: 2, instance_id: 'ep-1', trace_id: 'ep-1:1', tool: 'crunch', blocked_ms: 180 });
     await vi.waitFor(() => expect(lastFrame()).toContain("tool 'crunch' blocked the event loop for 180ms"));

@@ -6,6 +6,7 @@ import { bar, formatDuration, formatNumber } from './format.js';
 import { noWorkers } from './plain-reporter.js';
 import type { RunSource } from './run-source.js';
 import { useRunView, type EpisodeRow } from './use-run-view.js';
+import { returnText } from '../run/episode-returns.js';
 
 const MAX_PENDING_ROWS = 8;
 
@@ -13,7 +14,7 @@ export function EpisodeLine({ row }: { readonly row: EpisodeRow }) {
   const ok = row.reason !== 'policy_error' && row.reason !== 'interrupted';
   return (
     <Text>
-      <Text color={ok ? 'green' : 'red'}>{ok ? '✓' : '✗'}</Text> episode {row.episode}: {row.steps} steps, reward {formatNumber(row.reward)}, {formatDuration(row.durationMs)}{' '}
+      <Text color={ok ? 'green' : 'red'}>{ok ? '✓' : '✗'}</Text> episode {row.episode}: {row.steps} steps, reward {returnText({ value: row.reward, pending: row.pending }, (n) => formatNumber(n))}, {formatDuration(row.durationMs)}{' '}
       <Text dimColor>({row.reason}{row.error ? `: ${row.error}` : ''})</Text>
     </Text>
   );

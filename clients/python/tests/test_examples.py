@@ -100,7 +100,8 @@ def test_the_documented_loop_runs_as_written(tmp_path_factory: pytest.TempPathFa
         model_url = model.stdout.readline().split()[1]
         # As the page says: the serve process is told its inference server when it starts.
         served = Served("fixtures/lookup", tmp_path_factory.mktemp("runs"), "--split", "train,test", "--llm-base-url", f"{model_url}/v1")
-        code = code.replace("http://127.0.0.1:8001", model_url).replace("http://127.0.0.1:8000", served.url).replace(", 10, 8", ", 1, 2")
+        # In this checkout the examples are not under node_modules.
+        code = code.replace("node_modules/agentic-rl-toolkit/examples/python", str(EXAMPLES)).replace("http://127.0.0.1:8001", model_url).replace("http://127.0.0.1:8000", served.url).replace(", 10, 8", ", 1, 2")
         done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         # The loop pushed its weights: the server generates with version 1 now.
