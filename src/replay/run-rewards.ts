@@ -19,6 +19,7 @@ import { processAlive } from '../shared/process.js';
 import { appendRewardRecords, rewardEvent, rewardRecord, type RewardLogRecord } from './reward-log.js';
 import { RUN_FILES, type EpisodeRecord, type TrajectoryRecord } from './run-writer.js';
 import { lockRunFolder } from './folder-lock.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** run.json, as the run writes it. */
 export interface RunManifest {
@@ -229,7 +230,7 @@ export function episodeReturns(run: RunRewards): Map<number, number> {
   const out = new Map<number, number>();
   for (const t of run.steps) {
     const r = t.status === 'failed' ? 0 : (run.ledger.reward(t.trace_id, 'final') ?? t.reward);
-    out.set(t.episode, (out.get(t.episode) ?? 0) + r);
+    out.set(t.episode, cleanSum((out.get(t.episode) ?? 0) + r));
   }
   return out;
 }

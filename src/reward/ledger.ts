@@ -23,6 +23,7 @@ import type { RewardAggregation, RewardSourceDefinition } from '../schema/defini
 import { ValidationError } from '../shared/errors.js';
 import { checkDeliveryShape, invalid, type RewardDelivery } from './delivery.js';
 import { MinHeap } from '../shared/min-heap.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** A settled step, as the ledger knows it. */
 export interface StepRef {
@@ -431,7 +432,7 @@ export class RewardLedger {
       const v = usedValue(slot, s.def.aggregation, basis);
       if (v !== null) total += s.def.weight * v;
     }
-    return total;
+    return cleanSum(total);
   }
 
   /** Arrival statistics per delayed source, the SLA the reward schema promises. */

@@ -7,6 +7,7 @@ import { validate } from '../schema/ajv.js';
 import type { RewardSourceDefinition } from '../schema/definition.js';
 import { formatIssues, ToolError } from '../shared/errors.js';
 import type { RewardEntry } from '../events/env-events.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 export interface StepRewards {
   readonly entries: Readonly<Record<string, RewardEntry>>;
@@ -43,5 +44,5 @@ export function stepRewards(sources: ReadonlyMap<string, RewardSourceDefinition>
     entries[name] = { status: 'arrived', value, arrived_at: time, delay_ms: 0 };
     total += source.weight * value;
   }
-  return { entries, total };
+  return { entries, total: cleanSum(total) };
 }

@@ -6,6 +6,7 @@
  * summary and the export once everything has landed, and says what has not.
  */
 import type { RunEvent } from '../events/run-events.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 interface Tally {
   /** Each step's reward so far (a failed step counts 0). */
@@ -54,7 +55,7 @@ export class EpisodeReturns {
     const t = this.#episodes.get(episode);
     let value = 0;
     for (const r of t?.steps.values() ?? []) value += r;
-    return { value, pending: t?.pending.size ?? 0 };
+    return { value: cleanSum(value), pending: t?.pending.size ?? 0 };
   }
 
   /** Stop following an episode (its values still landing are then ignored). */

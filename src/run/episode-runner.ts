@@ -25,6 +25,7 @@ import { hashSeed, Rng } from '../shared/rng.js';
 import { diffStates } from '../state/diff.js';
 import type { Policy } from './policy.js';
 import type { EpisodeFinishedEvent, InflightCall, JournalEpisode } from './run-journal.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** The toolkit's own code (src/ and commands/, or dist/'s when built): a policy's error is located in the first frame outside it. */
 const TOOLKIT_CODE = ['../', '../../commands/', '../../bin/'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
@@ -238,7 +239,7 @@ export class EpisodeRunner {
         );
         // A driver sums what it settled; a resumed episode's earlier steps count too.
         reason = end.reason;
-        reward += end.reward;
+        reward = cleanSum(reward + end.reward);
         error = end.error;
       } else {
         const own = driver?.signal;
@@ -265,7 +266,7 @@ export class EpisodeRunner {
           redo = undefined;
           const traceId = await this.#dispatch(agent, index, choice, offered, hooks, loop);
           const result = await agent.resolve(traceId, { signal: loop });
-          reward += result.reward;
+          reward = cleanSum(reward + result.reward);
           lastObservation = result.observation;
           lastError = result.info.error;
           if (result.done) {

@@ -31,6 +31,7 @@ import { programCommandLine, type ProgramCommandLine } from '../capture/program-
 import type { EpisodeSandbox } from '../tools/types.js';
 import { describeError } from '../shared/errors.js';
 import { PROGRAM_DEFAULTS } from '../shared/defaults.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** How far an agent program may go in one episode. */
 export interface ProgramLimits {
@@ -93,7 +94,7 @@ export class ProgramEpisode implements EpisodeDriver {
         const result = await control.agent.resolve(traceId, { signal: AbortSignal.any([callSignal, ended.signal]) });
         await control.committed(ended.signal).catch(() => undefined);
         settled++;
-        reward += result.reward;
+        reward = cleanSum(reward + result.reward);
         if (result.done) endWith('done');
         else if (settled >= control.maxSteps) endWith('max_steps');
         const error = result.info.error;

@@ -12,6 +12,7 @@ import type { PolicyTask } from '../run/policy.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { openAiTools, stepEnvelope, type ServedObservation, type StepEnvelope } from './protocol.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** A benchmark task a served suite's episode runs (reset with `task_id`), as its observations carry it. */
 export type ServedTask = PolicyTask;
@@ -108,7 +109,7 @@ export class ServedEpisode implements EpisodeDriver {
       let truncated = false;
       if (result.info.status !== 'timeout') {
         this.#settled++;
-        this.#reward += result.reward;
+        this.#reward = cleanSum(this.#reward + result.reward);
         truncated = !result.done && this.#settled >= control.maxSteps;
         if (result.done) this.end('done');
         else if (truncated) this.end('max_steps');
