@@ -87,7 +87,7 @@ export interface LlmPolicySettings {
  * The agent of an `llm:<model>` policy, checked before any episode (a token-mode server is probed
  * for every route and field it needs), with what the run records of it.
  */
-export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
+export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy; readonly keepConversations?: boolean }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
   const userModel = settings.user === undefined ? undefined : llmModel(settings.user);
   if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
   if (context.gold && settings.tokens !== true) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
@@ -105,6 +105,7 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
     system: context.system,
     ...(context.instruction !== undefined ? { instruction: context.instruction } : {}),
     ...(context.gold ? { gold: context.gold } : {}),
+    ...(context.keepConversations ? { keepConversations: true } : {}),
   });
   return { agent, config: { ...served, ...(settings.user !== undefined ? { user: settings.user } : {}) } };
 }
@@ -281,7 +282,7 @@ export interface LlmAgent {
   usage(episode: number): Usage | undefined;
   /** Tool calls of an episode refused before they reached the env (unknown tool, bad params, a call the tool parser cannot read). */
   invalidCalls(episode: number): number;
-  /** The episode is over: its token sequence is let go (its turns are in the run's events). */
+  /** The episode is over: its token sequence is let go (its turns are in the run's events), and its conversation unless kept. */
   ended(episode: number): void;
 }
 
@@ -297,6 +298,12 @@ export interface LlmAgentOptions {
   readonly instruction?: string;
   /** Token mode: every turn is this policy's action rendered as the model's turn (a `respond` as its text), not generated. */
   readonly gold?: Policy;
+  /**
+   * Keep each episode's conversation after it ends, for `conversations()` (a benchmark writes them
+   * all). Otherwise an episode's conversation goes when it ends: a long-lived server holds only the
+   * episodes in flight.
+   */
+  readonly keepConversations?: boolean;
 }
 
 export function llmAgent(options: LlmAgentOptions): LlmAgent {
@@ -447,6 +454,11 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
     },
     usage: (episode) => talks.get(episode)?.usage,
     invalidCalls: (episode) => talks.get(episode)?.invalid ?? 0,
-    ended: (episode) => options.tokens?.end(episode),
+    ended: (episode) => {
+      options.tokens?.end(episode);
+      if (options.keepConversations) return;
+      talks.delete(episode);
+      tasks.delete(episode);
+    },
   };
 }

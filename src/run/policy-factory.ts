@@ -48,6 +48,8 @@ export interface PolicySetup {
   readonly envName?: string;
   /** An agent program's limits per episode (`cmd:`). */
   readonly program?: ProgramLimits;
+  /** An `llm:` agent keeps every episode's conversation after it ends (a benchmark writes them all); otherwise each goes with its episode. */
+  readonly keepConversations?: boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -83,6 +85,7 @@ export async function llmPolicy(model: string, name: string, context: PolicySetu
     ...(context.instruction !== undefined ? { instruction: context.instruction } : {}),
     ...(context.signal ? { signal: context.signal } : {}),
     ...(context.gold ? { gold: context.gold } : {}),
+    ...(context.keepConversations ? { keepConversations: true } : {}),
   });
   return { policy: agent.policy, record: { name, llm: config }, agent, ended: (episode) => agent.ended(episode) };
 }

@@ -237,7 +237,8 @@ export async function agentSystemPrompt(suite: Suite): Promise<string> {
 
 /** The benchmark's policy: `gold` (its tasks' gold actions; in token mode rendered as the served model's turns), or what makePolicy makes of the rest; an `llm:` agent with the suite's rules and the simulated user. */
 async function benchmarkPolicy(policyName: string, options: BenchmarkOptions, suite: Suite, seed: number, taskOf: (episode: number) => BenchmarkTask): Promise<RunPolicy> {
-  const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.program ? { program: options.program } : {}), ...(options.signal ? { signal: options.signal } : {}) };
+  // The report writes every episode's conversation, and a judge reads it: the agent keeps them.
+  const context: PolicySetup = { system: () => agentSystemPrompt(suite), seed, keepConversations: true, llm: { ...options.llm, ...(options.user !== undefined ? { user: options.user } : {}) }, ...(options.program ? { program: options.program } : {}), ...(options.signal ? { signal: options.signal } : {}) };
   if (policyName !== 'gold') return makePolicy(typeof options.policy === 'function' ? options.policy : policyName, context);
   // Gold in token mode: the gold actions as the model's turns, rendered by the server's template (data for a supervised warm start).
   if (options.llm?.tokens === true) {
