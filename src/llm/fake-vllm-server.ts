@@ -2,7 +2,10 @@
  * A fake vLLM OpenAI-compatible server on 127.0.0.1 for tests and benchmarks: vLLM's `/tokenize`
  * (ChatML, Qwen's tool-result grouping), `/v1/completions` from token ids with `token_ids`,
  * `prompt_token_ids` and `logprobs`, and `/v1/models`. Its tokenizer is one id per UTF-16 unit
- * (offset past the special tokens), so tests can read prompts back; what the "model" says comes
+ * (offset past the special tokens), so tests can read prompts back, but `/tokenize` merges `{"`
+ * into one id as a BPE tokenizer would, while the "model" samples it as two (models do sample
+ * tokenizations other than the tokenizer's own): a client that re-encoded what the model generated,
+ * instead of keeping its ids, would record other ids than the server's, which the tests catch. What the "model" says comes
  * from `reply(promptText)`. No model, no network: its answers cost microseconds, so a benchmark
  * against it measures the client. `omit` takes routes or fields away, to test refusals.
  */
@@ -11,6 +14,9 @@ import type { AddressInfo } from 'node:net';
 
 const SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;
 const OFFSET = SPECIAL.length;
+/** Pairs the tokenizer encodes as one id each (above every UTF-16 unit): `{"` opens every tool call's JSON. */
+const MERGES = ['{"'] as const;
+const MERGED = OFFSET + 0x10000;
 export const FAKE_END_OF_TURN = 2;
 
 export interface FakeVllmOptions {
@@ -48,20 +54,26 @@ export interface FakeVllmServer extends AsyncDisposable {
   readonly requests: Map<string, number>;
 }
 
-export function encode(text: string): number[] {
+/** The tokenizer's ids of a text; `merge: false` gives one id per unit, as the fake model samples. */
+export function encode(text: string, merge = true): number[] {
   const out: number[] = [];
   for (let i = 0; i < text.length; ) {
     const special = SPECIAL.findIndex((s) => text.startsWith(s, i));
+    // Special tokens are split out first, as a real tokenizer does: a pair never reaches into one.
+    const pair = merge && special === -1 && !SPECIAL.some((sp) => text.startsWith(sp, i + 1)) ? MERGES.findIndex((m) => text.startsWith(m, i)) : -1;
     if (special !== -1) {
       out.push(special);
       i += (SPECIAL[special] as string).length;
+    } else if (pair !== -1) {
+      out.push(MERGED + pair);
+      i += 2;
     } else out.push(text.charCodeAt(i++) + OFFSET);
   }
   return out;
 }
 
 export function decode(ids: readonly number[], skipSpecial = false): string {
-  return ids.map((id) => (id < OFFSET ? (skipSpecial ? '' : SPECIAL[id]) : String.fromCharCode(id - OFFSET))).join('');
+  return ids.map((id) => (id < OFFSET ? (skipSpecial ? '' : SPECIAL[id]) : id >= MERGED ? MERGES[id - MERGED] : String.fromCharCode(id - OFFSET))).join('');
 }
 
 interface Message {
@@ -126,7 +138,8 @@ export async function startFakeVllmServer(options: FakeVllmOptions): Promise<Fak
       if (req.method === 'POST' && route === '/v1/completions') {
         const prompt = body['prompt'] as number[];
         const maxTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 16;
-        const said = [...encode(options.reply(decode(prompt), completions.length)), FAKE_END_OF_TURN];
+        // Sampled one id per unit: not the tokenizer's split of the same text (see encode).
+        const said = [...encode(options.reply(decode(prompt), completions.length), false), FAKE_END_OF_TURN];
         const ids = said.slice(0, maxTokens);
         const logprobs = ids.map((_, i) => -((completions.length % 7) + 1) / (i + 2));
         const seed = typeof body['seed'] === 'number' ? body['seed'] : undefined;

@@ -13,7 +13,7 @@ import { createElement } from 'react';
 import { render } from 'ink-testing-library';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { TimelinePane } from '../../ui/debug/timeline-pane.js';
-import { FAKE_END_OF_TURN, startFakeVllmServer } from '../../llm/fake-vllm-server.js';
+import { decode, encode, FAKE_END_OF_TURN, startFakeVllmServer } from '../../llm/fake-vllm-server.js';
 import { exportTokens } from '../../replay/token-export.js';
 import { FolderFeed } from '../../replay/folder-feed.js';
 import { timeline } from '../../console/console-api.js';
@@ -54,6 +54,8 @@ describe('token mode', () => {
       ['lookup-test-1', 1],
     ]);
     const generated = server.completions.slice(1); // the first is the start-up check
+    // The tokenizer splits the generated text otherwise (`{"` is one id to it): ids re-encoded from the text would not match below.
+    expect(generated.filter((g) => encode(decode(g.token_ids)).length < g.token_ids.length).length).toBeGreaterThan(0);
     const used = new Set<number>();
     for (const r of records) {
       expect(r.loss_mask).toHaveLength(r.input_ids.length);
@@ -91,7 +93,6 @@ describe('token mode', () => {
     const [first, second] = r?.turns ?? [];
     const between = server.completions[2]?.prompt_token_ids.slice(first?.end);
     // The template's "\n" after the model's <|im_end|>, then the tool result as a user turn, then the generation prompt.
-    const { decode } = await import('../../llm/fake-vllm-server.js');
     expect(decode(between ?? [])).toBe('\n<|im_start|>user\n<tool_response>\n{"key":"frost-ram","code":"QN9Y"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
     expect(second?.start).toBe(server.completions[2]?.prompt_token_ids.length);
     // The consoles show each turn beside the trace it chose: its ids, their text and logprobs, the environment's before it.
@@ -119,7 +120,6 @@ describe('token mode', () => {
     expect(server.completions).toHaveLength(1);
     const records = await exportTokens(report.run_dir);
     expect(records).toHaveLength(2);
-    const { decode } = await import('../../llm/fake-vllm-server.js');
     for (const r of records) {
       expect(r.turns.map((t) => t.gold)).toEqual([true, true]);
       // Gold turns are trained on (mask 1) but were not sampled: no logprobs.
@@ -150,7 +150,6 @@ describe('token mode', () => {
     // Still token-exact: the ids are what the server generated from; and the tool result is rendered as after a user turn, with nothing of the prefix in it.
     expect(server.completions[2]?.prompt_token_ids).toEqual(r?.input_ids.slice(0, r.turns[1]?.start));
     expect(second?.drift?.message).toMatch(/the tool ids are rendered after a user turn instead/);
-    const { decode } = await import('../../llm/fake-vllm-server.js');
     expect(decode(second?.env_ids ?? [])).toBe('\n<|im_start|>user\n<tool_response>\n{"key":"frost-ram","code":"QN9Y"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
   });
 
