@@ -9,7 +9,7 @@ import { oneLine } from '../shared/errors.js';
 import { formatDuration, formatNumber } from './format.js';
 import type { Output, RunSource } from './run-source.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
-import { EpisodeReturns, returnText } from '../run/episode-returns.js';
+import { EpisodeReturns, returnText } from './episode-returns.js';
 
 export interface PlainReporterOptions {
   /** Progress: the run's header, each episode's line, a progress line every `intervalMs`. */

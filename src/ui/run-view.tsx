@@ -6,7 +6,7 @@ import { bar, formatDuration, formatNumber } from './format.js';
 import { noWorkers } from './plain-reporter.js';
 import type { RunSource } from './run-source.js';
 import { useRunView, type EpisodeRow } from './use-run-view.js';
-import { returnText } from '../run/episode-returns.js';
+import { returnText } from './episode-returns.js';
 
 const MAX_PENDING_ROWS = 8;
 

@@ -8,7 +8,7 @@ import type { RunProgress } from '../run/run-stats.js';
 import { warningOf } from './plain-reporter.js';
 import { oneLine } from '../shared/errors.js';
 import type { RunSource } from './run-source.js';
-import { EpisodeReturns } from '../run/episode-returns.js';
+import { EpisodeReturns } from './episode-returns.js';
 
 export interface EpisodeRow {
   readonly episode: number;
