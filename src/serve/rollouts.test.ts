@@ -67,12 +67,18 @@ async function connect(url: string): Promise<{ send(m: object): void; until(pred
   cleanups.push(async () => ws.close());
   return {
     send: (m) => ws.send(JSON.stringify(m)),
+    // A message that never comes fails the test within a minute, saying what did come, instead of hanging it.
     until: (pred) =>
-      new Promise((resolve) => {
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          check = undefined;
+          reject(new Error(`the awaited message did not come in 60 s; came: ${JSON.stringify(inbox.map((m) => [m.id, m.type])).slice(0, 500)}`));
+        }, 60_000);
         check = (): void => {
           const at = inbox.findIndex(pred);
           if (at !== -1) {
             check = undefined;
+            clearTimeout(timer);
             resolve(inbox.splice(0, at + 1));
           }
         };
@@ -172,6 +178,21 @@ describe('rollouts through agent serve', () => {
     const group = fresh.find((m) => m.type === 'rollout_group')?.data as { staleness: number; records: TokenRecord[] };
     expect(group.staleness).toBe(0);
     expect(group.records.flatMap((r) => r.turns.map((t) => t.weight_version))).toEqual([3, 3, 3, 3, 3, 3]);
+  });
+
+  it('keeps each socket’s weight versions its own: another trainer’s episodes on other weights do not move them', async () => {
+    // B's trainer serves version 2 (slowly: its request is still running while A's runs); A's server is at 7.
+    await using slow = await startFakeVllmServer({ reply: lookupModel, weightVersion: () => 2, delayMs: 150 });
+    const { model, url } = await setup({ reply: lookupModel, weightVersion: () => 7 }, { inferenceUrls: [slow.url] });
+    const a = await connect(url);
+    const b = await connect(url);
+    b.send({ type: 'weight_version', id: 1, data: { version: 2 } });
+    await b.until((m) => m.id === 1);
+    b.send({ type: 'rollouts', id: 2, data: ask(slow.url, { task_ids: ['lookup-train-0'], n: 2, max_staleness: 0, stale: 'drop' }) });
+    a.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-1'], n: 2 }) });
+    expect((await a.until((m) => over(m, 3))).at(-1)?.data).toMatchObject({ groups: 1 });
+    // A's episodes at 7 did not make B's group, at 2, stale.
+    expect((await b.until((m) => over(m, 2))).at(-1)?.data).toMatchObject({ groups: 1, dropped: 0, max_staleness_seen: 0 });
   });
 
   it('refuses a bad request naming the field, and a version older than the current one, running nothing', async () => {

@@ -383,7 +383,10 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
     if (!('episode' in e) || typeof e.episode !== 'number') return;
-    collectors.get(e.episode)?.take(e);
+    // Only this request's episodes: another client's run on other weights (its own versions).
+    const c = collectors.get(e.episode);
+    if (!c) return;
+    c.take(e);
     if (e.type === 'llm_call' && e.tokens?.weight_version !== undefined) versions.saw(e.tokens.weight_version);
   });
   const slots = new Slots(request.concurrency);

@@ -53,7 +53,16 @@ async function client(url: string, headers: Record<string, string> = {}): Promis
   });
   const askRaw = async (text: string): Promise<{ type: string; data: JsonObject }> => {
     ws.send(text);
-    const raw = inbox.shift() ?? (await new Promise<string>((r) => (waiter = r)));
+    // A reply that never comes fails the test within a minute instead of hanging it.
+    const raw =
+      inbox.shift() ??
+      (await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no reply in 60 s to ${text.slice(0, 200)}`)), 60_000);
+        waiter = (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        };
+      }));
     return JSON.parse(raw) as { type: string; data: JsonObject };
   };
   return {
