@@ -74,6 +74,11 @@ async function generateCommand(flags: Flags, io: Io): Promise<number> {
   }
   const { samples, misses } = generateSamples(schema, flags.generate, { ...(flags.invalid ? { invalid: true } : {}), seed: flags.seed });
   for (const s of samples) io.stdout.write(`${JSON.stringify(s)}\n`);
+  // An empty answer is a failure, not a success with nothing in it: whatever reads these values would test nothing.
+  if (samples.length === 0 && flags.generate > 0) {
+    io.stderr.write(`error: no ${flags.invalid ? 'invalid ' : ''}value generated from ${flags.schema as string}: ${misses} draws, each rejected by the schema${flags.invalid ? ' or with no way to break it' : ''}\nhint: The schema may still be satisfiable: the generator cannot build a value for it (combine fewer keywords, e.g. unevaluatedProperties with allOf), or hand-write the values.\n`);
+    return 1;
+  }
   if (samples.length < flags.generate) io.stderr.write(`warning: generated ${samples.length} of ${flags.generate} values (${misses} generator misses)\n`);
   return 0;
 }
@@ -113,7 +118,8 @@ async function fuzzCommand(envDir: string, flags: Flags, io: Io): Promise<number
     view?.close();
     if (!flags.json) io.stdout.write(fuzzReport(summary, envDir));
     if (summary.interrupted) return 130;
-    return summary.failures.length > 0 ? 1 : 0;
+    // A run that ran no case tested nothing: it does not pass.
+    return summary.failures.length > 0 || summary.cases === 0 ? 1 : 0;
   } finally {
     off();
     stopListening();

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Fuzzer, type FuzzOptions, type FuzzSummary } from '../internal.js';
+import { runAgent } from '../../commands/testing.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -137,3 +138,17 @@ export const withdraw = ({ amount }, ctx) => {
   });
 });
 
+
+describe('agent fuzz where the generator cannot', () => {
+  it('counts the cases it could not plan, warns of them, and does not pass a run that ran none', async () => {
+    // A note that starts with both a and b: no params exist, though no rule of the generator's proves it.
+    const env = await bankEnv({ type: 'integer' }, { deposit: { note: { type: 'string', allOf: [{ pattern: '^a' }, { pattern: '^b' }] } } }, [{ balance: 0 }], 'export const deposit = () => ({ observation: 1 });');
+    const summary = await fuzz({ env, runs: 5, seed: 1 });
+    expect(summary.cases).toBe(0);
+    expect(summary.ungenerated).toEqual({ deposit: 5 });
+    const cli = await runAgent(['fuzz', env, '--runs', '5', '--store', await tmp('agent-fuzz-store-')]);
+    expect(cli.code).toBe(1);
+    expect(cli.stdout).toContain('warning: 5 planned cases not run: no valid params could be drawn for deposit (5)');
+    expect(cli.stdout).toContain('nothing was tested: no case ran (exit 1)');
+  });
+});

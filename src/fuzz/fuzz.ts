@@ -76,6 +76,8 @@ export interface FuzzSummary {
   readonly cases_per_second: number;
   readonly by_kind: Readonly<Record<string, number>>;
   readonly generator_misses: number;
+  /** Planned cases not run, by action: the generator drew no valid params for them (a schema beyond it). Never silent: the report warns, and a run that ran nothing fails. */
+  readonly ungenerated: Readonly<Record<string, number>>;
   readonly failures: readonly FailureGroup[];
   readonly fixed: readonly string[];
   readonly interrupted: boolean;
@@ -102,6 +104,7 @@ export class Fuzzer {
   readonly #stateOk: (v: unknown) => boolean;
   readonly #initialCount: number;
   #misses = 0;
+  readonly #ungenerated: Record<string, number> = {};
 
   private constructor(env: AgentEnv, options: FuzzOptions, actions: readonly ActionDefinition[], states: readonly JsonValue[]) {
     this.#env = env;
@@ -153,7 +156,10 @@ export class Fuzzer {
     const id = `${action.name}#${this.#seed}.${index}`;
     const generated = generate(action.parameters, rng, { pool: stringsOf(state) });
     this.#misses += generated.misses;
-    if (generated.value === undefined) return undefined;
+    if (generated.value === undefined) {
+      this.#ungenerated[action.name] = (this.#ungenerated[action.name] ?? 0) + 1;
+      return undefined;
+    }
     const valid = generated.value as JsonObject;
     const base = { id, seed: this.#seed, index, action: action.name, state };
     if (action.enabledIf && !action.enabledIf.evaluate(state)) return { ...base, kind: 'disabled', params: valid };
@@ -266,6 +272,7 @@ export class Fuzzer {
       cases_per_second: cases / Math.max(durationMs / 1000, 1e-3),
       by_kind: byKind,
       generator_misses: this.#misses,
+      ungenerated: { ...this.#ungenerated },
       failures,
       fixed,
       interrupted: signal?.aborted === true,

@@ -157,6 +157,45 @@ export function mutants(root: JsonSchema, valid: JsonValue, rng: Rng, limit = 24
 const COMPLEMENT_PROBES: readonly JsonValue[] = [...WRONG_TYPE_PROBES, '', 0, -1, 1e9, -1e9, [], [null], [0], ['zz'], {}, { zz: 1 }];
 
 /**
+ * Probes drawn from what the schema names, for keywords a valid value of another type never meets
+ * (a schema without `type` is satisfied by `null`, which no edit of `null` breaks): objects holding
+ * each property the schema mentions (`properties`, `required`, `dependentRequired`,
+ * `dependentSchemas`) with values of each type, all of them at once; and one past every count
+ * bound (`maxItems`, `maxContains`, `maxProperties`), duplicates for `uniqueItems`.
+ */
+function schemaProbes(root: Schema): JsonValue[] {
+  const keys = new Set<string>();
+  const counts = new Set<number>();
+  const seen = new Set<object>();
+  const walk = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null || seen.has(node)) return;
+    seen.add(node);
+    if (Array.isArray(node)) return node.forEach(walk);
+    const o = node as Record<string, unknown>;
+    for (const k of ['properties', 'dependentSchemas', 'dependentRequired']) if (isPlainObject(o[k])) for (const name of Object.keys(o[k] as object)) keys.add(name);
+    for (const list of [o['required'], ...(isPlainObject(o['dependentRequired']) ? Object.values(o['dependentRequired'] as object) : [])]) if (Array.isArray(list)) for (const name of list) if (typeof name === 'string') keys.add(name);
+    for (const k of ['maxItems', 'maxContains', 'maxProperties']) if (typeof o[k] === 'number' && (o[k] as number) < 64) counts.add(Math.floor(o[k] as number) + 1);
+    // A name each pattern matches (a regex's literal part, as most are written: `^x-`, `f.*o`).
+    if (isPlainObject(o['patternProperties'])) for (const re of Object.keys(o['patternProperties'] as object)) keys.add(re.replace(/\\(.)/g, '$1').replace(/[\^$]|\.\*|\.\+|[.*+?()[\]{}|]/g, '') || 'a');
+    Object.values(o).forEach(walk);
+  };
+  walk(root);
+  const values: JsonValue[] = [null, 1, 'x', true, {}, []];
+  const named = [...keys].slice(0, 24);
+  return [
+    ...named.flatMap((k) => values.map((v) => ({ [k]: v }))),
+    ...values.map((v) => Object.fromEntries(named.map((k) => [k, v]))),
+    ...[...counts].flatMap((n) => [Array.from({ length: n }, () => 1), Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]))]),
+    [1, 1],
+    [{}, {}],
+    // Names for `propertyNames`: empty, long, odd.
+    { '': 1 },
+    { ['x'.repeat(40)]: 1 },
+    { '0 !': 1 },
+  ];
+}
+
+/**
  * Invalid values where no targeted mutator applies (`contains`, `if/then/else`, `propertyNames`,
  * `unevaluated*`, `dependent*`, a schema without `type`…): at every node of a valid value, probes
  * of every type and small edits (a key dropped or added, an element dropped, added or repeated),
@@ -171,8 +210,9 @@ function complement(root: JsonSchema, valid: JsonValue, rng: Rng, limit: number)
     return [];
   };
   const tried = new Set<string>();
+  const derived = schemaProbes(normalizedOf(root));
   search: for (const site of sites(normalizedOf(root), valid).reverse()) {
-    for (const candidate of [...edits(site.value), ...COMPLEMENT_PROBES]) {
+    for (const candidate of [...edits(site.value), ...COMPLEMENT_PROBES, ...derived]) {
       if (out.length >= limit) break search;
       const value = setAt(valid, site.tokens, candidate);
       const key = JSON.stringify(value);

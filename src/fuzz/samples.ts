@@ -26,12 +26,12 @@ export function generateSamples(schema: JsonSchema, count: number, options: { in
     const rng = new Rng(hashSeed(options.seed ?? 0, 'sample', i));
     const g = generate(schema, rng);
     misses += g.misses;
-    if (g.value === undefined) continue;
     if (!options.invalid) {
-      samples.push({ valid: true, value: g.value });
+      if (g.value !== undefined) samples.push({ valid: true, value: g.value });
       continue;
     }
-    const m = mutants(schema, g.value, rng, 6);
+    // Invalid values need no valid one to start from: without one, the probes start from null (each is checked invalid).
+    const m = mutants(schema, g.value ?? null, rng, 6);
     const pick = m.length > 0 ? rng.pick(m) : undefined;
     if (pick) samples.push({ valid: false, value: pick.value, mutation: pick.mutation, pointer: pick.pointer });
   }

@@ -8,6 +8,7 @@
  */
 import { generateSync } from 'json-schema-faker';
 import { compileSchema, type JsonSchema } from '../schema/ajv.js';
+import { AgentError } from '../shared/errors.js';
 import { normalize, type Schema, type SchemaObject } from '../schema/normalize.js';
 import { mergeAllOf } from './sample.js';
 import type { JsonValue } from '../shared/json.js';
@@ -38,6 +39,7 @@ export interface Generated {
 }
 
 const ALL = ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object'];
+const SIMPLEST: readonly JsonValue[] = [null, false, 0, '', [], {}];
 const normalized = new WeakMap<object, Schema>();
 
 /** The normalized form of a schema, computed once per schema object. */
@@ -53,7 +55,7 @@ export function normalizedOf(root: JsonSchema): Schema {
 
 /** Draws a value that satisfies a JSON Schema, deterministically from `rng`. */
 export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = {}): Generated {
-  const validator = compileSchema(root);
+  const validator = checkedValidator(root);
   const schema = normalizedOf(root);
   const attempts = options.attempts ?? 12;
   const gen = new Generator(rng, options);
@@ -66,6 +68,9 @@ export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = 
     }
     if (validator(v)) return { value: v as JsonValue, misses: i };
   }
+  // A schema that constrains objects without saying the value is one admits every other type: the
+  // simplest values of each are tried before the faker (`{"allOf": [{"required": ["a"]}, {"unevaluatedProperties": false}]}` takes a string).
+  for (const v of SIMPLEST) if (validator(v)) return { value: structuredClone(v), misses: attempts };
   // Last resort: the faker, still checked.
   for (let i = 0; i < 3; i++) {
     try {
@@ -76,6 +81,22 @@ export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = 
     }
   }
   return { misses: attempts + 3 };
+}
+
+/**
+ * The schema's validator, which must answer: ajv's code for some `$dynamicRef` schemas recurses
+ * without end, and a value that cannot be checked cannot be generated (nor fuzzed) honestly.
+ */
+export function checkedValidator(root: JsonSchema): (value: unknown) => boolean {
+  const validator = compileSchema(root);
+  return (value) => {
+    try {
+      return validator(value);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      throw new AgentError('DEFINITION_INVALID', 'the schema cannot be checked: its validator (ajv) recurses without end on it (a $dynamicRef or $ref cycle it cannot follow)', { hint: 'Write the recursion with a plain $ref, or leave this schema out of generation and fuzzing.' });
+    }
+  };
 }
 
 class Generator {

@@ -17,6 +17,12 @@ export function fuzzReport(summary: FuzzSummary, envDir: string): string {
     '',
     `${summary.failures.length === 0 ? 'clean' : `${summary.failures.length} failure${summary.failures.length === 1 ? '' : 's'}`}: ${summary.cases} cases (${kinds || 'saved only'}) in ${(summary.duration_ms / 1000).toFixed(1)} s, ${Math.round(summary.cases_per_second).toLocaleString('en-US')} cases/s, seed ${summary.seed}${summary.generator_misses > 0 ? `, ${summary.generator_misses} generator misses (retried)` : ''}${summary.interrupted ? ', interrupted' : ''}`,
   );
+  const ungenerated = Object.entries(summary.ungenerated);
+  if (ungenerated.length > 0) {
+    const total = ungenerated.reduce((n, [, k]) => n + k, 0);
+    lines.push(`warning: ${total} planned case${total === 1 ? '' : 's'} not run: no valid params could be drawn for ${ungenerated.map(([a, k]) => `${a} (${k})`).join(', ')}; their parameter schemas are beyond the value generator (agent fuzz --schema <file> --generate 5 shows it)`);
+  }
+  if (summary.cases === 0 && !summary.interrupted) lines.push('nothing was tested: no case ran (exit 1)');
   return `${lines.join('\n').trimStart()}\n`;
 }
 
