@@ -91,8 +91,11 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
   await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => void episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord), { schema: 'episode-record', reading });
   const turns = new Map<number, TurnOf[]>();
   const starts = new Map<number, string>();
+  // A served run's stale groups were never sent to the trainer: their episodes are not training data.
+  const discarded = new Set<number>();
   await forEachLine(path.join(dir, RUN_FILES.events), (e) => {
     if (e['type'] === 'episode_started') starts.set(e['episode'] as number, e['initial_state_id'] as string);
+    if (e['type'] === 'rollout_discarded') for (const n of e['episodes'] as number[]) discarded.add(n);
     if (e['type'] !== 'llm_call' || e['role'] !== 'policy' || e['tokens'] === undefined) return;
     const episode = e['episode'] as number;
     const list = turns.get(episode) ?? [];
@@ -109,6 +112,7 @@ export async function exportTokens(dir: string, options: Omit<ExportOptions, 'st
   const trials = new Map<string, number>();
   const out: TokenRecord[] = [];
   for (const episode of [...turns.keys()].sort((a, b) => a - b)) {
+    if (discarded.has(episode)) continue;
     const episodeSteps = stepsOf.get(episode) ?? [];
     const all = turns.get(episode) as TurnOf[];
     const record = episodes.get(episode);

@@ -157,7 +157,7 @@ describe('rollouts through agent serve', () => {
 
   it("labels turns with the version the server reports, and drops or re-runs a group too many versions behind, counting it", async () => {
     let version = 0;
-    const { model, url } = await setup({ reply: lookupModel, weightVersion: () => version });
+    const { model, url, dir, stop } = await setup({ reply: lookupModel, weightVersion: () => version });
     const client = await connect(url);
     client.send({ type: 'weight_version', id: 1, data: { version: 0 } });
     await client.until((m) => m.id === 1);
@@ -178,6 +178,13 @@ describe('rollouts through agent serve', () => {
     const group = fresh.find((m) => m.type === 'rollout_group')?.data as { staleness: number; records: TokenRecord[] };
     expect(group.staleness).toBe(0);
     expect(group.records.flatMap((r) => r.turns.map((t) => t.weight_version))).toEqual([3, 3, 3, 3, 3, 3]);
+    // The stale groups' episodes stay in the folder, marked; an export has what the trainer was sent.
+    await stop();
+    const events = (await readFile(path.join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; then?: string; episodes?: number[]; staleness?: number });
+    const discarded = events.filter((e) => e.type === 'rollout_discarded');
+    expect(discarded.map((e) => [e.then, e.staleness, e.episodes?.length])).toEqual([['drop', 3, 3], ['drop', 3, 3], ['rerun', 3, 3], ['rerun', 3, 3], ['drop', 3, 3]]);
+    const sent = group.records.map((r) => r.episode).sort((a, b) => a - b);
+    expect((await exportTokens(dir)).map((r) => r.episode)).toEqual(sent);
   });
 
   it('keeps each socket’s weight versions its own: another trainer’s episodes on other weights do not move them', async () => {

@@ -26,6 +26,7 @@ import { isPlainObject } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
 import { LLM_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 import type { ServedTask } from './served-episode.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** A rollout request, as the client sends it (`{"type": "rollouts", "data": {…}}`). */
 export interface RolloutRequest {
@@ -104,6 +105,8 @@ export interface RolloutHost {
   readonly inferenceUrls: readonly string[];
   /** Episodes a request may run at once: the server's `--max-sessions`. */
   readonly maxConcurrency: number;
+  /** Writes an event into the run (a stale group's episodes marked as not sent). */
+  record(event: RunEvent): void;
 }
 
 /** A request's inference server: one of those the server was started with (the first when it names none), never one a client chooses. */
@@ -456,7 +459,7 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
           trial,
           turns: c.turns,
           steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
-          reward: [...c.steps.values()].reduce((a, b) => a + b, 0),
+          reward: cleanSum([...c.steps.values()].reduce((a, b) => a + b, 0)),
           end: { terminated, truncated: !terminated, reason: finished.reason },
           sampling: { ...request.sampling, seed: request.seed },
           where: `episode ${index} of run ${host.runId}`,
@@ -468,7 +471,10 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
       const staleness = oldest !== null && newest !== undefined ? newest - oldest : null;
       if (staleness !== null) counts.max_staleness_seen = Math.max(counts.max_staleness_seen ?? 0, staleness);
       if (request.maxStaleness !== undefined && staleness !== null && staleness > request.maxStaleness) {
-        if (request.stale === 'rerun' && reruns < SERVE_DEFAULTS.staleReruns) {
+        const rerun = request.stale === 'rerun' && reruns < SERVE_DEFAULTS.staleReruns;
+        // The episodes stay in the run folder; this says they were not sent, so an export of the run can tell.
+        host.record({ type: 'rollout_discarded', time: Date.now(), task_id: taskId, group_id: groupId, episodes: members.map((m) => m.index), reason: 'stale', staleness, then: rerun ? 'rerun' : 'drop' });
+        if (rerun) {
           counts.rerun++;
           continue;
         }

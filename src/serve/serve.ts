@@ -150,6 +150,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               ...(options.agentPrograms ? { agentPrograms: true } : {}),
               inferenceUrls: options.inferenceUrls ?? [],
               maxConcurrency: maxSessions,
+              record: (e) => run.events.emit(e),
             } satisfies RolloutHost,
           }
         : {}),
