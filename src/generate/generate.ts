@@ -69,7 +69,7 @@ export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = 
     if (validator(v)) return { value: v as JsonValue, misses: i };
   }
   // A schema that constrains objects without saying the value is one admits every other type: the
-  // simplest values of each are tried before the faker (`{"allOf": [{"required": ["a"]}, {"unevaluatedProperties": false}]}` takes a string).
+  // simplest values of each are tried before the faker (`{"allOf": [{"required": ["a"]}, {"unevaluatedProperties": false}]}` takes null).
   for (const v of SIMPLEST) if (validator(v)) return { value: structuredClone(v), misses: attempts };
   // Last resort: the faker, still checked.
   for (let i = 0; i < 3; i++) {
@@ -87,7 +87,7 @@ export function generate(root: JsonSchema, rng: Rng, options: GenerateOptions = 
  * The schema's validator, which must answer: ajv's code for some `$dynamicRef` schemas recurses
  * without end, and a value that cannot be checked cannot be generated (nor fuzzed) honestly.
  */
-export function checkedValidator(root: JsonSchema): (value: unknown) => boolean {
+function checkedValidator(root: JsonSchema): (value: unknown) => boolean {
   const validator = compileSchema(root);
   return (value) => {
     try {

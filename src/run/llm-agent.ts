@@ -328,7 +328,7 @@ export function llmAgent(options: LlmAgentOptions): LlmAgent {
         // The user speaks first: to the agent's greeting, or to what the agent said last; after the user's own words, the agent does.
         const agentSaid = last === undefined ? 'Hi! How can I help you today?' : last.role === 'assistant' && !last.toolCalls?.length ? last.content : undefined;
         talk.user.recall(agentSaid === undefined ? history : history.slice(0, -1));
-        if (last === undefined || agentSaid !== undefined) {
+        if (agentSaid !== undefined) {
           const turn = await userTurn(talk, obs, agentSaid, userTools, ctx);
           if (turn !== undefined) return turn;
         }
