@@ -27,6 +27,8 @@ export interface TokenModeOptions {
   readonly maxContext?: number;
   /** The weights' version the trainer last declared: a turn the server does not label is labelled with it. */
   readonly weightVersion?: () => number | undefined;
+  /** Awaited before each completion is sent (a paused rollouts socket holds it there while the trainer pushes weights). */
+  readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
 }
 
 /** A generated turn: what the caller's conversation keeps, and its tokens. */
@@ -169,6 +171,8 @@ export class TokenChat {
 
   /** Generates from `transcript`'s whole sequence with `seed`: the turn is appended as generated, its text read by the tool parser. */
   async generate(transcript: TokenTranscript, seed: number, signal?: AbortSignal): Promise<{ readonly completion: Completion; readonly parsed: ParsedTurn; readonly tokens: TokenTurn }> {
+    await this.#options.beforeGenerate?.(signal);
+    // Read after the gate: a turn held through a weight push is generated, and labelled, with the new weights.
     const version = this.#options.weightVersion?.();
     const completion = await this.server.complete(transcript.ids, this.#options.sampling, seed, signal);
     const parsed = this.#parser(completion.text);

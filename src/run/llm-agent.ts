@@ -81,6 +81,8 @@ export interface LlmPolicySettings {
   readonly user?: string;
   /** Token mode: the weights' version the trainer last declared, for turns the server does not label. */
   readonly weightVersion?: () => number | undefined;
+  /** Token mode: awaited before each completion is sent (a paused rollouts socket). */
+  readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -136,6 +138,7 @@ export async function llmServing(model: string, settings: LlmPolicySettings, see
           toolParser: settings.toolParser ?? LLM_DEFAULTS.toolParser,
           ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
           ...(settings.weightVersion ? { weightVersion: settings.weightVersion } : {}),
+          ...(settings.beforeGenerate ? { beforeGenerate: settings.beforeGenerate } : {}),
           ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
         },
         signal,

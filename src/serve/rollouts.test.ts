@@ -202,6 +202,38 @@ describe('rollouts through agent serve', () => {
     expect((await b.until((m) => over(m, 2))).at(-1)?.data).toMatchObject({ groups: 1, dropped: 0, max_staleness_seen: 0 });
   });
 
+  it('holds every new completion while paused and lets them go on resume: the turns after a weight push carry the new version, no episode rerun', async () => {
+    let version = 0;
+    const { model, url } = await setup({ reply: lookupModel, weightVersion: () => version });
+    const client = await connect(url);
+    client.send({ type: 'weight_version', id: 1, data: { version: 0 } });
+    await client.until((m) => m.id === 1);
+    client.send({ type: 'pause', id: 2 });
+    expect((await client.until((m) => m.id === 2)).at(-1)).toMatchObject({ type: 'paused', data: { waiting: 0 } });
+    const sentBefore = model.completions.length;
+    client.send({ type: 'rollouts', id: 3, data: ask(model.url, { task_ids: ['lookup-train-0'], n: 2, max_staleness: 0, stale: 'drop' }) });
+    // Both episodes reach their first turn and wait there; nothing goes to the server.
+    let waiting = 0;
+    for (let ask = 10; waiting < 2 && ask < 5_000; ask++) {
+      client.send({ type: 'pause', id: ask });
+      waiting = ((await client.until((m) => m.id === ask)).at(-1)?.data as { waiting: number }).waiting;
+    }
+    expect(waiting).toBe(2);
+    // One completion only: the request's start-up probe of the server (token mode checks its routes), no turn.
+    expect(model.completions.length).toBe(sentBefore + 1);
+    // The trainer pushes its weights, declares them, resumes.
+    version = 1;
+    client.send({ type: 'weight_version', id: 4, data: { version: 1 } });
+    await client.until((m) => m.id === 4);
+    client.send({ type: 'resume', id: 5 });
+    expect((await client.until((m) => m.id === 5)).at(-1)).toMatchObject({ type: 'resumed', data: { released: 2 } });
+    const done = await client.until((m) => over(m, 3));
+    const group = done.find((m) => m.type === 'rollout_group')?.data as { staleness: number; records: TokenRecord[] };
+    expect(group.staleness).toBe(0);
+    expect(group.records.flatMap((r) => r.turns.map((t) => t.weight_version))).toEqual([1, 1, 1, 1]);
+    expect(done.at(-1)?.data).toMatchObject({ groups: 1, episodes: 2, dropped: 0, rerun: 0 });
+  });
+
   it('refuses a bad request naming the field, and a version older than the current one, running nothing', async () => {
     const { model, url } = await setup();
     const client = await connect(url);

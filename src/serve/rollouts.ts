@@ -27,6 +27,7 @@ import { raceAbort } from '../shared/abort.js';
 import { LLM_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 import type { ServedTask } from './served-episode.js';
 import { cleanSum } from '../shared/float-sum.js';
+import type { GenerationGate } from './generation-gate.js';
 
 /** A rollout request, as the client sends it (`{"type": "rollouts", "data": {…}}`). */
 export interface RolloutRequest {
@@ -358,7 +359,7 @@ class Slots {
  * with the reason when `signal` aborts (its episodes end `client_closed`). The request's
  * `weight_version` is declared by the caller, before it answers the request accepted.
  */
-export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
+export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal, gate?: GenerationGate): Promise<RolloutSummary> {
   const setup: PolicySetup = {
     system: () => Promise.resolve(host.system),
     seed: request.seed,
@@ -371,6 +372,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       ...(request.toolParser !== undefined ? { toolParser: request.toolParser } : {}),
       ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
       weightVersion: () => versions.current,
+      ...(gate ? { beforeGenerate: (s?: AbortSignal) => gate.pass(s) } : {}),
     },
     signal,
   };

@@ -47,6 +47,7 @@ import type { ServedEpisode, ServedTask } from './served-episode.js';
 import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
 import { parseRolloutRequest, runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
+import { GenerationGate } from './generation-gate.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -274,6 +275,7 @@ export class ServeServer implements AsyncDisposable {
     /** This socket's rollout requests by id (cancel names one), and the weight versions its trainer declared. */
     const rollouts = new Map<unknown, AbortController>();
     const versions = new WeightVersions();
+    const gate = new GenerationGate();
     const reply = (message: object): void => peer.send(JSON.stringify(message));
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>, release: () => void): Promise<object | undefined> => {
@@ -325,7 +327,7 @@ export class ServeServer implements AsyncDisposable {
           // A stream for minutes: it must not hold one of the socket's places for requests (a cancel behind it would wait).
           release();
           try {
-            const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]));
+            const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]), gate);
             return { type: 'rollouts_done', data: summary };
           } finally {
             rollouts.delete(id);
@@ -339,11 +341,17 @@ export class ServeServer implements AsyncDisposable {
         case 'weight_version':
           versions.declare(args['version'], 'weight_version /data/version');
           return { type: 'weight_version', data: { version: versions.current ?? null } };
+        // The trainer pushes weights between these: no completion of this socket's rollouts is sent meanwhile.
+        case 'pause':
+          gate.pause();
+          return { type: 'paused', data: { waiting: gate.waiting } };
+        case 'resume':
+          return { type: 'resumed', data: { released: gate.resume() } };
         case 'close':
           ws.close(1000);
           return undefined;
         default:
-          return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe, rollouts, cancel, weight_version or close.' } };
+          return { type: 'error', data: { message: `unknown message type '${String(message['type'])}'`, code: 'UNKNOWN_TYPE', hint: 'Send reset, step, state, dispatch, resolve, state_at, rewards, subscribe, rollouts, cancel, weight_version, pause, resume or close.' } };
       }
     };
     const onMessage = (raw: RawData, isBinary: boolean, release: () => void): Promise<void> => {

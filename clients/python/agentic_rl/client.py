@@ -347,6 +347,14 @@ class Env(Generic[ObsT, StateT]):
         got = (await self._request("weight_version", {"version": version})).get("version")
         return _as_int(got, version)
 
+    async def pause(self) -> int:
+        """Holds every new completion of this connection's rollouts (those already at the inference server finish) while the trainer pushes weights; returns how many wait."""
+        return _as_int((await self._request("pause", {})).get("waiting"), 0)
+
+    async def resume(self) -> int:
+        """Lets the held completions go, in the order they were asked for; returns how many."""
+        return _as_int((await self._request("resume", {})).get("released"), 0)
+
     async def _cancel(self, rid: int) -> None:
         if self._lost is None and self._ws is not None:
             await self._request("cancel", {"id": rid})

@@ -103,5 +103,11 @@ class SyncEnv(Generic[ObsT, StateT]):
     def weight_version(self, version: int) -> int:
         return self._run(self._env.weight_version(version))
 
+    def pause(self) -> int:
+        return self._run(self._env.pause())
+
+    def resume(self) -> int:
+        return self._run(self._env.resume())
+
     def next_reward(self, timeout_s: Optional[float] = None) -> Reward:
         return self._run(self._env.next_reward(timeout_s))

@@ -28,6 +28,13 @@ async def test_reset_step_state_and_time_travel(weather) -> None:
         assert before.seq == 0 and before.state != after.state
 
 
+async def test_pause_and_resume_answer_how_many_completions_wait(weather) -> None:
+    async with Env(weather.url) as env:
+        assert await env.pause() == 0
+        assert await env.pause() == 0
+        assert await env.resume() == 0
+
+
 async def test_dispatch_many_then_resolve_in_one_batch(weather) -> None:
     async with Env(weather.url) as env:
         await env.reset()
