@@ -84,7 +84,10 @@ export interface EpisodeItem {
   readonly started_at: number;
   readonly finished_at?: number;
   readonly steps?: number;
+  /** Its return: its steps' rewards, delayed values that landed included (what `agent export` and the summary count). */
   readonly reward?: number;
+  /** Delayed values it still awaits. */
+  readonly pending_rewards?: number;
   readonly reason?: string;
   readonly events: number;
 }

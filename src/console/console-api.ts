@@ -205,6 +205,11 @@ export class TraceQuery {
   }
 }
 
+function returnOf(r: { readonly value: number; readonly pending: number } | undefined, atEnd: number | undefined): Pick<EpisodeItem, 'reward' | 'pending_rewards'> {
+  if (r) return { reward: r.value, ...(r.pending > 0 ? { pending_rewards: r.pending } : {}) };
+  return atEnd !== undefined ? { reward: atEnd } : {};
+}
+
 /** Episodes in order, a page at a time: `offset` counts from the first episode seen. */
 export class EpisodeQuery {
   /** Episode numbers, sorted once per new episode (rows are looked up at answer time: a resume replaces them). */
@@ -224,7 +229,8 @@ export class EpisodeQuery {
         started_at: e.startedAt,
         ...(e.finishedAt !== undefined ? { finished_at: e.finishedAt } : {}),
         ...(e.steps !== undefined ? { steps: e.steps } : {}),
-        ...(e.reward !== undefined ? { reward: e.reward } : {}),
+        // The return as it stands (delayed values in as they land); an index without step rewards has the episode's end value only.
+        ...returnOf(feed.index.episodeReturn(e.episode), e.reward),
         ...(e.reason !== undefined ? { reason: e.reason } : {}),
         events: e.refs.length,
       });

@@ -10,7 +10,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { scratch } from '../../commands/testing.js';
 import { ConsoleServer, FolderFeed, inspectState, Run, type Policy } from '../internal.js';
 import { applyPatch, type Patch } from '../state/patch.js';
-import type { EpisodeTimeline, HistoryAnswer, Overview, RewardFlow, TracePage, ViolationPage } from './api-types.js';
+import type { EpisodePage, EpisodeTimeline, HistoryAnswer, Overview, RewardFlow, TracePage, ViolationPage } from './api-types.js';
+import { exportSteps } from '../replay/export.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
@@ -77,6 +78,13 @@ describe('the web console API', async () => {
     expect((await c.get<TracePage>('/api/traces?q=ep:2 status:resolved')).total).toBe(steps.filter((s) => s.episode === 2).length);
     expect((await c.get<TracePage>('/api/traces?status=failed')).total).toBe(0);
     expect(all.tools).toEqual([...new Set(steps.map((s) => s.action))].sort());
+  });
+
+  it('lists each episode with its return as agent export counts it, the judge’s late values in', async () => {
+    await using c = await consoleOn(dir);
+    const page = await c.get<EpisodePage>('/api/episodes?limit=100');
+    const exported = new Map((await exportSteps(dir, { state: 'none' })).map((r) => [r.episode, r.episode_return]));
+    expect(page.rows.map((e) => [e.episode, e.reward, e.pending_rewards])).toEqual([...exported].sort(([a], [b]) => a - b).map(([episode, value]) => [episode, value, undefined]));
   });
 
   it("lays out an episode's traces, commits and rewards on one time axis", async () => {

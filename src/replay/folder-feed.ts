@@ -31,7 +31,7 @@ const HEAD = /"time":([\d.]+),"instance_id":"([^"\\]*)"(?:,"trace_id":"([^"\\]*)
  */
 const STR = '"((?:[^"\\\\]|\\\\.)*)"';
 const NUM = '(-?[\\d.eE+-]+)';
-const REWARD_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"reward_(arrived|late)","time":${NUM},"instance_id":${STR},"trace_id":${STR},"episode":(\\d+),"step":(\\d+),"source":${STR},"value":${NUM},"key":${STR},"delay_ms":${NUM}[,}]`);
+const REWARD_HEAD = new RegExp(`^\\{"event_seq":\\d+,"type":"reward_(arrived|late)","time":${NUM},"instance_id":${STR},"trace_id":${STR},"episode":(\\d+),"step":(\\d+),"source":${STR},"value":${NUM},"key":${STR},"delay_ms":${NUM}(?:,"reward":${NUM})?[,}]`);
 const SETTLED_HEAD = new RegExp(
   `^\\{"event_seq":\\d+,"type":"trace_settled","time":${NUM},"instance_id":${STR},"trace_id":${STR},"episode":(\\d+),"step":(\\d+),"action":${STR},"seq_before":\\d+,"status":"(resolved|failed)","reward":${NUM},"done":(?:true|false),"seq":\\d+,"duration_ms":${NUM},`,
 );
@@ -68,7 +68,7 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
   if (type === 'reward_arrived' || type === 'reward_late') {
     const m = REWARD_HEAD.exec(line);
     if (!m || line.includes('\\')) return undefined;
-    return { type, time: Number(m[2]), instance_id: m[3], trace_id: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), key: m[9], delay_ms: Number(m[10]) };
+    return { type, time: Number(m[2]), instance_id: m[3], trace_id: m[4], episode: Number(m[5]), step: Number(m[6]), source: m[7], value: Number(m[8]), key: m[9], delay_ms: Number(m[10]), ...(m[11] !== undefined ? { reward: Number(m[11]) } : {}) };
   }
   // A failed step's error can hold any JSON (an offending value): those lines are parsed whole.
   if (type !== 'trace_settled' || hasError) return undefined;
@@ -87,6 +87,7 @@ function fastEvent(type: string, line: string, hasError: boolean): IndexedEvent 
     step: Number(m[5]),
     action: JSON.parse(`"${m[6]}"`) as string,
     status: m[7],
+    reward: Number(m[8]),
     duration_ms: Number(m[9]),
     rewards: JSON.parse(line.slice(at + REWARDS_KEY.length - 1, end)) as unknown,
   };

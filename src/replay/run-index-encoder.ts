@@ -176,6 +176,7 @@ export class IndexEncoder {
     this.#number(e['value']);
     this.#number(e['delay_ms']);
     this.#number(e['deadline_at']);
+    this.#number(e['reward']);
     return true;
   }
 
@@ -223,6 +224,7 @@ export class IndexEncoder {
     this.#uint(statusId);
     this.#uint(step);
     this.#number(duration);
+    this.#number(e['reward']);
     this.#uint(n);
     for (const source in entries) {
       const r = entries[source] as RewardEntryLike;

@@ -11,6 +11,7 @@ import { FolderFeed } from './folder-feed.js';
 import { readIndexFile } from './run-index-file.js';
 import { RUN_FILES, RunWriter } from './run-writer.js';
 import { RunIndex } from './run-index.js';
+import { exportSteps } from './export.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
@@ -29,6 +30,7 @@ async function indexOf(dir: string): Promise<unknown> {
       failed: i.failedTraces,
       counts: [...i.rewardCounts],
       episodes: [...i.episodes.values()],
+      returns: [...i.episodes.keys()].map((n) => i.episodeReturn(n)),
       rewards: i.rewards,
       logged: i.loggedRewards,
       violations: i.violations,
@@ -84,6 +86,17 @@ describe('events.index', async () => {
     const buggy = (await indexOf(runs['buggy'] as string)) as { failed: number; violations: unknown[] };
     expect(buggy.failed).toBeGreaterThan(0);
     expect(buggy.violations.length).toBeGreaterThan(0);
+  });
+
+  it("gives each episode's return as agent export counts it, the delayed values in", async () => {
+    const dir = runs['weather'] as string;
+    await using feed = await FolderFeed.open(dir, { follow: false });
+    await feed.ready();
+    const exported = new Map((await exportSteps(dir, { state: 'none' })).map((r) => [r.episode, r.episode_return]));
+    expect(exported.size).toBe(6);
+    for (const [episode, value] of exported) expect(feed.index.episodeReturn(episode), `episode ${episode}`).toEqual({ value, pending: 0 });
+    // The judge's values landed after the steps settled: the return is not the episode's value at its end.
+    expect([...exported].some(([episode, value]) => value !== feed.index.episodes.get(episode)?.reward)).toBe(true);
   });
 
   it('names every trace by its position, also in delayed rewards after its step settled: a replay never looks one up by id', async () => {

@@ -11,7 +11,7 @@
  * the index would, is kept whole as JSON (without params, observations and patches). So a
  * reader that replays the records builds the same index as one that reads every line.
  *
- * Layout: the magic `AGENTIX1`, then records, each a kind byte and its fields. Integers are
+ * Layout: the magic `AGENTIX2`, then records, each a kind byte and its fields. Integers are
  * unsigned LEB128 varints, numbers float64 little-endian (NaN: none), strings either interned
  * (a `STRING` record defines the next id; names of actions, sources, statuses: few and reused) or
  * inline (length + UTF-8: trace ids, which are unique). A trace is referred to by its ordinal
@@ -26,7 +26,8 @@ import type { FileHandle } from 'node:fs/promises';
 import type { RewardStatus } from '../events/env-events.js';
 import type { IndexedEvent, RunIndex, TraceRow } from './run-index.js';
 
-export const INDEX_MAGIC = Buffer.from('AGENTIX1', 'latin1');
+// AGENTIX2: SETTLED and REWARD records carry their step's reward (an episode's return is read from them).
+export const INDEX_MAGIC = Buffer.from('AGENTIX2', 'latin1');
 
 /** The record kinds; every record starts with one as a byte. */
 export const Kind = {
@@ -70,7 +71,7 @@ export class IndexReplay {
   #buf: Buffer = Buffer.alloc(0);
   #at = 0;
   /** Scratch space for a record's rewards, reused: a million-event replay allocates only what the index keeps. */
-  readonly #fields: { value?: number; delay_ms?: number; deadline_at?: number } = {};
+  readonly #fields: { value?: number; delay_ms?: number; deadline_at?: number; reward?: number } = {};
   readonly #rewards = { sources: [] as string[], statuses: [] as RewardStatus[], values: [] as (number | undefined)[] };
 
   /** `limit`: the size of events.jsonl now; records past it wait for a later read. */
@@ -182,6 +183,7 @@ export class IndexReplay {
         fields.value = this.#number();
         fields.delay_ms = this.#number();
         fields.deadline_at = this.#number();
+        fields.reward = this.#number();
         if (this.#past(bytes)) return;
         const row = typeof trace === 'string' ? undefined : trace;
         index?.reward(type, row ? row.traceId : (trace as string), episode as number, step, source, fields, key, row);
@@ -197,6 +199,7 @@ export class IndexReplay {
     const status = this.#name();
     const step = this.#uint();
     const duration = this.#number();
+    const reward = this.#number();
     const n = this.#uint();
     // Read whole before anything is applied (the record may be torn); into arrays reused record after record.
     const { sources, statuses, values } = this.#rewards;
@@ -210,7 +213,7 @@ export class IndexReplay {
     if (this.#past(bytes)) return false;
     const index = this.#index;
     const row = typeof trace === 'string' ? index?.trace(trace) : trace;
-    if (index && row && index.settle(row, time, status, step, duration, undefined)) {
+    if (index && row && index.settle(row, time, status, step, duration, undefined, reward)) {
       for (let i = 0; i < n; i++) index.settledReward(row, sources[i] as string, statuses[i] as RewardStatus, values[3 * i] ?? null, values[3 * i + 1] ?? null, values[3 * i + 2]);
     }
     return true;

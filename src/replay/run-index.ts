@@ -8,6 +8,7 @@
  */
 import type { ErrorInfo, RewardStatus } from '../events/env-events.js';
 import type { JsonValue } from '../shared/json.js';
+import { cleanSum } from '../shared/float-sum.js';
 
 /** An event as the index sees it: a record with a type and a time (epoch ms). */
 export type IndexedEvent = Readonly<Record<string, unknown>> & { readonly type: string; readonly time: number };
@@ -26,6 +27,8 @@ export interface TraceRow {
   readonly error?: ErrorInfo;
   /** Each reward source's value for this step (a handful at most: a list beats a map). */
   readonly rewards?: readonly RewardRow[];
+  /** The step's reward once settled, delayed values in as they land (a failed step: 0). */
+  readonly reward?: number;
 }
 
 export interface EpisodeRow<Ref> {
@@ -117,6 +120,8 @@ export class RunIndex<Ref> {
   /** Per reward source, how many of its values stand in each status. */
   readonly rewardCounts = new Map<string, Record<RewardStatus, number>>();
   readonly episodes = new Map<number, EpisodeRow<Ref>>();
+  /** Per episode: the sum of its settled steps' rewards (each trace row keeps its own, delayed values in as they land) and the values still pending. */
+  readonly #returns = new Map<number, { sum: number; settled: number; pending: number }>();
   /** Every (step, source) value, in the order first seen; also reachable from its trace. */
   readonly rewards: RewardRow[] = [];
   /** Reward events of the event log that the run also wrote to its reward log. */
@@ -210,7 +215,7 @@ export class RunIndex<Ref> {
       }
       case 'trace_settled': {
         const trace = this.trace(e['trace_id'] as string);
-        if (!this.settle(trace, e.time, e['status'] as string, e['step'] as number, e['duration_ms'] as number | undefined, e['error'] as ErrorInfo | undefined)) break;
+        if (!this.settle(trace, e.time, e['status'] as string, e['step'] as number, e['duration_ms'] as number | undefined, e['error'] as ErrorInfo | undefined, typeof e['reward'] === 'number' ? e['reward'] : undefined)) break;
         const rewards = (e['rewards'] ?? {}) as Record<string, { status: RewardStatus; value: number | null; delay_ms: number | null; deadline_at?: number }>;
         for (const source in rewards) {
           const r = rewards[source] as (typeof rewards)[string];
@@ -272,7 +277,7 @@ export class RunIndex<Ref> {
       return again;
     }
     // Every field from the start (undefined until known): a row keeps one shape and all in one object.
-    const row: TraceRow = { traceId, episode, action, status: 'pending', dispatchedAt: time, settledAt: undefined, durationMs: undefined, attempts: undefined, step: undefined, error: undefined, rewards: undefined };
+    const row: TraceRow = { traceId, episode, action, status: 'pending', dispatchedAt: time, settledAt: undefined, durationMs: undefined, attempts: undefined, step: undefined, error: undefined, rewards: undefined, reward: undefined };
     (this.traces as TraceRow[]).push(row);
     this.pending.set(traceId, row);
     return row;
@@ -283,10 +288,11 @@ export class RunIndex<Ref> {
   }
 
   /** A pending trace settles; false (and nothing changes) when it is unknown or settled already. */
-  settle(row: TraceRow | undefined, time: number, status: string, step: number, durationMs: number | undefined, error: ErrorInfo | undefined): boolean {
+  settle(row: TraceRow | undefined, time: number, status: string, step: number, durationMs: number | undefined, error: ErrorInfo | undefined, reward?: number): boolean {
     const trace = row as Mutable<TraceRow> | undefined;
     if (!trace || !this.pending.delete(trace.traceId)) return false;
     this.settled.push(trace);
+    if (reward !== undefined) this.#stepReward(trace, status === 'resolved' ? reward : 0);
     trace.status = status === 'resolved' ? 'resolved' : 'failed';
     if (trace.status === 'failed') this.failedTraces++;
     trace.settledAt = time;
@@ -313,6 +319,7 @@ export class RunIndex<Ref> {
     if (rows) for (let i = 0; i < rows.length; i++) if ((rows[i] as RewardRow).source === source) return rows[i] as Mutable<RewardRow>;
     const row: Mutable<RewardRow> = { traceId, episode, step, source, status: 'pending', value: undefined, delayMs: undefined, deadlineAt: undefined, lateValue: undefined, reason: undefined };
     this.rewards.push(row);
+    this.#tally(episode).pending++;
     let counts = this.rewardCounts.get(source);
     if (!counts) this.rewardCounts.set(source, (counts = { pending: 0, arrived: 0, fallback: 0, late: 0, failed: 0 }));
     counts.pending++;
@@ -324,6 +331,7 @@ export class RunIndex<Ref> {
   }
 
   #setStatus(row: Mutable<RewardRow>, status: RewardStatus): void {
+    if (row.status === 'pending' && status !== 'pending') this.#tally(row.episode).pending--;
     const counts = this.rewardCounts.get(row.source);
     if (counts) {
       counts[row.status]--;
@@ -356,6 +364,9 @@ export class RunIndex<Ref> {
 
   #reward(type: string, traceId: string, episode: number, step: number, source: string, fields: RewardFields, trace?: TraceRow): void {
     const row = this.#rewardRow(traceId, episode, step, source, trace as Mutable<TraceRow> | undefined);
+    // A value landing carries its step's reward with it in (before the step settled, the settle carries it).
+    const settled = trace ?? this.trace(traceId);
+    if (type !== 'reward_expected' && type !== 'reward_failed' && typeof fields.reward === 'number' && settled?.reward !== undefined) this.#stepReward(settled, fields.reward);
     switch (type) {
       case 'reward_expected':
         if (typeof fields.deadline_at === 'number') row.deadlineAt = fields.deadline_at;
@@ -379,6 +390,29 @@ export class RunIndex<Ref> {
         this.#setStatus(row, 'failed');
         row.reason = fields.reason as string;
     }
+  }
+
+  /**
+   * An episode's return as far as the run has gone: its steps' rewards, delayed values that landed
+   * included (the definition `agent export` and the summary use), and how many are still pending.
+   * Undefined for an episode no step of which settled with its reward recorded (an older index).
+   */
+  episodeReturn(episode: number): { readonly value: number; readonly pending: number } | undefined {
+    const t = this.#returns.get(episode);
+    return t && t.settled > 0 ? { value: cleanSum(t.sum), pending: t.pending } : undefined;
+  }
+
+  #stepReward(trace: TraceRow, reward: number): void {
+    const t = this.#tally(trace.episode);
+    if (trace.reward === undefined) t.settled++;
+    t.sum += reward - (trace.reward ?? 0);
+    (trace as Mutable<TraceRow>).reward = reward;
+  }
+
+  #tally(episode: number): { sum: number; settled: number; pending: number } {
+    let t = this.#returns.get(episode);
+    if (!t) this.#returns.set(episode, (t = { sum: 0, settled: 0, pending: 0 }));
+    return t;
   }
 
   #violation(e: IndexedEvent, error: ErrorInfo, trace?: TraceRow): void {

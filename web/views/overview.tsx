@@ -141,7 +141,7 @@ export function OverviewView({ go, version }: ViewProps) {
           <tbody>
             {(eps?.rows ?? []).map((e) => (
               <tr key={e.episode} class="link" data-episode={e.episode} onClick={() => go({ view: 'timeline', episode: e.episode })}>
-                <td class="n">{e.episode}</td><td>{e.instance_id}</td><td>{clock(e.started_at)}</td><td class="n">{e.steps ?? '–'}</td><td class="n">{num(e.reward)}</td><td>{e.reason ?? 'running'}</td><td class="n">{e.finished_at !== undefined ? ms(e.finished_at - e.started_at) : '–'}</td>
+                <td class="n">{e.episode}</td><td>{e.instance_id}</td><td>{clock(e.started_at)}</td><td class="n">{e.steps ?? '–'}</td><td class="n">{num(e.reward)}{e.pending_rewards ? <span class="muted"> ({e.pending_rewards} pending)</span> : null}</td><td>{e.reason ?? 'running'}</td><td class="n">{e.finished_at !== undefined ? ms(e.finished_at - e.started_at) : '–'}</td>
               </tr>
             ))}
           </tbody>

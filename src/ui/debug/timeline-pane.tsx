@@ -13,6 +13,7 @@ import { fit, pad, Tone, windowOf, type ToneColor } from './tone.js';
 import { useEpisodeData } from './use-episode.js';
 import type { PaneArea } from './pane-props.js';
 import { useListKeys } from './use-list-keys.js';
+import { returnText, type EpisodeReturn } from '../episode-returns.js';
 
 export interface TimelinePaneProps extends PaneArea {
   readonly feed: DebugFeed;
@@ -93,7 +94,7 @@ export function TimelinePane({ feed, episode, width, height, active, onState }: 
     <Box flexDirection="column">
       <Text wrap="truncate">
         <Text bold>Timeline</Text> episode {episode} ({row.instanceId}) · {lanes.length} traces · {formatDuration(t1 - t0)}
-        {row.reason ? ` · ${row.reason}, reward ${row.reward ?? ''}` : ' · running'} <Text dimColor>[ ] episode · Enter: state</Text>
+        {row.reason ? ` · ${row.reason}, reward ${episodeReward(feed.index.episodeReturn(episode), row.reward)}` : ' · running'} <Text dimColor>[ ] episode · Enter: state</Text>
       </Text>
       <Text dimColor>{fit(`  ${pad('trace', 14)} ${pad('action', 14)}0${' '.repeat(Math.max(0, axis - 2 - formatDuration(t1 - t0).length))}${formatDuration(t1 - t0)}`, width)}</Text>
       {lanes.slice(start, end).map((lane, i) => {
@@ -190,4 +191,9 @@ function eventDetail(e: IndexedEvent): string {
     default:
       return '';
   }
+}
+
+/** The episode's return as the export counts it, delayed values that landed included, with what is still pending said; an older index has only its value at its end. */
+function episodeReward(r: EpisodeReturn | undefined, atEnd: number | undefined): string {
+  return r ? returnText(r, String) : String(atEnd ?? '');
 }
