@@ -363,10 +363,11 @@ export class RunIndex<Ref> {
   }
 
   #reward(type: string, traceId: string, episode: number, step: number, source: string, fields: RewardFields, trace?: TraceRow): void {
-    const row = this.#rewardRow(traceId, episode, step, source, trace as Mutable<TraceRow> | undefined);
+    // Looked up once, for its reward row and its step's reward (a replay names it by position: no lookup).
+    const known = trace ?? this.trace(traceId);
+    const row = this.#rewardRow(traceId, episode, step, source, known as Mutable<TraceRow> | undefined);
     // A value landing carries its step's reward with it in (before the step settled, the settle carries it).
-    const settled = trace ?? this.trace(traceId);
-    if (type !== 'reward_expected' && type !== 'reward_failed' && typeof fields.reward === 'number' && settled?.reward !== undefined) this.#stepReward(settled, fields.reward);
+    if (type !== 'reward_expected' && type !== 'reward_failed' && typeof fields.reward === 'number' && known?.reward !== undefined) this.#stepReward(known, fields.reward);
     switch (type) {
       case 'reward_expected':
         if (typeof fields.deadline_at === 'number') row.deadlineAt = fields.deadline_at;
