@@ -1,15 +1,19 @@
 /**
  * `agent serve --store redis://…` killed with SIGKILL: every step a client was answered is in the
  * run folder once the run is served again (`agent serve --resume`), the episodes that were open
- * end `client_lost`, new sessions continue the run, and no key of it stays in Redis.
+ * end `client_lost`, new sessions continue the run, and no key of it stays in Redis; the rollouts'
+ * curriculum carries on from where it was.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { sharedRedisAvailable, TEST_REDIS_URL } from '../src/state/redis-testing.js';
+import { startFakeVllmServer } from '../src/llm/fake-vllm-server.js';
+import { lookupModel } from '../src/serve/rollouts-testing.js';
+import type { CurriculumFile } from '../src/replay/curriculum-file.js';
 import { runAgent, scratch } from './testing.js';
 
 const available = await sharedRedisAvailable('the agent serve --resume tests');
@@ -127,6 +131,46 @@ describe.runIf(available)('agent serve --resume', () => {
     expect(code).toBe(2);
     expect(stderr).toContain(`agent run --resume ${runId}`);
     expect((await runAgent(['run', '--resume', runId, '--store', TEST_REDIS_URL, '--tool-option', 'latency_scale=0'])).code).toBe(0);
+    expect(await admin.keys(`agent:${runId}:*`)).toEqual([]);
+  });
+
+  it("keeps the rollouts' curriculum across kill -9: the resumed server's statistics and draws go on from the saved ones", async () => {
+    await using model = await startFakeVllmServer({ reply: lookupModel });
+    const out = await tmp.dir('serve-resume-curriculum-');
+    const args = ['--split', 'train', '--llm-base-url', model.url];
+    /** One rollouts request of two groups drawn by difficulty, to its end; the run's curriculum once it is on disk. */
+    const episodes = (c: CurriculumFile): number => Object.values(c.tasks).reduce((a, t) => a + t.episodes, 0);
+    const roll = async (url: string, dir: string, draws: number): Promise<CurriculumFile> => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+      await new Promise((r) => ws.once('open', r));
+      const done = new Promise<Record<string, unknown>>((resolve) => ws.on('message', (raw) => {
+        const m = JSON.parse(String(raw)) as { type: string; data: Record<string, unknown> };
+        if (m.type === 'rollouts_done' || m.type === 'error') resolve(m.data);
+      }));
+      ws.send(JSON.stringify({ type: 'rollouts', id: 1, data: { task_ids: ['lookup-train-0', 'lookup-train-1', 'lookup-train-2'], groups: 2, n: 2, model: 'fake-model', sampler: 'difficulty' } }));
+      expect(await done).toMatchObject({ groups: 2, tried: 2 });
+      ws.terminate();
+      const file = path.join(dir, 'curriculum.json');
+      return vi.waitFor(async () => {
+        const c = JSON.parse(await readFile(file, 'utf8')) as CurriculumFile;
+        // Each draw is one group of two episodes: both counts saved, the last group's too.
+        expect([c.draws, episodes(c)]).toEqual([draws, 2 * draws]);
+        return c;
+      });
+    };
+    const first = await serve(['fixtures/lookup', '--out', out, ...args]);
+    const runId = path.basename(first.listening.dir);
+    const before = await roll(first.listening.url, first.listening.dir, 2);
+    first.child.kill('SIGKILL');
+    await first.child;
+
+    const second = await serve(['--resume', runId, ...args]);
+    const after = await roll(second.listening.url, second.listening.dir, 4);
+    second.child.kill('SIGINT');
+    expect((await second.child).exitCode).toBe(0);
+    expect([episodes(before), episodes(after)]).toEqual([4, 8]);
+    // The lookups are all solved: every task kept its whole record, none started over.
+    for (const [id, t] of Object.entries(before.tasks)) expect(after.tasks[id]?.episodes).toBeGreaterThanOrEqual(t.episodes);
     expect(await admin.keys(`agent:${runId}:*`)).toEqual([]);
   });
 });

@@ -19,6 +19,7 @@ const RECORDS: readonly { schema: string; where: string }[] = [
   { schema: 'state-record', where: '`states.jsonl`, one per distinct initial state' },
   { schema: 'episode-record', where: '`episodes.jsonl`, one per finished episode' },
   { schema: 'run-summary', where: '`summary.json`' },
+  { schema: 'curriculum', where: '`curriculum.json` (`agent serve` rollouts)' },
   { schema: 'benchmark-report', where: '`benchmark.json` (`agent benchmark`)' },
   { schema: 'conversation-record', where: '`conversations.jsonl` (`agent benchmark --policy llm:…`), one per episode' },
   { schema: 'export-record', where: '`agent export` (jsonl), one per step' },

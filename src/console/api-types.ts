@@ -43,6 +43,23 @@ export interface Overview {
   /** The run's latest event time: "now" for a finished run. */
   readonly last_time: number;
   readonly benchmark?: BenchmarkDigest;
+  /** An `agent serve` run's rollouts curriculum (curriculum.json). */
+  readonly curriculum?: CurriculumDigest;
+}
+
+/** curriculum.json in brief: its tasks, those the difficulty sampler favours first. */
+export interface CurriculumDigest {
+  readonly draws: number;
+  readonly tasks: readonly {
+    readonly id: string;
+    readonly episodes: number;
+    readonly mean_reward: number;
+    /** The success rate of its recent episodes. */
+    readonly recent_success: number | null;
+    /** Its weight for the difficulty sampler. */
+    readonly weight: number;
+    readonly weight_version: number | null;
+  }[];
 }
 
 /** A benchmark run's report (benchmark.json) in brief. */

@@ -11,8 +11,10 @@ import type { TokenTurn } from '../events/env-events.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
 import { matches, parseQuery } from '../shared/query.js';
+import { difficultyWeight, type CurriculumFile } from '../replay/curriculum-file.js';
 import type {
   BenchmarkDigest,
+  CurriculumDigest,
   EpisodeItem,
   EpisodePage,
   EpisodeTimeline,
@@ -79,7 +81,8 @@ export class OverviewQuery {
   readonly #ticks: number[] = [];
   readonly #errors = new Map<string, { tool: string; code: string; count: number }>();
 
-  answer(feed: DebugFeed, benchmark: BenchmarkDigest | undefined, clock: () => number = Date.now): Overview {
+  answer(feed: DebugFeed, files: { readonly benchmark?: BenchmarkDigest | undefined; readonly curriculum?: CurriculumDigest | undefined }, clock: () => number = Date.now): Overview {
+    const { benchmark, curriculum } = files;
     const { index } = feed;
     const run = index.run;
     const settled = index.settled;
@@ -127,6 +130,7 @@ export class OverviewQuery {
       violations: index.violations.length,
       last_time: index.lastTime,
       ...(benchmark ? { benchmark } : {}),
+      ...(curriculum ? { curriculum } : {}),
     };
   }
 
@@ -396,6 +400,19 @@ export function violations(feed: DebugFeed, offset: number, limit: number, q = '
       ...(v.value !== undefined ? { value: v.value } : {}),
     })),
   };
+}
+
+/** curriculum.json in brief: each task with its weight, the heaviest first. */
+export function curriculumDigest(file: CurriculumFile): CurriculumDigest {
+  const tasks = Object.entries(file.tasks).map(([id, t]) => ({
+    id,
+    episodes: t.episodes,
+    mean_reward: t.mean_reward,
+    recent_success: t.recent.length === 0 ? null : t.recent.reduce<number>((a, b) => a + b, 0) / t.recent.length,
+    weight: difficultyWeight(t.recent),
+    weight_version: t.weight_version,
+  }));
+  return { draws: file.draws, tasks: tasks.sort((a, b) => b.weight - a.weight || a.id.localeCompare(b.id)) };
 }
 
 /** benchmark.json in brief: per task, whether it succeeded and which episodes ran it. */

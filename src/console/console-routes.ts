@@ -12,8 +12,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { DebugFeed } from '../replay/debug-feed.js';
 import { describeError, isAgentError } from '../shared/errors.js';
-import type { BenchmarkDigest } from './api-types.js';
-import { benchmarkDigest, EpisodeQuery, feedState, history, OverviewQuery, rewardFlow, TraceQuery, timeline, violations, type TraceFilter } from './console-api.js';
+import { CURRICULUM_FILE, parseCurriculum } from '../replay/curriculum-file.js';
+import { benchmarkDigest, curriculumDigest, EpisodeQuery, feedState, history, OverviewQuery, rewardFlow, TraceQuery, timeline, violations, type TraceFilter } from './console-api.js';
 import { consoleAssets } from './console-assets.js';
 
 /** The page and its assets: no token (a browser cannot send one for them), no data in them. */
@@ -31,7 +31,7 @@ const HEARTBEAT_MS = 15_000;
 export interface ConsoleRoutesOptions {
   /** The feed to show; a function opens it on first use (a live run's folder exists only once the run has started) and the routes then own it. */
   readonly feed: DebugFeed | (() => Promise<DebugFeed>);
-  /** The run folder, for a benchmark run's report (benchmark.json). */
+  /** The run folder, for its report files (a benchmark's benchmark.json, a served run's curriculum.json). */
   readonly runDir?: () => string | undefined;
   readonly clock?: () => number;
   /** The least time between two lines of /api/updates (default 50 ms: twenty a second). */
@@ -65,7 +65,8 @@ export class ConsoleRoutes implements AsyncDisposable {
   readonly #streams = new Set<ServerResponse>();
   readonly #clock: () => number;
   #feed: Promise<DebugFeed> | undefined;
-  #benchmark: { mtime: number; digest: BenchmarkDigest | undefined } | undefined;
+  /** The run folder's report files as last read, by name, with their modification time. */
+  readonly #files = new Map<string, { readonly mtime: number; readonly digest: unknown }>();
   #closed = false;
 
   constructor(options: ConsoleRoutesOptions) {
@@ -113,7 +114,7 @@ export class ConsoleRoutes implements AsyncDisposable {
     const feed = await this.#openFeed();
     const route = url.pathname.slice('/api/'.length);
     if (route === 'updates') return this.#updates(req, res, feed);
-    if (route === 'overview') return sendJson(res, 200, this.#overview.answer(feed, await this.#benchmarkDigest(), this.#clock));
+    if (route === 'overview') return sendJson(res, 200, this.#overview.answer(feed, { benchmark: await this.#fileDigest('benchmark.json', (text) => benchmarkDigest(JSON.parse(text) as unknown)), curriculum: await this.#fileDigest(CURRICULUM_FILE, (text, file) => curriculumDigest(parseCurriculum(text, file))) }, this.#clock));
     if (route === 'traces') {
       const episode = url.searchParams.get('episode');
       const filter: TraceFilter = {
@@ -143,19 +144,19 @@ export class ConsoleRoutes implements AsyncDisposable {
     throw new HttpError(404, `no route /api/${route}: /api/overview, /api/traces, /api/episodes, /api/episodes/<n>/timeline, /api/episodes/<n>/history, /api/rewards, /api/violations or /api/updates`);
   }
 
-  /** The report of a benchmark run, re-read only when the file changes (a benchmark writes it at the end). */
-  async #benchmarkDigest(): Promise<BenchmarkDigest | undefined> {
+  /** A report file of the run folder in brief, re-read only when it changes (a benchmark writes benchmark.json at its end, a served run curriculum.json after each rollouts group). */
+  async #fileDigest<T>(name: string, digest: (text: string, file: string) => T | undefined): Promise<T | undefined> {
     const dir = this.#options.runDir?.();
     if (dir === undefined) return undefined;
-    const file = path.join(dir, 'benchmark.json');
+    const file = path.join(dir, name);
     if (!existsSync(file)) return undefined;
     try {
       const mtime = (await stat(file)).mtimeMs;
-      if (this.#benchmark?.mtime !== mtime) this.#benchmark = { mtime, digest: benchmarkDigest(JSON.parse(await readFile(file, 'utf8')) as unknown) };
+      if (this.#files.get(name)?.mtime !== mtime) this.#files.set(name, { mtime, digest: digest(await readFile(file, 'utf8'), file) });
     } catch {
       // Being written right now: the next request reads it.
     }
-    return this.#benchmark?.digest;
+    return this.#files.get(name)?.digest as T | undefined;
   }
 
   /** JSON lines of the feed's state: one at once, then one whenever the index moved, at most every `updateMs`. */

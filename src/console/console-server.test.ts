@@ -4,7 +4,7 @@
  * with its pointer and value, and only the page itself is open: the data needs the token, and a
  * foreign Host or Origin is refused.
  */
-import { appendFile, copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { scratch } from '../../commands/testing.js';
@@ -153,6 +153,28 @@ describe('the web console API', async () => {
       ['t-2', false, [2]],
       ['t-3', true, [3]],
     ]);
+  });
+
+  it("shows a served run's rollouts curriculum, the tasks the difficulty sampler favours first, re-read as it changes", async () => {
+    const copy = path.join(await tmp.dir('console-curriculum-'), 'run');
+    await mkdir(copy);
+    for (const f of ['events.jsonl', 'run.json', 'states.jsonl', 'episodes.jsonl', 'trajectories.jsonl', 'rewards.jsonl', 'summary.json']) await copyFile(path.join(dir, f), path.join(copy, f));
+    const task = (recent: number[], episodes: number): object => ({ episodes, groups: episodes / 2, mean_reward: recent.reduce((a, b) => a + b, 0) / recent.length, recent, weight_version: 3, last_seen: 1 });
+    const write = (tasks: Record<string, object>, draws: number): Promise<void> => writeFile(path.join(copy, 'curriculum.json'), JSON.stringify({ format: 1, draws, tasks }));
+    await write({ solved: task([1, 1], 2), half: task([1, 0], 2), mostly: task([1, 1, 1, 0], 4) }, 3);
+    await using c = await consoleOn(copy);
+    const first = (await c.get<Overview>('/api/overview')).curriculum;
+    expect(first?.draws).toBe(3);
+    expect(first?.tasks.map((t) => [t.id, t.weight, t.recent_success])).toEqual([
+      ['half', 1, 0.5],
+      ['mostly', 0.75, 0.75],
+      ['solved', 0.05, 1],
+    ]);
+    await write({ solved: task([1, 1, 0, 0], 4) }, 5);
+    // A new modification time: read again (set apart from the first write's in case both fall in one tick).
+    await utimes(path.join(copy, 'curriculum.json'), new Date(), new Date(Date.now() + 5_000));
+    expect((await c.get<Overview>('/api/overview')).curriculum).toMatchObject({ draws: 5, tasks: [{ id: 'solved', weight: 1 }] });
+    expect((await c.get<Overview>('/api/overview')).benchmark).toBeUndefined();
   });
 
   it('says what is wrong: an unknown episode or route, a bad page offset, a write', async () => {

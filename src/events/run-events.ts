@@ -94,7 +94,7 @@ export type RunEvent =
   | { readonly type: 'store_recovered'; readonly time: number; readonly store: string; readonly down_ms: number }
   /** A distributed run's live workers, whenever they change (none: nobody is taking its episodes). */
   | { readonly type: 'workers'; readonly time: number; readonly queue: string; readonly workers: readonly WorkerRow[] }
-  /** `agent serve` rollouts: a group's episodes were not sent, being too many weight versions behind (`max_staleness`); they stay in the folder, marked by this. */
-  | { readonly type: 'rollout_discarded'; readonly time: number; readonly task_id: string; readonly group_id: string; readonly episodes: readonly number[]; readonly reason: 'stale'; readonly staleness: number; readonly then: 'rerun' | 'drop' }
+  /** `agent serve` rollouts: a group's episodes were not sent (too many weight versions behind, filtered out by the request, or surplus once enough groups were in); they stay in the folder, marked by this. */
+  | { readonly type: 'rollout_discarded'; readonly time: number; readonly task_id: string; readonly group_id: string; readonly episodes: readonly number[]; readonly reason: 'stale' | 'zero_variance' | 'reward_range' | 'surplus'; readonly staleness: number | null; readonly then: 'rerun' | 'drop' | 'replace' }
   /** Something the user should see that is neither a step nor a failure: a slow /events client cut off (`CLIENT_DROPPED`), a worker that refused an episode (`ENV_MISMATCH`). */
   | { readonly type: 'notice'; readonly time: number; readonly code: string; readonly message: string };

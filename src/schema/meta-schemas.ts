@@ -20,7 +20,8 @@ export type MetaSchemaName =
   | 'run-manifest'
   | 'export-record'
   | 'run-summary'
-  | 'benchmark-report';
+  | 'benchmark-report'
+  | 'curriculum';
 
 export function metaSchema(name: MetaSchemaName): JsonSchema {
   let schema = cache.get(name);

@@ -8,7 +8,15 @@
  * own report, else the version the trainer last declared). A group whose oldest turn is more than
  * `max_staleness` versions behind the newest known when it completes is re-run (`stale: "rerun"`,
  * at most `SERVE_DEFAULTS.staleReruns` times) or dropped (`stale: "drop"`), counted in the summary; it is
- * never sent mixed in silently.
+ * never sent mixed in silently. The staleness counts from the group's oldest turn, or from its newest
+ * (`staleness_from: "newest"`): episodes in flight across a weight update are not cancelled, their
+ * next turns use the new weights, and every turn keeps its own version (partial rollouts).
+ *
+ * Dynamic sampling: a group whose rewards are all equal (`filter: "zero_variance"`) or whose mean is
+ * outside [`min_reward`, `max_reward`] is not sent, and counted. A request can ask for `groups: N`
+ * drawn from a pool (`task_ids`) by the server's curriculum (task-curriculum.ts): a filtered,
+ * dropped or failed group is replaced by another draw until N are sent (at most `max_tries`
+ * groups started); `oversample` runs more at once and cancels the surplus when N are in.
  *
  * The episodes are the run's like any other (run folder, events, debug views, export); a request
  * that is cancelled, or whose client goes away, ends its episodes `client_closed`.
@@ -19,38 +27,16 @@ import type { RunEvent } from '../events/run-events.js';
 import type { ErrorInfo } from '../events/env-events.js';
 import { withTask, type Policy } from '../run/policy.js';
 import { llmPolicy, programPolicy, type PolicySetup, type RunPolicy } from '../run/policy-factory.js';
-import type { ProgramLimits } from '../run/program-episode.js';
-import { episodeTokenRecords, type TokenRecord, type TurnOf } from '../replay/token-export.js';
+import { episodeTokenRecords, type TokenRecord } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
-import { isPlainObject } from '../shared/json.js';
 import { raceAbort } from '../shared/abort.js';
-import { LLM_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
-import type { ServedTask } from './served-episode.js';
+import { SERVE_DEFAULTS } from '../shared/defaults.js';
 import { cleanSum } from '../shared/float-sum.js';
+import type { ServedTask } from './served-episode.js';
 import type { GenerationGate } from './generation-gate.js';
-
-/** A rollout request, as the client sends it (`{"type": "rollouts", "data": {…}}`). */
-export interface RolloutRequest {
-  readonly taskIds: readonly string[];
-  /** Episodes per task: the GRPO group size K. */
-  readonly n: number;
-  /** The inference server's OpenAI base URL (vLLM-compatible: /tokenize, /v1/completions with token ids). */
-  readonly baseURL: string;
-  readonly model: string;
-  readonly sampling: { readonly temperature: number; readonly top_p: number; readonly max_tokens: number };
-  readonly seed: number;
-  readonly toolParser?: string;
-  readonly maxContext?: number;
-  readonly concurrency: number;
-  /** The weights' version the trainer pushed last (turns the server does not label carry it). */
-  readonly weightVersion?: number;
-  readonly maxStaleness?: number;
-  readonly stale: 'drop' | 'rerun';
-  /** An agent program that runs each episode instead of the suite's `llm:` agent (its argv, joined as a shell command line), and its limits per episode. */
-  readonly agent?: { readonly command: string; readonly limits: ProgramLimits };
-  /** How long a finished episode's pending rewards are awaited before its group goes without them. */
-  readonly rewardWaitMs: number;
-}
+import { EpisodeCollector } from './episode-collector.js';
+import type { RequestBounds, RolloutRequest } from './rollout-request.js';
+import type { TaskCurriculum } from './task-curriculum.js';
 
 /** A task's group: its K token records, the oldest weight version among their turns, and how far behind that was. */
 export interface RolloutGroup {
@@ -58,7 +44,9 @@ export interface RolloutGroup {
   readonly group_id: string;
   readonly records: readonly TokenRecord[];
   readonly weight_version: number | null;
-  /** Versions between the oldest turn's and the newest known when the group completed (null: no versions known). */
+  /** The distinct weight versions of its turns, oldest first: two or more when a weight update came while its episodes ran. */
+  readonly weight_versions: readonly number[];
+  /** Versions between its oldest turn's (or newest turn's, with `staleness_from: "newest"`) and the newest known when it completed (null: no versions known). */
   readonly staleness: number | null;
   /** 0, or how many times the group was re-run for staleness. */
   readonly reruns: number;
@@ -75,6 +63,12 @@ export interface RolloutSummary {
   /** Groups not sent because an episode of theirs ended before its first model turn (nothing to train on), and the first few such episodes. */
   readonly failed: number;
   readonly failures: readonly RolloutFailure[];
+  /** Groups not sent by the request's filter: all rewards equal, or a mean outside [min_reward, max_reward]. */
+  readonly filtered: { readonly zero_variance: number; readonly reward_range: number };
+  /** Groups started in all (a request that draws its tasks: replacements included). */
+  readonly tried: number;
+  /** Groups cancelled once enough were sent (`oversample`). */
+  readonly surplus: number;
 }
 
 /** An episode that ended before its first model turn, failing its group. */
@@ -89,109 +83,19 @@ export interface RolloutFailure {
 const FAILURES_KEPT = 10;
 
 /** What the rollouts need of the served run. */
-export interface RolloutHost {
+export interface RolloutHost extends RequestBounds {
   readonly runId: string;
   /** A served suite's task by id, with the initial state it starts from. */
   task(id: string): { readonly task: ServedTask; readonly index: number } | undefined;
-  /** Example task ids, for an error's hint. */
-  readonly taskHint: string;
   /** The system prompt an `llm:` agent of this suite is told. */
   readonly system: string;
   /** Runs an episode in the run; rejects when the run will not start it (the server is stopping). */
   start(driver: EpisodeDriver): Promise<unknown>;
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
-  /** Whether a request may name an agent program to run (`agent serve --allow-agent-programs`): it runs as this server's user. */
-  readonly agentPrograms?: boolean;
-  /** The inference servers a request may use (`agent serve --llm-base-url`), fixed when the server starts. */
-  readonly inferenceUrls: readonly string[];
-  /** Episodes a request may run at once: the server's `--max-sessions`. */
-  readonly maxConcurrency: number;
-  /** Writes an event into the run (a stale group's episodes marked as not sent). */
+  /** Writes an event into the run (the episodes of a group not sent, marked so). */
   record(event: RunEvent): void;
-}
-
-/** A request's inference server: one of those the server was started with (the first when it names none), never one a client chooses. */
-function inferenceServer(given: unknown, allowed: readonly string[], bad: (field: string, want: string, hint?: string) => never): string {
-  const hint = 'Start agent serve with --llm-base-url <url> for each inference server its rollouts may use (a request then names one as base_url, or gets the first).';
-  const first = allowed[0];
-  if (first === undefined) return bad('base_url', 'cannot be served: this server was started with no inference server to call', hint);
-  if (given === undefined || given === null) return first;
-  const norm = (u: string): string => u.replace(/\/+$/, '');
-  if (typeof given !== 'string' || given === '') return bad('base_url', 'must be a non-empty string (or left out for the first of the server\'s)');
-  const found = allowed.find((u) => norm(u) === norm(given));
-  return found ?? bad('base_url', `'${given}' is not an inference server this server may call (it may call ${allowed.map((u) => `'${u}'`).join(', ')})`, hint);
-}
-
-/** The request's fields, checked: a typed error naming the field (`/data/<field>`) otherwise. */
-export function parseRolloutRequest(raw: unknown, host: RolloutHost): RolloutRequest {
-  const bad = (field: string, want: string, hint?: string): never => {
-    throw new AgentError('PARAMS_INVALID', `rollouts /data/${field} ${want}`, { hint: hint ?? 'Send {"type": "rollouts", "data": {"task_ids": [...], "n": 4, "base_url": "http://127.0.0.1:8000/v1", "model": "<served model>", "sampling": {"temperature": 1}}}.' });
-  };
-  if (!isPlainObject(raw)) return bad('', 'must be an object');
-  const ids = raw['task_ids'];
-  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) return bad('task_ids', 'must be a non-empty array of task ids');
-  if (ids.length > SERVE_DEFAULTS.maxRolloutTasks) bad('task_ids', `has ${ids.length} tasks: at most ${SERVE_DEFAULTS.maxRolloutTasks} a request`, 'Ask for them in several requests.');
-  ids.forEach((id, i) => {
-    if (!host.task(id as string)) bad(`task_ids/${i}`, `names no task of this suite ('${String(id)}')`, `GET /tasks lists them (ids look like '${host.taskHint}').`);
-  });
-  const n = raw['n'];
-  if (!Number.isInteger(n) || (n as number) < 1 || (n as number) > SERVE_DEFAULTS.maxGroupSize) bad('n', `must be a whole number from 1 to ${SERVE_DEFAULTS.maxGroupSize} (got ${JSON.stringify(n)})`, 'n is the group size K: episodes per task.');
-  if ((n as number) * ids.length > SERVE_DEFAULTS.maxRolloutEpisodes) bad('n', `× ${ids.length} tasks is ${(n as number) * ids.length} episodes: at most ${SERVE_DEFAULTS.maxRolloutEpisodes} a request`, 'Ask for fewer tasks at once.');
-  const str = (field: string): string => {
-    const v = raw[field];
-    return typeof v === 'string' && v !== '' ? v : bad(field, 'must be a non-empty string');
-  };
-  const sampling = raw['sampling'] ?? {};
-  if (!isPlainObject(sampling)) return bad('sampling', 'must be an object {temperature?, top_p?, max_tokens?}');
-  const num = (o: Record<string, unknown>, field: string, pointer: string, fallback: number, ok: (v: number) => boolean, want: string): number => {
-    const v = o[field];
-    if (v === undefined || v === null) return fallback;
-    return typeof v === 'number' && ok(v) ? v : bad(pointer, want);
-  };
-  const whole = (v: number): boolean => Number.isInteger(v);
-  const opt = (field: string, ok: (v: number) => boolean, want: string): number | undefined => (raw[field] === undefined || raw[field] === null ? undefined : num(raw, field, field, 0, ok, want));
-  const stale = raw['stale'] ?? 'rerun';
-  if (stale !== 'drop' && stale !== 'rerun') bad('stale', `must be "drop" or "rerun" (got ${JSON.stringify(stale)})`);
-  const toolParser = raw['tool_parser'];
-  if (toolParser !== undefined && typeof toolParser !== 'string') bad('tool_parser', 'must be a string (hermes, llama3_json)');
-  const maxContext = opt('max_context', (v) => whole(v) && v > 0, 'must be a whole number > 0');
-  const weightVersion = opt('weight_version', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
-  const maxStaleness = opt('max_staleness', (v) => whole(v) && v >= 0, 'must be a whole number ≥ 0');
-  const agent = raw['agent'];
-  if (agent !== undefined && !host.agentPrograms) bad('agent', 'names an agent program, which this server does not run', 'A program runs as the server\'s user: start agent serve with --allow-agent-programs to let its clients name one.');
-  const argv = isPlainObject(agent) ? agent['command'] : undefined;
-  if (agent !== undefined && !(Array.isArray(argv) && argv.length > 0 && argv.every((a) => typeof a === 'string' && a !== ''))) bad('agent/command', 'must be a non-empty array of strings (the program and its arguments)', 'Send "agent": {"command": ["python3", "my_agent.py"]}.');
-  const limits: ProgramLimits = isPlainObject(agent)
-    ? {
-        ...(agent['max_turns'] !== undefined ? { maxTurns: num(agent, 'max_turns', 'agent/max_turns', 0, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1') } : {}),
-        ...(agent['timeout_s'] !== undefined ? { timeoutMs: num(agent, 'timeout_s', 'agent/timeout_s', 0, (v) => v > 0, 'must be a number of seconds > 0') * 1000 } : {}),
-      }
-    : {};
-  return {
-    taskIds: ids as string[],
-    n: n as number,
-    baseURL: inferenceServer(raw['base_url'], host.inferenceUrls, bad),
-    model: str('model'),
-    sampling: {
-      temperature: num(sampling, 'temperature', 'sampling/temperature', LLM_DEFAULTS.tokensTemperature, (v) => v >= 0, 'must be a number ≥ 0'),
-      top_p: num(sampling, 'top_p', 'sampling/top_p', LLM_DEFAULTS.topP, (v) => v > 0 && v <= 1, 'must be a number in (0, 1]'),
-      max_tokens: num(sampling, 'max_tokens', 'sampling/max_tokens', LLM_DEFAULTS.maxTokens, (v) => whole(v) && v >= 1, 'must be a whole number ≥ 1'),
-    },
-    seed: num(raw, 'seed', 'seed', 0, whole, 'must be a whole number'),
-    ...(typeof toolParser === 'string' ? { toolParser } : {}),
-    ...(maxContext !== undefined ? { maxContext } : {}),
-    concurrency: num(raw, 'concurrency', 'concurrency', Math.min(SERVE_DEFAULTS.rolloutConcurrency, host.maxConcurrency), (v) => whole(v) && v >= 1 && v <= host.maxConcurrency, `must be a whole number from 1 to ${host.maxConcurrency} (the server's --max-sessions)`),
-    ...(weightVersion !== undefined ? { weightVersion } : {}),
-    ...(maxStaleness !== undefined ? { maxStaleness } : {}),
-    stale: stale as 'drop' | 'rerun',
-    rewardWaitMs: num(raw, 'reward_wait_s', 'reward_wait_s', SERVE_DEFAULTS.rewardWaitMs / 1000, (v) => v > 0 && v <= 86_400, 'must be a number of seconds in (0, 86400]') * 1000,
-    ...(Array.isArray(argv) ? { agent: { command: (argv as string[]).map(shellQuote).join(' '), limits } } : {}),
-  };
-}
-
-/** An argument as `sh` reads it back unchanged. */
-function shellQuote(arg: string): string {
-  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+  /** The run's curriculum (its statistics kept in the run folder), once the run has its folder. */
+  curriculum(signal: AbortSignal): Promise<TaskCurriculum>;
 }
 
 /** The weights' versions a client has declared, shared by its requests: never goes back. */
@@ -215,92 +119,6 @@ export class WeightVersions {
   /** A version the inference server reported: the newest known moves with it. */
   saw(version: number): void {
     if (this.#current === undefined || version > this.#current) this.#current = version;
-  }
-}
-
-/**
- * One episode of a group, as its events arrive; `complete` resolves once it is over and no reward
- * it awaits is pending, or once it has waited `waitMs` for them (`missing` says which never came).
- */
-class EpisodeCollector {
-  readonly turns: TurnOf[] = [];
-  readonly steps = new Map<number, number>();
-  /** Delayed rewards awaited: `<trace>|<source>`. */
-  readonly #pending = new Set<string>();
-  finished: EpisodeFinishedEvent | undefined;
-  readonly complete: Promise<void>;
-  readonly #waitMs: number;
-  #timer: NodeJS.Timeout | undefined;
-  #resolve!: () => void;
-  #reject!: (err: unknown) => void;
-
-  constructor(waitMs: number) {
-    this.#waitMs = waitMs;
-    this.complete = new Promise((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
-    this.complete.catch(() => undefined);
-  }
-
-  /** The run will never start it (the server is stopping). */
-  fail(err: unknown): void {
-    this.dispose();
-    this.#reject(err);
-  }
-
-  end(finished: EpisodeFinishedEvent): void {
-    this.finished = finished;
-    // A source past its deadline with no fallback, or one that never answers, must not hold the group for ever.
-    if (this.#pending.size > 0) this.#timer = setTimeout(() => this.#resolve(), this.#waitMs);
-    this.#check();
-  }
-
-  /** The rewards still pending: after `complete`, those its wait gave up on. */
-  missing(): { trace_id: string; source: string }[] {
-    return [...this.#pending].map((k) => {
-      const at = k.lastIndexOf('|');
-      return { trace_id: k.slice(0, at), source: k.slice(at + 1) };
-    });
-  }
-
-  dispose(): void {
-    clearTimeout(this.#timer);
-  }
-
-  take(e: RunEvent): void {
-    switch (e.type) {
-      case 'llm_call':
-        if (e.role === 'policy' && e.tokens) this.turns.push({ step: e.step ?? 1, tokens: e.tokens });
-        break;
-      case 'trace_settled':
-        this.steps.set(e.step, e.status === 'resolved' ? e.reward : 0);
-        for (const [source, entry] of Object.entries(e.rewards)) if (entry.status === 'pending') this.#pending.add(`${e.trace_id}|${source}`);
-        break;
-      case 'reward_expected':
-        this.#pending.add(`${e.trace_id}|${e.source}`);
-        break;
-      // A value past its source's deadline (late) still lands in the run's reward log: the group counts it as export does.
-      case 'reward_arrived':
-      case 'reward_imputed':
-      case 'reward_late':
-        this.#pending.delete(`${e.trace_id}|${e.source}`);
-        if (this.steps.has(e.step)) this.steps.set(e.step, e.reward);
-        this.#check();
-        break;
-      case 'reward_failed':
-        this.#pending.delete(`${e.trace_id}|${e.source}`);
-        this.#check();
-        break;
-      default:
-        break;
-    }
-  }
-
-  #check(): void {
-    if (!this.finished || this.#pending.size > 0) return;
-    this.dispose();
-    this.#resolve();
   }
 }
 
@@ -384,7 +202,11 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
   }
 }
 
+/** Why a group was not sent: the `reason` of its `rollout_discarded` event. */
+type NotSent = 'stale' | 'zero_variance' | 'reward_range' | 'surplus';
+
 async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, agent: RunPolicy, onGroup: (group: RolloutGroup) => void, requestSignal: AbortSignal): Promise<RolloutSummary> {
+  const curriculum = await host.curriculum(requestSignal);
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
     if (!('episode' in e) || typeof e.episode !== 'number') return;
@@ -395,28 +217,34 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     if (e.type === 'llm_call' && e.tokens?.weight_version !== undefined) versions.saw(e.tokens.weight_version);
   });
   const slots = new Slots(request.concurrency);
-  const counts = { groups: 0, episodes: 0, dropped: 0, rerun: 0, max_staleness_seen: null as number | null, failed: 0, failures: [] as RolloutFailure[] };
+  const counts = { groups: 0, episodes: 0, dropped: 0, rerun: 0, max_staleness_seen: null as number | null, failed: 0, failures: [] as RolloutFailure[], filtered: { zero_variance: 0, reward_range: 0 }, tried: 0, surplus: 0 };
   // One group's error ends the request: its siblings stop with one abort, and none is sent after it.
   const stop = new AbortController();
   const signal = AbortSignal.any([requestSignal, stop.signal]);
+  // The episodes of a group not sent stay in the run folder; this says so, so an export of the run can tell.
+  const discard = (taskId: string, groupId: string, episodes: readonly number[], reason: NotSent, then: 'rerun' | 'drop' | 'replace', staleness: number | null = null): void => {
+    host.record({ type: 'rollout_discarded', time: Date.now(), task_id: taskId, group_id: groupId, episodes, reason, staleness, then });
+  };
 
   /** One episode of `task`, once a slot is free: its index and what it recorded, once complete. */
-  const episode = async (task: { readonly task: ServedTask; readonly index: number }): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
-    await slots.acquire(signal);
+  const episode = async (task: { readonly task: ServedTask; readonly index: number }, groupSignal: AbortSignal, begun: number[]): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
+    groupSignal.throwIfAborted();
+    await slots.acquire(groupSignal);
     try {
       counts.episodes++;
       const c = new EpisodeCollector(request.rewardWaitMs);
       let index = -1;
       const policy = withTask(agent.policy, () => task.task);
-      host
+      const started = host
         .start(
           new RolloutEpisode(
             task.index,
             policy,
             agent.driver?.(task.index, task.task),
-            signal,
+            groupSignal,
             (i) => {
               index = i;
+              begun.push(i);
               collectors.set(i, c);
             },
             (finished) => {
@@ -427,7 +255,11 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
         )
         .catch((err: unknown) => c.fail(err));
       try {
-        await raceAbort(c.complete, signal);
+        await raceAbort(c.complete, groupSignal);
+      } catch (err) {
+        // A surplus group's episode (the request goes on) is let end, so its index is known and marked.
+        if (!signal.aborted) await started;
+        throw err;
       } finally {
         c.dispose();
         collectors.delete(index);
@@ -438,19 +270,33 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     }
   };
 
-  const group = async (taskId: string): Promise<void> => {
+  /** One group of `taskId`: true once sent; false when it was not (failed, dropped, filtered, or surplus when `surplus` aborts). */
+  const group = async (taskId: string, surplus?: AbortSignal): Promise<boolean> => {
     const task = host.task(taskId) as { readonly task: ServedTask; readonly index: number };
+    const groupSignal = surplus ? AbortSignal.any([signal, surplus]) : signal;
+    counts.tried++;
     for (let reruns = 0; ; reruns++) {
-      const members = await Promise.all(Array.from({ length: request.n }, () => episode(task)));
+      const begun: number[] = [];
+      let members: { readonly index: number; readonly c: EpisodeCollector }[];
+      try {
+        members = await Promise.all(Array.from({ length: request.n }, () => episode(task, groupSignal, begun)));
+      } catch (err) {
+        if (signal.aborted || !surplus?.aborted) throw err;
+        counts.surplus++;
+        if (begun.length > 0) discard(taskId, `${taskId}/${Math.min(...begun)}`, begun, 'surplus', 'drop');
+        return false;
+      }
       const groupId = `${taskId}/${members[0]?.index ?? 0}`;
+      const indexes = members.map((m) => m.index);
       const turnless = members.filter(({ c }) => c.turns.length === 0);
       if (turnless.length > 0) {
         counts.failed++;
         for (const { index, c } of turnless.slice(0, FAILURES_KEPT - counts.failures.length)) {
           counts.failures.push({ task_id: taskId, episode: index, reason: c.finished?.reason ?? 'interrupted', ...(c.finished?.error ? { error: c.finished.error } : {}) });
         }
-        return;
+        return false;
       }
+      const rewards = members.map(({ c }) => cleanSum([...c.steps.values()].reduce((a, b) => a + b, 0)));
       const records = members.flatMap(({ index, c }, trial) => {
         const finished = c.finished as EpisodeFinishedEvent;
         const terminated = !truncatedBy(finished.reason);
@@ -461,47 +307,112 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
           trial,
           turns: c.turns,
           steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
-          reward: cleanSum([...c.steps.values()].reduce((a, b) => a + b, 0)),
+          reward: rewards[trial] as number,
           end: { terminated, truncated: !terminated, reason: finished.reason },
           sampling: { ...request.sampling, seed: request.seed },
           where: `episode ${index} of run ${host.runId}`,
         }).map((r) => ({ ...r, group_id: groupId }));
       });
-      const turnVersions = records.flatMap((r) => r.turns.flatMap((t) => (t.weight_version !== undefined ? [t.weight_version] : [])));
-      const oldest = turnVersions.length > 0 ? Math.min(...turnVersions) : null;
+      const weightVersions = [...new Set(records.flatMap((r) => r.turns.flatMap((t) => (t.weight_version !== undefined ? [t.weight_version] : []))))].sort((a, b) => a - b);
       const newest = versions.current;
-      const staleness = oldest !== null && newest !== undefined ? newest - oldest : null;
+      const from = request.stalenessFrom === 'newest' ? weightVersions.at(-1) : weightVersions[0];
+      const staleness = from !== undefined && newest !== undefined ? newest - from : null;
       if (staleness !== null) counts.max_staleness_seen = Math.max(counts.max_staleness_seen ?? 0, staleness);
+      curriculum.record(taskId, rewards, request.successReward, weightVersions.at(-1) ?? null, Date.now());
       if (request.maxStaleness !== undefined && staleness !== null && staleness > request.maxStaleness) {
         const rerun = request.stale === 'rerun' && reruns < SERVE_DEFAULTS.staleReruns;
-        // The episodes stay in the run folder; this says they were not sent, so an export of the run can tell.
-        host.record({ type: 'rollout_discarded', time: Date.now(), task_id: taskId, group_id: groupId, episodes: members.map((m) => m.index), reason: 'stale', staleness, then: rerun ? 'rerun' : 'drop' });
+        discard(taskId, groupId, indexes, 'stale', rerun ? 'rerun' : request.draw ? 'replace' : 'drop', staleness);
         if (rerun) {
           counts.rerun++;
           continue;
         }
         counts.dropped++;
-        return;
+        return false;
+      }
+      const filtered = filteredBy(request, rewards);
+      if (filtered) {
+        counts.filtered[filtered]++;
+        discard(taskId, groupId, indexes, filtered, request.draw ? 'replace' : 'drop');
+        return false;
       }
       signal.throwIfAborted();
+      // Enough came in while this one completed: it is surplus too, never one group more than asked.
+      if (surplus?.aborted) {
+        counts.surplus++;
+        discard(taskId, groupId, indexes, 'surplus', 'drop');
+        return false;
+      }
       counts.groups++;
       const missing = members.flatMap(({ index, c }) => c.missing().map((m) => ({ episode: index, ...m })));
-      onGroup({ task_id: taskId, group_id: groupId, records, weight_version: oldest, staleness, reruns, ...(missing.length > 0 ? { missing } : {}) });
-      return;
+      onGroup({ task_id: taskId, group_id: groupId, records, weight_version: weightVersions[0] ?? null, weight_versions: weightVersions, staleness, reruns, ...(missing.length > 0 ? { missing } : {}) });
+      return true;
     }
+  };
+  const stopAll = (err: unknown): void => {
+    if (!stop.signal.aborted) stop.abort(err);
   };
 
   try {
-    await Promise.all(
-      request.taskIds.map((id) =>
-        group(id).catch((err: unknown) => {
-          if (!stop.signal.aborted) stop.abort(err);
-          throw err;
-        }),
-      ),
-    );
+    if (request.draw) await drawGroups(request, request.draw, curriculum, group, stopAll);
+    else {
+      await Promise.all(
+        request.taskIds.map((id) =>
+          group(id).catch((err: unknown) => {
+            stopAll(err);
+            throw err;
+          }),
+        ),
+      );
+    }
     return counts;
   } finally {
     unsubscribe();
   }
+}
+
+/** Why the request's filter keeps a group with these episode rewards from the trainer, if it does. */
+function filteredBy(request: RolloutRequest, rewards: readonly number[]): 'zero_variance' | 'reward_range' | undefined {
+  const { zeroVariance, minReward, maxReward } = request.filter;
+  if (zeroVariance && rewards.every((r) => r === rewards[0])) return 'zero_variance';
+  const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+  if ((minReward !== undefined && mean < minReward) || (maxReward !== undefined && mean > maxReward)) return 'reward_range';
+  return undefined;
+}
+
+/**
+ * `draw.groups` groups from the pool: ceil(groups × oversample) in flight, each one not sent replaced
+ * by a new draw, until enough are sent (the rest cancelled as surplus) or `maxTries` were started.
+ */
+async function drawGroups(request: RolloutRequest, draw: NonNullable<RolloutRequest['draw']>, curriculum: TaskCurriculum, group: (taskId: string, surplus: AbortSignal) => Promise<boolean>, stopAll: (err: unknown) => void): Promise<void> {
+  const sampler = curriculum.sampler(request.taskIds, draw.sampler);
+  const width = Math.ceil(draw.groups * draw.oversample);
+  const enough = new AbortController();
+  let sent = 0;
+  let inFlight = 0;
+  let tries = 0;
+  await new Promise<void>((resolve, reject) => {
+    const pump = (): void => {
+      if (sent >= draw.groups && !enough.signal.aborted) enough.abort(new AgentError('INTERRUPTED', 'enough groups were sent'));
+      while (!enough.signal.aborted && sent + inFlight < width && tries < draw.maxTries) {
+        tries++;
+        inFlight++;
+        group(sampler.next(), enough.signal)
+          .then((ok) => {
+            if (ok) sent++;
+          })
+          .catch((err: unknown) => {
+            // The first error ends the request: no group is started after it.
+            if (!enough.signal.aborted) enough.abort(err);
+            stopAll(err);
+            reject(err);
+          })
+          .finally(() => {
+            inFlight--;
+            pump();
+          });
+      }
+      if (inFlight === 0) resolve();
+    };
+    pump();
+  });
 }

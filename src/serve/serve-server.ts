@@ -46,7 +46,8 @@ import { errorData, parseAction } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
 import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
-import { parseRolloutRequest, runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
+import { runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
+import { parseRolloutRequest } from './rollout-request.js';
 import { GenerationGate } from './generation-gate.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
@@ -323,7 +324,9 @@ export class ServeServer implements AsyncDisposable {
           const cancel = new AbortController();
           rollouts.set(id, cancel);
           // Checked and started: a client can raise a bad request at once instead of at its first group.
-          reply({ type: 'rollouts_accepted', id, data: { tasks: request.taskIds.length, episodes: request.taskIds.length * request.n } });
+          // Groups asked for: each task's one, or those drawn from the pool (episodes: as many as a group each, without replacements).
+          const groups = request.draw?.groups ?? request.taskIds.length;
+          reply({ type: 'rollouts_accepted', id, data: { tasks: request.taskIds.length, groups, episodes: groups * request.n } });
           // A stream for minutes: it must not hold one of the socket's places for requests (a cancel behind it would wait).
           release();
           try {

@@ -29,6 +29,9 @@ import { ServedEpisode, type ServedTask } from './served-episode.js';
 import { SessionScheduler } from '../run/session-scheduler.js';
 import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
+import { TaskCurriculum } from './task-curriculum.js';
+import { CURRICULUM_FILE } from '../replay/curriculum-file.js';
+import { raceAbort } from '../shared/abort.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
 
 /** What `serveEnv` serves: the env or suite, port and host, sessions and step limits, timeouts, and the run's store. */
@@ -122,6 +125,9 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   };
   if (signal.aborted) stop();
   else signal.addEventListener('abort', stop, { once: true });
+  // The curriculum lives in the run folder, read back on --resume: opened at the first request, once the run has its folder.
+  const folder = new Promise<string>((resolve) => run.events.on('run_started', (e) => resolve(e.dir)));
+  let curriculum: Promise<TaskCurriculum> | undefined;
   try {
     using metrics = await RunMetrics.create();
     metrics.observe(run.runId, run.events);
@@ -151,6 +157,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               inferenceUrls: options.inferenceUrls ?? [],
               maxConcurrency: maxSessions,
               record: (e) => run.events.emit(e),
+              curriculum: (s) => raceAbort((curriculum ??= folder.then((dir) => TaskCurriculum.open(path.join(dir, CURRICULUM_FILE)))), s),
             } satisfies RolloutHost,
           }
         : {}),
@@ -162,6 +169,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   } finally {
     signal.removeEventListener('abort', stop);
     sessions.close();
+    await (await curriculum?.catch(() => undefined))?.flush();
   }
 }
 

@@ -40,6 +40,12 @@ export const SERVE_DEFAULTS = {
   maxGroupSize: 1_024,
   maxRolloutTasks: 10_000,
   maxRolloutEpisodes: 100_000,
+  /** A request that draws its tasks (`groups: N`): at most this over-sampling, and groups tried per group asked for unless it says (`max_tries`). */
+  maxOversample: 4,
+  triesPerGroup: 4,
+  /** The curriculum: the outcomes kept per task (its recent success), and the least weight the difficulty sampler gives a task (solved or hopeless ones still come back now and then). */
+  curriculumWindow: 16,
+  curriculumFloor: 0.05,
 } as const;
 
 /** An agent program (`--policy cmd:`) in each episode it drives. */

@@ -1,4 +1,4 @@
-/** Run overview: progress, throughput, errors by tool, each reward source's SLA, episodes, and a benchmark run's report. */
+/** Run overview: progress, throughput, errors by tool, each reward source's SLA, episodes, a benchmark run's report, and a served run's rollouts curriculum. */
 import type { EpisodePage, Overview } from '../../src/console/api-types.js';
 import { query, useApi } from '../api.js';
 import { clock, count, ms, num, pct } from '../format.js';
@@ -33,6 +33,7 @@ export function OverviewView({ go, version }: ViewProps) {
   if (!o) return <p class="muted">loading…</p>;
   const run = o.run;
   const bench = o.benchmark;
+  const cur = o.curriculum;
   return (
     <div class="overview">
       <section class="cards">
@@ -130,6 +131,26 @@ export function OverviewView({ go, version }: ViewProps) {
               <span key={t.id} class={t.success ? 'cell ok' : 'cell bad'} title={`${t.id}: ${t.success ? 'success' : 'failed'}, reward ${num(t.reward)}`} onClick={() => t.episodes[0] !== undefined && go({ view: 'timeline', episode: t.episodes[0] })} />
             ))}
           </div>
+        </section>
+      )}
+      {cur && (
+        <section class="curriculum">
+          <h2>
+            Curriculum: {count(cur.tasks.length)} task{cur.tasks.length === 1 ? '' : 's'} tried · {count(cur.draws)} drawn
+          </h2>
+          <p class="muted">the difficulty sampler's weight is 4·p·(1−p) for a task's recent success p: the tasks the policy is undecided on first{cur.tasks.length > 20 ? '; the first 20' : ''}</p>
+          <table>
+            <thead>
+              <tr><th>task</th><th class="n">weight</th><th class="n">recent success</th><th class="n">mean reward</th><th class="n">episodes</th><th class="n">weights</th></tr>
+            </thead>
+            <tbody>
+              {cur.tasks.slice(0, 20).map((t) => (
+                <tr key={t.id}>
+                  <td>{t.id}</td><td class="n">{num(t.weight)}</td><td class="n">{pct(t.recent_success)}</td><td class="n">{num(t.mean_reward)}</td><td class="n">{count(t.episodes)}</td><td class="n">{t.weight_version ?? '–'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </section>
       )}
       <section>

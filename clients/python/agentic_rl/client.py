@@ -297,6 +297,15 @@ class Env(Generic[ObsT, StateT]):
         max_context: Optional[int] = None,
         agent: Union[Sequence[str], Mapping[str, Any], None] = None,
         reward_wait_s: Optional[float] = None,
+        groups: Optional[int] = None,
+        oversample: Optional[float] = None,
+        max_tries: Optional[int] = None,
+        sampler: Optional[str] = None,
+        filter: Optional[str] = None,
+        min_reward: Optional[float] = None,
+        max_reward: Optional[float] = None,
+        staleness_from: Optional[str] = None,
+        success_reward: Optional[float] = None,
     ) -> RolloutStream:
         """Asks for ``n`` episodes of each task, run by the served suite's ``llm:`` agent in token mode
         against ``base_url`` (a vLLM-compatible server): ``async for group in await env.rollouts(…)``
@@ -307,7 +316,17 @@ class Env(Generic[ObsT, StateT]):
         ``sampling``: ``temperature``, ``top_p``, ``max_tokens``. ``weight_version``: the version the
         trainer pushed last (turns the server does not label carry it; see ``weight_version()``).
         ``max_staleness``: a group whose oldest turn is more versions behind is re-run
-        (``stale="rerun"``, twice at most) or dropped (``"drop"``), counted in ``stream.summary``.
+        (``stale="rerun"``, twice at most) or dropped (``"drop"``), counted in ``stream.summary``;
+        ``staleness_from="newest"`` counts from its newest turn instead (partial rollouts: episodes
+        that crossed a weight update are kept, each turn labelled with its own version).
+        ``filter="zero_variance"``: a group whose rewards are all equal is not sent (GRPO learns
+        nothing from it); ``min_reward`` / ``max_reward`` bound a sent group's mean reward.
+        ``groups=N``: N groups whose tasks are drawn from ``task_ids`` (the pool) by ``sampler``
+        (``"uniform"``, or ``"difficulty"``: the tasks whose recent success is neither 0 nor 1 first,
+        by the server's curriculum); a group filtered, dropped or failed is replaced by another draw,
+        at most ``max_tries`` groups in all (default 4 × N); ``oversample=1.5`` runs half as many
+        again at once and cancels the surplus once N are in. ``success_reward``: the reward from
+        which an episode counts as a success in the curriculum (default 1).
         ``agent``: an agent program's command (``["python3", "my_agent.py"]``) that runs each episode
         instead of the suite's agent, its model calls captured in token mode (the server must be started
         with ``--allow-agent-programs``; see the "Train your own agent program" page); or
@@ -320,7 +339,12 @@ class Env(Generic[ObsT, StateT]):
         """
         await self.connect()
         data: Dict[str, Any] = {"task_ids": list(task_ids), "n": n, "model": model, "sampling": dict(sampling or {}), "stale": stale}
-        optional = {"base_url": base_url, "weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed, "tool_parser": tool_parser, "max_context": max_context, "reward_wait_s": reward_wait_s}
+        optional = {
+            "base_url": base_url, "weight_version": weight_version, "max_staleness": max_staleness, "concurrency": concurrency, "seed": seed,
+            "tool_parser": tool_parser, "max_context": max_context, "reward_wait_s": reward_wait_s, "groups": groups, "oversample": oversample,
+            "max_tries": max_tries, "sampler": sampler, "filter": filter, "min_reward": min_reward, "max_reward": max_reward,
+            "staleness_from": staleness_from, "success_reward": success_reward,
+        }
         data.update({k: v for k, v in optional.items() if v is not None})
         if isinstance(agent, Mapping):
             data["agent"] = dict(agent)

@@ -160,7 +160,9 @@ class RolloutGroup:
     Each record is a dict with ``input_ids``, ``loss_mask`` (1 exactly on generated ids),
     ``logprobs`` (the sampler's, None elsewhere), ``turns`` (spans with their rewards and
     ``weight_version``), ``reward``, ``group_id``, ``weight_version`` (its oldest turn's).
-    ``staleness`` is how many versions the oldest turn was behind when the group completed.
+    ``weight_versions`` lists its turns' distinct versions (two or more when a weight update came
+    while its episodes ran). ``staleness`` is how many versions its oldest turn (its newest, with
+    ``staleness_from="newest"``) was behind when the group completed.
     ``missing`` lists the rewards still pending when the group's wait for them ran out
     (``reward_wait_s``), each ``{episode, trace_id, source}``: the records count them as 0.
     """
@@ -172,6 +174,7 @@ class RolloutGroup:
     staleness: Optional[int]
     reruns: int = 0
     missing: Tuple[Dict[str, Any], ...] = ()
+    weight_versions: Tuple[int, ...] = ()
 
     @property
     def rewards(self) -> List[float]:
@@ -192,14 +195,17 @@ class RolloutGroup:
             staleness=None if staleness is None else _int(staleness, "staleness"),
             reruns=_int(o.get("reruns", 0), "reruns"),
             missing=tuple(_object(m, "a missing reward") for m in o.get("missing", []) or []),
+            weight_versions=tuple(_int(v, "weight_versions") for v in o.get("weight_versions", []) or []),
         )
 
 
 @dataclass(frozen=True)
 class RolloutSummary:
     """What a rollouts request did: groups sent, episodes run, stale groups dropped and re-runs,
-    and groups not sent because an episode of theirs ended before its first model turn (``failed``;
-    ``failures``: the first few such episodes, each ``{task_id, episode, reason, error?}``)."""
+    groups not sent because an episode of theirs ended before its first model turn (``failed``;
+    ``failures``: the first few such episodes, each ``{task_id, episode, reason, error?}``), groups
+    left out by the request's filter (``filtered``: ``{"zero_variance": k, "reward_range": m}``),
+    groups started in all (``tried``) and cancelled once enough were in (``surplus``)."""
 
     groups: int
     episodes: int
@@ -208,6 +214,9 @@ class RolloutSummary:
     max_staleness_seen: Optional[int]
     failed: int = 0
     failures: Tuple[Dict[str, Any], ...] = ()
+    filtered: Dict[str, int] = field(default_factory=dict)
+    tried: int = 0
+    surplus: int = 0
 
     @staticmethod
     def parse(d: Any) -> RolloutSummary:
@@ -221,4 +230,7 @@ class RolloutSummary:
             max_staleness_seen=None if seen is None else _int(seen, "max_staleness_seen"),
             failed=_int(o.get("failed", 0), "failed"),
             failures=tuple(_object(f, "a rollout failure") for f in o.get("failures", []) or []),
+            filtered={str(k): _int(v, "filtered") for k, v in _object(o.get("filtered", {}) or {}, "filtered").items()},
+            tried=_int(o.get("tried", 0), "tried"),
+            surplus=_int(o.get("surplus", 0), "surplus"),
         )

@@ -83,8 +83,14 @@ async def test_a_trainer_asks_for_rollouts_of_a_program(tiny_server, tmp_path: P
             bounded = await env.rollouts(["lookup-train-0"], n=1, base_url=f"{tiny_server['url']}/v1", model="tiny-qwen", sampling={"max_tokens": 48},
                                          agent={"command": [sys.executable, str(AGENTS / "openai_tools.py")], "max_turns": 1})
             [capped] = [group async for group in bounded]
+            # Dynamic sampling: the scripted model solves every task, so every group is all 1s and left out; the request ends short.
+            drawn = await env.rollouts(["lookup-train-0", "lookup-train-1"], n=2, base_url=None, model="tiny-qwen", sampling={"max_tokens": 48},
+                                       groups=1, max_tries=2, filter="zero_variance", sampler="difficulty", staleness_from="newest")
+            assert [group async for group in drawn] == []
         assert [(r["reason"], r["truncated"], len(r["turns"])) for r in capped.records] == [("max_turns", True, 1)]
-        assert stream.summary is not None and stream.summary.groups == 1 and stream.accepted == {"tasks": 1, "episodes": 2}
+        assert drawn.summary is not None and (drawn.summary.groups, drawn.summary.tried, drawn.summary.filtered) == (0, 2, {"zero_variance": 2, "reward_range": 0})
+        assert drawn.accepted == {"tasks": 2, "groups": 1, "episodes": 2}
+        assert stream.summary is not None and stream.summary.groups == 1 and stream.accepted == {"tasks": 1, "groups": 1, "episodes": 2}
         [group] = groups
         assert [r["trial"] for r in group.records] == [0, 1]
         completions = [json.loads(line) for line in tiny_server["log"].read_text().splitlines()]
