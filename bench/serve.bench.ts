@@ -3,7 +3,9 @@
  * (agentic_rl, websockets) holds S sessions, each stepping a tool that takes 20 ms, for a fixed
  * time. Ideal throughput is S / 20 ms (12,800 steps/s at 256 sessions); reported: steps/s, its
  * ratio to the ideal, and the latency a step adds over its 20 ms (p50, p99). Then 1,000 sessions
- * open at once, each resetting and stepping. Client and server share this machine's cores.
+ * open at once, each resetting and stepping. Client and server share this machine's cores. Then a
+ * tool that answers at once (0 ms), 64 sessions: the server's CPU per step (this process is the
+ * server; the client is another), the figure the serve path's work is judged by.
  *
  * Needs the Python venv `npm run test:python` makes (.venv/).
  */
@@ -29,7 +31,10 @@ await writeFile(
     name: 'sleepy',
     state: { type: 'object', properties: { n: { type: 'integer' } } },
     initial_states: [{ n: 0 }],
-    actions: [{ name: 'wait', parameters: { type: 'object', properties: {} } }],
+    actions: [
+      { name: 'wait', parameters: { type: 'object', properties: {} } },
+      { name: 'now', parameters: { type: 'object', properties: {} } },
+    ],
     rewards: { properties: { ok: { type: 'number' } } },
     module: 'tools.mjs',
   }),
@@ -40,6 +45,7 @@ await writeFile(
   const t = setTimeout(() => resolve({ observation: 'ok', rewards: { ok: 1 } }), 20);
   ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }, { once: true });
 });
+export const now = () => ({ observation: 'ok', rewards: { ok: 1 } });
 `,
 );
 
@@ -47,7 +53,7 @@ const client = `
 import asyncio, json, sys, time
 from agentic_rl import Env
 
-async def steady(url, sessions, seconds):
+async def steady(url, sessions, seconds, action):
     lat = []
     stop = time.monotonic() + seconds
     async def one(i):
@@ -55,7 +61,7 @@ async def steady(url, sessions, seconds):
             await env.reset()
             while time.monotonic() < stop:
                 t0 = time.monotonic()
-                r = await env.step("wait", {})
+                r = await env.step(action, {})
                 lat.append(time.monotonic() - t0)
                 if r.done:
                     await env.reset()
@@ -70,9 +76,9 @@ async def burst(url, sessions):
             return (await env.step("wait", {})).status
     return await asyncio.gather(*(one(i) for i in range(sessions)))
 
-url, sessions, seconds, many = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-rate, lat = asyncio.run(steady(url, sessions, seconds))
-statuses = asyncio.run(burst(url, many))
+url, sessions, seconds, many, action = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+rate, lat = asyncio.run(steady(url, sessions, seconds, action))
+statuses = asyncio.run(burst(url, many)) if many > 0 else []
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print(json.dumps({"rate": rate, "p50": q(0.5), "p99": q(0.99), "steps": len(lat), "burst_ok": statuses.count("resolved"), "burst": many}))
 `;
@@ -83,13 +89,28 @@ const listening = new Promise<string>((r) => (ready = r));
 const served = serveEnv({ env: dir, listen: 0, out: path.join(dir, 'runs'), maxSteps: 100_000, maxSessions: 2_048, onListening: ({ url }) => ready(url) }, controller.signal);
 const url = await listening;
 
-async function measure(sessions: number, seconds: number, many: number): Promise<{ rate: number; p50: number; p99: number; steps: number; burst_ok: number; burst: number }> {
-  const child = spawn(python, ['-c', client, url, String(sessions), String(seconds), String(many)], { stdio: ['ignore', 'pipe', 'inherit'] });
+interface Measured {
+  readonly rate: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly steps: number;
+  readonly burst_ok: number;
+  readonly burst: number;
+  /** This process's CPU (the server's) over the whole measure, per step. */
+  readonly cpuPerStepUs: number;
+}
+
+async function measure(sessions: number, seconds: number, many: number, action = 'wait'): Promise<Measured> {
+  const cpu = process.cpuUsage();
+  const child = spawn(python, ['-c', client, url, String(sessions), String(seconds), String(many), action], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('close', r));
   if (code !== 0) throw new Error(`the Python client exited ${code}`);
-  return JSON.parse(out) as { rate: number; p50: number; p99: number; steps: number; burst_ok: number; burst: number };
+  const used = process.cpuUsage(cpu);
+  const r = JSON.parse(out) as Omit<Measured, 'cpuPerStepUs'>;
+  // Each session's reset and close are in the measure too: a few per thousand steps.
+  return { ...r, cpuPerStepUs: (used.user + used.system) / Math.max(1, r.steps + r.burst) };
 }
 
 console.log('agent serve, Python asyncio client (agentic_rl), a 20 ms tool, client and server on this machine:');
@@ -101,6 +122,8 @@ for (const sessions of [64, 256]) {
   );
   if (r.burst > 0) console.log(`  ${r.burst.toLocaleString('en-US')} sessions at once, each reset + step: ${r.burst_ok.toLocaleString('en-US')} resolved`);
 }
+const instant = await measure(64, 10, 0, 'now');
+console.log(`  a 0 ms tool, 64 sessions: ${Math.round(instant.rate).toLocaleString('en-US')} steps/s; server CPU ${instant.cpuPerStepUs.toFixed(1)} µs per step (${instant.steps.toLocaleString('en-US')} steps)`);
 // The same load from a Node client (ws), which costs less per message than Python's asyncio: what
 // the server itself sustains when the client is not the bottleneck.
 async function nodeClient(sessions: number, seconds: number): Promise<{ rate: number; p50: number; p99: number }> {

@@ -26,6 +26,7 @@ interface Flags {
   format: Format;
   out?: string;
   rewards: 'final' | 'arrived';
+  rewardVersion?: number;
   gamma: number;
   state: 'patch' | 'full' | 'none';
   lenient?: boolean;
@@ -83,6 +84,10 @@ export function registerExport(program: Command, io: Io): void {
     .option('--split <split>', 'with --format verl: the suite\'s task split (default: test, or the benchmark run\'s)')
     .option('--verdict <name>', 'a benchmark run: which verdict is each episode\'s final reward, success (default, 1 or 0) or one of its --metric names (its value)')
     .option('--rewards <basis>', "final (imputed values count, as the deadlines promised) or arrived (only what really arrived, late included)", choice(['final', 'arrived'] as const), 'final')
+    .option('--reward-version <n>', "which reward log to count: 1 (default) the run's own, N one agent rescore wrote", (v: string) => {
+      if (!/^[1-9]\d*$/.test(v)) throw new InvalidArgumentError('expected a whole number ≥ 1.');
+      return Number(v);
+    })
     .option('--gamma <g>', 'discount of returns-to-go', gamma, 1)
     .option('--state <mode>', "what each step holds of the state: patch (the seq it was chosen on and the patch the step committed), full (the whole state, on every step), none (the seq)", choice(['patch', 'full', 'none'] as const), 'patch')
     .option('--user-turns <which>', "with --format chat or chat-parquet: as-run (every episode, each marked by user_turns) or said (only episodes whose user turns are what a user said: leaves out a gold run's τ-bench episodes, whose user message would be the simulated user's private scenario)", choice(['as-run', 'said'] as const), 'as-run')
@@ -95,6 +100,7 @@ export function registerExport(program: Command, io: Io): void {
       if (flags.verdict !== undefined && flags.format === 'verl') throw new UsageError('--verdict goes with a benchmark run\'s episodes; --format verl exports a suite\'s tasks, which have no verdicts yet', 'Drop --verdict.');
       const common = {
         rewards: flags.rewards,
+        ...(flags.rewardVersion !== undefined ? { rewardVersion: flags.rewardVersion } : {}),
         ...(flags.verdict !== undefined ? { verdict: flags.verdict } : {}),
         lenient: flags.lenient === true,
         onSkipped: (s: { records: number; first?: string }) => void io.stderr.write(`warning: skipped ${s.records} bad record${s.records === 1 ? '' : 's'}${s.first !== undefined ? ` (first: ${s.first})` : ''}\n`),

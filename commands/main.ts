@@ -21,6 +21,7 @@ import { registerWorker } from './worker.js';
 import { registerServe } from './serve.js';
 import { registerSandbox } from './sandbox.js';
 import { registerDocs } from './docs.js';
+import { registerRescore } from './rescore.js';
 
 export type { Io } from './io.js';
 
@@ -58,6 +59,7 @@ export function createProgram(io: Io, onErrorPrinted?: () => void): Command {
   registerFuzz(program, io);
   registerDoctor(program, io);
   registerReward(program, io);
+  registerRescore(program, io);
   registerExport(program, io);
   registerBenchmark(program, io);
   registerDebug(program, io);

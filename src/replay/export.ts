@@ -69,6 +69,8 @@ export interface Verdict {
 /** How `exportRun` builds its records: the reward basis, what of the state to include, the discount, and what to do with damaged records. */
 export interface ExportOptions {
   readonly rewards?: RewardBasis;
+  /** Which reward log to count: 1 (default) the run's own, N a version `agent rescore` wrote. */
+  readonly rewardVersion?: number;
   /**
    * What each record holds of the state: `patch` (default: the seq it was chosen on, and the patch
    * the step committed), `full` (the whole state the policy saw, repeated on every step), `none`
@@ -116,7 +118,7 @@ export function reportReplaced(text: WellFormed, options: Pick<ExportOptions, 'o
 
 /** exportRun's records as the folder has them. */
 export async function exportSteps(dir: string, options: ExportOptions = {}): Promise<ExportRecord[]> {
-  const run = await openRunRewards(dir, { ...(options.now !== undefined ? { now: options.now } : {}), lenient: options.lenient === true });
+  const run = await openRunRewards(dir, { ...(options.now !== undefined ? { now: options.now } : {}), ...(options.rewardVersion !== undefined ? { rewardVersion: options.rewardVersion } : {}), lenient: options.lenient === true });
   const basis = options.rewards ?? 'final';
   const gamma = options.gamma ?? 1;
   const mode = options.state ?? 'patch';

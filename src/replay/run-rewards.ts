@@ -5,7 +5,7 @@
  * `agent export` read it. Nothing here rewrites a line of the folder.
  */
 import { createReadStream, existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { RewardLedger as Ledger } from '../reward/ledger.js';
@@ -162,15 +162,35 @@ export interface RunRewards {
   readonly skipped: { readonly records: number; readonly first?: string };
 }
 
+/** How `openRunRewards` reads a run folder: as of when, how strictly, and which reward log version. */
 export interface OpenRunOptions {
   readonly now?: number;
   /** Skip records that are not JSON, break their schema, or repeat a step, counting them (default: refuse, naming file and line). */
   readonly lenient?: boolean;
+  /** Which version of the reward log to replay: 1 (default) the run's own `rewards.jsonl`, N the one `agent rescore` wrote as `rewards.vN.jsonl`. */
+  readonly rewardVersion?: number;
+}
+
+/** The file of a reward log version (1: the run's own). */
+export function rewardLogFile(dir: string, version = 1): string {
+  return path.join(dir, version === 1 ? RUN_FILES.rewards : `rewards.v${version}.jsonl`);
+}
+
+/** The reward log versions a run folder has: 1, and each `agent rescore` wrote. */
+export async function rewardVersions(dir: string): Promise<number[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const found = names.flatMap((n) => /^rewards\.v(\d+)\.jsonl$/.exec(n)?.[1] ?? []).map(Number).filter((v) => v > 1);
+  return [1, ...found.sort((a, b) => a - b)];
 }
 
 /** Opens a run folder for its rewards: steps read and checked, the reward log replayed, deadlines applied as of `now`. */
 export async function openRunRewards(dir: string, options: OpenRunOptions = {}): Promise<RunRewards> {
   const manifest = await readManifest(dir);
+  const log = rewardLogFile(dir, options.rewardVersion);
+  if (options.rewardVersion !== undefined && options.rewardVersion !== 1 && !existsSync(log)) {
+    const have = await rewardVersions(dir);
+    throw new AgentError('BAD_USAGE', `${dir} has no reward log version ${options.rewardVersion} (${path.basename(log)})`, { hint: `Its versions: ${have.join(', ')} (1 is the run's own; agent rescore writes the others).` });
+  }
   const reading = new RecordReading(options.lenient);
   const unwritten: RewardLogRecord[] = [];
   let clockNow = options.now ?? Date.now();
@@ -201,7 +221,7 @@ export async function openRunRewards(dir: string, options: OpenRunOptions = {}):
       break;
     }
   }
-  await forEachLine(path.join(dir, RUN_FILES.rewards), (r) => ledger.replay(rewardEvent(r as unknown as RewardLogRecord)), { schema: 'reward-log-record', reading });
+  await forEachLine(log, (r) => ledger.replay(rewardEvent(r as unknown as RewardLogRecord)), { schema: 'reward-log-record', reading });
   const episodes = new Map<number, EpisodeRecord>();
   await forEachLine(path.join(dir, RUN_FILES.episodes), (r) => episodes.set((r as unknown as EpisodeRecord).episode, r as unknown as EpisodeRecord), { schema: 'episode-record', reading });
   // Deadlines that passed while no process was watching apply now, as they would have live.
@@ -218,7 +238,7 @@ export async function openRunRewards(dir: string, options: OpenRunOptions = {}):
     skipped: { records: reading.skipped, ...(reading.first !== undefined ? { first: reading.first } : {}) },
     async commit() {
       const n = unwritten.length;
-      await appendRewardRecords(path.join(dir, RUN_FILES.rewards), unwritten.splice(0));
+      await appendRewardRecords(log, unwritten.splice(0));
       clockNow = Date.now();
       return n;
     },

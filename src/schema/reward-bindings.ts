@@ -120,6 +120,9 @@ function scopeOf(v: unknown): RewardScope {
 }
 
 /** Timeout, retry, circuit breaker and concurrency of a computed source; the same keys as a tool's. */
+/** A computed source's policy when env.json says nothing: its timeout, 16 evaluations at once, no retry. */
+export const defaultSourcePolicy = (): ToolPolicy => sourcePolicy({});
+
 function sourcePolicy(cfg: Record<string, unknown>): ToolPolicy {
   const retry = cfg['retry'] as { max_attempts?: number; initial_delay_ms?: number; max_delay_ms?: number } | undefined;
   const breaker = cfg['circuit_breaker'] as { failures?: number; half_open_after_ms?: number } | undefined;
