@@ -277,11 +277,14 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
     counts.tried++;
     for (let reruns = 0; ; reruns++) {
       const begun: number[] = [];
+      const runs = Array.from({ length: request.n }, () => episode(task, groupSignal, begun));
       let members: { readonly index: number; readonly c: EpisodeCollector }[];
       try {
-        members = await Promise.all(Array.from({ length: request.n }, () => episode(task, groupSignal, begun)));
+        members = await Promise.all(runs);
       } catch (err) {
         if (signal.aborted || !surplus?.aborted) throw err;
+        // Every episode of the surplus group has ended (and begun, if it was going to) before it is marked.
+        await Promise.allSettled(runs);
         counts.surplus++;
         if (begun.length > 0) discard(taskId, `${taskId}/${Math.min(...begun)}`, begun, 'surplus', 'drop');
         return false;
@@ -384,7 +387,7 @@ function filteredBy(request: RolloutRequest, rewards: readonly number[]): 'zero_
  * by a new draw, until enough are sent (the rest cancelled as surplus) or `maxTries` were started.
  */
 async function drawGroups(request: RolloutRequest, draw: NonNullable<RolloutRequest['draw']>, curriculum: TaskCurriculum, group: (taskId: string, surplus: AbortSignal) => Promise<boolean>, stopAll: (err: unknown) => void): Promise<void> {
-  const sampler = curriculum.sampler(request.taskIds, draw.sampler);
+  const sampler = curriculum.sampler(request.taskIds, draw.sampler, request.seed);
   const width = Math.ceil(draw.groups * draw.oversample);
   const enough = new AbortController();
   let sent = 0;

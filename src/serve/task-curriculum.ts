@@ -69,9 +69,9 @@ export class TaskCurriculum {
     this.#save();
   }
 
-  /** A sampler over `pool` for one request. */
-  sampler(pool: readonly string[], kind: 'uniform' | 'difficulty'): TaskSampler {
-    const rng = new Rng(hashSeed('curriculum', this.#draws));
+  /** A sampler over `pool` for one request (its `seed`: two requests made at once draw apart). */
+  sampler(pool: readonly string[], kind: 'uniform' | 'difficulty', seed = 0): TaskSampler {
+    const rng = new Rng(hashSeed('curriculum', this.#draws, seed));
     const tasks = [...new Set(pool)];
     let left: string[] = [];
     const draw = (): string => {
