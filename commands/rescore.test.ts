@@ -4,6 +4,7 @@
  * log version; the run's own log and its export do not change; rescoring with the env's own judge
  * changes nothing; bad input is refused naming what to pass.
  */
+import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -76,6 +77,17 @@ describe('agent rescore', () => {
     expect([noSource.code, noSource.stderr]).toEqual([2, expect.stringContaining("the env has no reward source 'nosuch'")]);
     const noVersion = await runAgent(['export', dir, '--reward-version', '9']);
     expect([noVersion.code, noVersion.stderr]).toEqual([2, expect.stringContaining('Its versions: 1, 2, 3, 4')]);
+    const missing = await runAgent(['rescore', dir, '--evaluator', `judge=${path.join(out, 'missing.mjs')}`]);
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('cannot load it')]);
+    const noFunction = await runAgent(['rescore', dir, '--evaluator', `judge=${strict}#nosuch`]);
+    expect([noFunction.code, noFunction.stderr]).toEqual([2, expect.stringContaining("the module has no function 'nosuch'")]);
+    // An evaluator that fails on every step: nothing written.
+    const broken = path.join(out, 'broken.mjs');
+    await writeFile(broken, "export function judge() { throw new Error('the model is down'); }\n");
+    const failing = await runAgent(['rescore', dir, '--evaluator', `judge=${broken}`]);
+    expect([failing.code, failing.stderr]).toEqual([1, expect.stringContaining('every evaluation failed (20); nothing was written')]);
+    expect(failing.stderr).toContain('the model is down');
+    expect(existsSync(path.join(dir, 'rewards.v5.jsonl'))).toBe(false);
     const badSpec = await runAgent(['rescore', dir, '--evaluator', 'judge']);
     expect([badSpec.code, badSpec.stderr]).toEqual([2, expect.stringContaining('expected <source>=<module>[#<function>]')]);
     expect(JSON.parse(await readFile(path.join(dir, 'rescore.v2.json'), 'utf8'))).toMatchObject({ version: 2, evaluators: { judge: { module: strict, exportName: 'strict' } } });

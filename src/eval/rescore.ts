@@ -23,7 +23,8 @@ import { isLoggedReward, rewardRecord, type RewardLogRecord } from '../replay/re
 import { RUN_FILES, type StateRecord, type TrajectoryRecord } from '../replay/run-writer.js';
 import { applyPatch, type Patch } from '../state/patch.js';
 import { systemClock } from '../shared/clock.js';
-import { AgentError, UsageError } from '../shared/errors.js';
+import { AgentError, describeError, UsageError } from '../shared/errors.js';
+import { importToolModule } from '../tools/module-loader.js';
 import type { JsonValue } from '../shared/json.js';
 
 /** What `rescoreRun` computes again, and with what: the sources, a replaced evaluator or judge model. */
@@ -55,6 +56,15 @@ export interface RescoreReport {
 export async function rescoreRun(dir: string, options: RescoreOptions = {}): Promise<RescoreReport> {
   const before = await openRunRewards(dir);
   if (before.live) throw new UsageError(`run ${before.manifest.run_id} is still running (pid ${before.manifest.pid})`, 'Rescore a run once it has finished: its steps and rewards are still being written.');
+  for (const [name, { module, exportName }] of Object.entries(options.evaluators ?? {})) {
+    let fn: unknown;
+    try {
+      fn = (await importToolModule(module))[exportName];
+    } catch (err) {
+      throw new UsageError(`--evaluator ${name}=${module}: cannot load it (${describeError(err)})`, 'Name a module file that exists and loads: <source>=<path>#<function>.');
+    }
+    if (typeof fn !== 'function') throw new UsageError(`--evaluator ${name}=${module}#${exportName}: the module has no function '${exportName}'`, 'Name the exported function after #.');
+  }
   const definition = withOverrides(await loadEnvDefinition(before.manifest.env_dir), options);
   const computed = [...definition.rewards.values()].filter((d) => isComputed(d.binding)).map((d) => d.name);
   const sources = options.sources ?? computed;
@@ -68,11 +78,15 @@ export async function rescoreRun(dir: string, options: RescoreOptions = {}): Pro
   const { initial, patches } = await readEpisodeStates(dir);
   const fresh: RewardLogRecord[] = [];
   const counts = { arrived: 0, failed: 0 };
+  let firstFailure: string | undefined;
   const emit = (e: EnvEvent): void => {
     if (!isLoggedReward(e) || !rescored.has(e.source)) return;
     const r = rewardRecord(e as RewardEvent);
     if (r.type === 'reward_arrived' || r.type === 'reward_late') counts.arrived++;
-    if (r.type === 'reward_failed') counts.failed++;
+    if (r.type === 'reward_failed') {
+      counts.failed++;
+      firstFailure ??= `${r.trace_id}: ${r.reason ?? 'failed'}`;
+    }
     fresh.push(r);
     if (r.type !== 'reward_expected') options.onProgress?.(counts.arrived + counts.failed);
   };
@@ -104,6 +118,8 @@ export async function rescoreRun(dir: string, options: RescoreOptions = {}): Pro
     await rewards.settle(options.signal);
     options.signal?.throwIfAborted();
   }
+  // Nothing computed (the evaluator broken, the judge's server down): no version that would only say so.
+  if (counts.failed > 0 && counts.arrived === 0) throw new AgentError('TOOL_FAILED', `every evaluation failed (${counts.failed}); nothing was written. The first: ${firstFailure ?? ''}`, { hint: 'Fix the evaluator (or start the judge\'s server) and rescore again.' });
 
   // The new version: the run's own records of the sources not computed again, then the new values.
   const kept: RewardLogRecord[] = [];
