@@ -7,10 +7,13 @@ its result: the codes are random, and the held-out tasks' keys and codes are nev
 
 The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as the environment side:
 
-1. The trainer asks `agent serve` for rollouts: K episodes of each of T tasks, run by the suite's
-   `llm:` agent in token mode against the inference server (examples/python/tiny_vllm_server.py);
-   each group comes back as token records (`input_ids`, `loss_mask`, `logprobs`, `turns`,
-   `reward`) as soon as its K episodes are over and their late rewards have landed.
+1. The trainer asks `agent serve` for rollouts: T groups of K episodes, their tasks drawn from the
+   train split by the server (each task once before any twice; --sampler difficulty: by its
+   curriculum, the tasks the policy is undecided on first), run by the suite's `llm:` agent in
+   token mode against the inference server (examples/python/tiny_vllm_server.py); with --filter
+   zero_variance a group whose K rewards are all equal (nothing for GRPO to learn) is replaced by
+   another draw. Each group comes back as token records (`input_ids`, `loss_mask`, `logprobs`,
+   `turns`, `reward`) as soon as its K episodes are over and their late rewards have landed.
 2. While the next batch is already rolling, the trainer computes group-relative advantages and
    takes --epochs clipped policy-gradient steps on the batch (importance ratio against the exported
    sampler logprobs, each episode's mean over its generated tokens, loss only where `loss_mask` is
@@ -32,7 +35,8 @@ With no URLs it starts the model server and `agent serve` from this checkout, an
 end; --model-url and --serve-url point it at running ones (serve a suite made by --write-suite,
 with --llm-base-url <model-url>/v1: the inference server its rollouts may call).
 --metrics writes one JSON line per training step: step, phase, weight_version, train_success,
-eval_success (held-out tasks, greedy), mean_reward, staleness, elapsed_s.
+eval_success (held-out tasks, greedy), mean_reward, staleness, groups, tried and filtered (the groups
+the server ran for the batch, and those it left out), elapsed_s.
 """
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ sys.path.insert(0, str(HERE))
 
 import tiny_vllm_server as tiny  # noqa: E402 - the server's own model and tokenizer builders
 
-from agentic_rl import Env, RolloutGroup  # noqa: E402
+from agentic_rl import Env, RolloutGroup, RolloutSummary  # noqa: E402
 
 ADJECTIVES = "amber brisk coral dusky ember frost gilded hazel ivory jade keen lunar misty noble olive pale quiet rusty silver tidal".split()
 ANIMALS = "fox owl elk ram yak cod bee jay ant eel".split()
@@ -289,10 +293,13 @@ async def evaluate(env: Env[Any, Any], model_url: str, test_ids: List[str], max_
     return success([r for g in await stream.collect() for r in g.records])
 
 
-async def rollouts(env: Env[Any, Any], args: argparse.Namespace, model_url: str, task_ids: List[str], seed: int) -> List[RolloutGroup]:
-    stream = await env.rollouts(task_ids, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens},
-                                max_staleness=args.max_staleness, concurrency=64, seed=seed)
-    return await stream.collect()
+async def rollouts(env: Env[Any, Any], args: argparse.Namespace, model_url: str, pool: List[str], seed: int) -> Tuple[List[RolloutGroup], Optional[RolloutSummary]]:
+    """--tasks-per-step groups drawn from the pool by the server's curriculum; with --filter zero_variance, a group whose
+    K rewards are all equal (nothing for GRPO to learn) is replaced by another draw, --max-tries groups at most."""
+    stream = await env.rollouts(pool, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens},
+                                max_staleness=args.max_staleness, concurrency=64, seed=seed, groups=args.tasks_per_step, filter=args.filter,
+                                sampler=args.sampler, oversample=args.oversample, max_tries=args.max_tries or None)
+    return await stream.collect(), stream.summary
 
 
 def batches(items: List[Any], size: int, rng: random.Random) -> Iterator[List[Any]]:
@@ -342,32 +349,35 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
                     evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
                     log({"step": step, "phase": "sft", "weight_version": version, "train_success": None, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
 
-        tasks = batches(train_ids, args.tasks_per_step, rng)
         # The first batch, then each next one while the update of the last runs: off-policy by at most a version.
-        pending = asyncio.create_task(rollouts(env, args, model_url, next(tasks), rng.randrange(2**31)))
+        pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31)))
         for step in range(1, args.steps + 1):
             waited = time.monotonic()
-            groups = await pending
+            groups, summary = await pending
             clock.waited += time.monotonic() - waited
             if step < args.steps:
-                pending = asyncio.create_task(rollouts(env, args, model_url, next(tasks), rng.randrange(2**31)))
+                pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31)))
             records = [r for g in groups for r in g.records]
             # How many versions the weights being updated are ahead of the oldest the batch was sampled with.
             staleness = max((version - g.weight_version for g in groups if g.weight_version is not None), default=None)
             stats = await asyncio.to_thread(trainer.grpo_step, groups)
-            version += 1
-            await asyncio.to_thread(trainer.push, model_url, version, work)
-            await env.weight_version(version)
+            if groups:
+                version += 1
+                await asyncio.to_thread(trainer.push, model_url, version, work)
+                await env.weight_version(version)
             evaluated = await evaluate(env, model_url, test_ids, args.max_tokens) if step % args.eval_every == 0 or step == args.steps else None
             log({
                 "step": step,
                 "phase": "grpo",
                 "weight_version": version,
-                "train_success": round(success(records), 4),
+                "train_success": round(success(records), 4) if records else None,
                 "eval_success": evaluated,
                 "mean_reward": round(sum(r["reward"] for r in records) / max(1, len(records)), 4),
                 "staleness": staleness,
                 "groups": len(groups),
+                # Groups the server ran for this batch, and those it left out (all K rewards equal).
+                "tried": summary.tried if summary else None,
+                "filtered": (summary.filtered.get("zero_variance", 0) if summary else None),
                 "clipped": round(stats["clipped"], 4),
             })
     if out:
@@ -418,7 +428,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--sft-lr", type=float, default=3e-3)
     p.add_argument("--eval-every-sft", type=int, default=105)
     p.add_argument("--steps", type=int, default=25, help="GRPO steps")
-    p.add_argument("--tasks-per-step", type=int, default=8)
+    p.add_argument("--tasks-per-step", type=int, default=8, help="groups per GRPO step, their tasks drawn from the train split by --sampler")
+    p.add_argument("--sampler", choices=["uniform", "difficulty"], default="uniform", help="uniform: each train task once before any twice; difficulty: the tasks whose recent success is neither 0 nor 1 first (the server's curriculum)")
+    p.add_argument("--filter", choices=["zero_variance", "none"], default="none", help="zero_variance: a group whose K rewards are all equal is replaced by another draw, --max-tries groups a step at most")
+    p.add_argument("--oversample", type=float, default=1.0, help="groups in flight per group asked for; the surplus is cancelled once enough are in")
+    p.add_argument("--max-tries", type=int, default=0, help="groups the server may run per step, replacements included (0: 4 x --tasks-per-step)")
     p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--clip", type=float, default=0.2)

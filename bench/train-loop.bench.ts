@@ -1,0 +1,143 @@
+/**
+ * The overlapped training loop through `agent serve`'s rollouts, with a fake model: how much of a
+ * trainer's step is spent waiting on rollouts. A fake vLLM server in another process takes 200 ms
+ * per generation (concurrently, as vLLM batches); the lookup suite needs 2 per episode. A trainer
+ * (a WebSocket client in this process) takes a fake update step of UPDATE_MS per batch, then
+ * pushes its weights and declares the new version. Each batch is G groups of K = 8 episodes, all in
+ * flight at once (64 or 256).
+ * - **synchronous**: the next batch is asked for once the update is over (no overlap);
+ * - **one step off, waiting**: the next batch rolls while the update runs, but the push waits for
+ *   it to end (no episode spans two versions);
+ * - **partial rollouts**: the next batch rolls while the update runs; the trainer pauses new
+ *   completions, pushes, declares, resumes: the episodes in flight go on, their later turns on the
+ *   new weights, each labelled (`staleness_from: "newest"`);
+ * - **partial, 2 ahead**: the same with two batches asked for ahead of the one being trained on
+ *   (`max_staleness` 2): what it takes when a batch rolls longer than an update.
+ * Reported per mode: the share of the trainer's wall time it waited on rollouts, and groups/s.
+ * What bounds a batch here is the suite, not the model: the lookup judge takes 200 ms per answer,
+ * 16 at once (its source's default concurrency), so 64 answers take 800 ms to judge; and each
+ * request sets its agent up (token mode probes the server) before its first episode starts.
+ */
+import { fork } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { serveEnv } from '../src/internal.js';
+
+const GENERATION_MS = 200;
+const UPDATE_MS = 1_000;
+const K = 8;
+const STEPS = 5;
+
+function lookupModel(prompt: string): string {
+  const code = /"code":"(\w+)"\}\n<\/tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$/.exec(prompt)?.[1];
+  if (code !== undefined) return `<tool_call>\n{"name": "answer", "arguments": {"code": "${code}"}}\n</tool_call>`;
+  const key = [...prompt.matchAll(/the key '([a-z-]+)'/g)].pop()?.[1] ?? 'none';
+  return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
+}
+
+if (process.argv[2] === '--server') {
+  const { startFakeVllmServer } = await import('../src/llm/fake-vllm-server.js');
+  let version = 0;
+  const server = await startFakeVllmServer({ reply: lookupModel, delayMs: GENERATION_MS, weightVersion: () => version });
+  process.on('message', (v) => (version = Number(v)));
+  process.send?.(server.url);
+  process.on('disconnect', () => void server[Symbol.asyncDispose]().then(() => process.exit(0)));
+} else {
+  const child = fork(import.meta.filename, ['--server'], { execArgv: ['--import', 'tsx'] });
+  const modelUrl = await new Promise<string>((resolve) => child.once('message', (u) => resolve(String(u))));
+  const out = await mkdtemp(path.join(os.tmpdir(), 'train-loop-bench-'));
+  const controller = new AbortController();
+  let ready!: (url: string) => void;
+  const listening = new Promise<string>((r) => (ready = r));
+  const served = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, maxSessions: 1_024, inferenceUrls: [modelUrl], onListening: ({ url }) => ready(url) }, controller.signal);
+  const url = await listening;
+
+  type Message = { type: string; id?: number; data: Record<string, unknown> };
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`);
+  await new Promise((r) => ws.once('open', r));
+  let ids = 0;
+  const waiting = new Map<number, { done: (m: Message) => void; groups: number }>();
+  ws.on('message', (raw) => {
+    const m = JSON.parse(String(raw)) as Message;
+    const w = m.id === undefined ? undefined : waiting.get(m.id);
+    if (!w) return;
+    if (m.type === 'rollout_group') w.groups++;
+    else if (m.type !== 'rollouts_accepted') {
+      waiting.delete(m.id as number);
+      w.done(m);
+    }
+  });
+  const ask = (type: string, data: object = {}): Promise<Message> =>
+    new Promise((done) => {
+      const id = ++ids;
+      waiting.set(id, { done, groups: 0 });
+      ws.send(JSON.stringify({ type, id, data }));
+    });
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  let version = 0;
+  const push = async (): Promise<void> => {
+    version++;
+    child.send(version);
+    await ask('weight_version', { version });
+  };
+  const batch = (groups: number): Promise<Message> => ask('rollouts', { task_ids: Array.from({ length: 30 }, (_, i) => `lookup-train-${i}`), groups, n: K, model: 'fake-model', sampling: { temperature: 1, max_tokens: 64 }, concurrency: groups * K, max_staleness: 2, staleness_from: 'newest', stale: 'drop' });
+
+  type Mode = 'synchronous' | 'one step off, waiting' | 'partial rollouts' | 'partial, 2 ahead';
+  const loop = async (mode: Mode, groups: number): Promise<{ waitedShare: number; groupsPerS: number; dropped: number }> => {
+    let waited = 0;
+    let sent = 0;
+    let dropped = 0;
+    const t0 = performance.now();
+    const take = async (p: Promise<Message>): Promise<void> => {
+      const w = performance.now();
+      const done = await p;
+      waited += performance.now() - w;
+      if (done.type !== 'rollouts_done') throw new Error(JSON.stringify(done).slice(0, 300));
+      sent += done.data['groups'] as number;
+      dropped += done.data['dropped'] as number;
+    };
+    const ahead: Promise<Message>[] = [batch(groups), ...(mode === 'partial, 2 ahead' ? [batch(groups)] : [])];
+    for (let step = 0; step < STEPS; step++) {
+      await take(ahead.shift() as Promise<Message>);
+      if (mode === 'synchronous') {
+        await sleep(UPDATE_MS);
+        await push();
+        ahead.push(batch(groups));
+        continue;
+      }
+      ahead.push(batch(groups));
+      await sleep(UPDATE_MS);
+      if (mode === 'one step off, waiting') {
+        // The push waits for the batch in flight: no episode spans two versions.
+        const w = performance.now();
+        const finished = await (ahead.shift() as Promise<Message>);
+        waited += performance.now() - w;
+        await push();
+        ahead.unshift(Promise.resolve(finished));
+      } else {
+        await ask('pause');
+        await push();
+        await ask('resume');
+      }
+    }
+    for (const p of ahead) await take(p);
+    const wall = performance.now() - t0;
+    return { waitedShare: waited / wall, groupsPerS: (sent * 1000) / wall, dropped };
+  };
+
+  console.log(`the overlapped training loop through agent serve: ${GENERATION_MS} ms generations (2 per episode), a ${UPDATE_MS} ms update step, K = ${K}, ${STEPS} steps`);
+  await loop('partial rollouts', 2); // warm-up
+  for (const inFlight of [64, 256]) {
+    for (const mode of ['synchronous', 'one step off, waiting', 'partial rollouts', 'partial, 2 ahead'] as const) {
+      const r = await loop(mode, inFlight / K);
+      console.log(`  ${String(inFlight).padStart(3)} in flight, ${mode.padEnd(21)}: waited on rollouts ${(100 * r.waitedShare).toFixed(1)} % of the time, ${r.groupsPerS.toFixed(1)} groups/s${r.dropped > 0 ? `, ${r.dropped} groups dropped as stale` : ''}`);
+    }
+  }
+  ws.close();
+  controller.abort();
+  await served;
+  child.disconnect();
+  await rm(out, { recursive: true, force: true });
+}
