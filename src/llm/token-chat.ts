@@ -5,6 +5,7 @@
  * messages (what conversations.jsonl shows); what the model saw and produced is in each turn's
  * {@link TokenTurn}.
  */
+import { raceAbort } from '../shared/abort.js';
 import { AgentError } from '../shared/errors.js';
 import { hashSeed } from '../shared/rng.js';
 import { openAiTool, type ChatMessage, type ToolCall, type ToolSpec } from './client.js';
@@ -29,6 +30,30 @@ export interface TokenModeOptions {
   readonly weightVersion?: () => number | undefined;
   /** Awaited before each completion is sent (a paused rollouts socket holds it there while the trainer pushes weights). */
   readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
+  /** Servers already probed, shared by the token chats of a long-lived process: each server is checked and its template learned once. */
+  readonly servers?: TokenServers;
+}
+
+/**
+ * Inference servers probed once and shared, by base URL and model: `agent serve`'s rollouts
+ * requests (one a training step) would otherwise each check the server's routes and learn its
+ * template again, a generation among them, before their first episode. A server that failed its
+ * check is checked again on the next use.
+ */
+export class TokenServers {
+  readonly #connected = new Map<string, Promise<{ readonly server: VllmServer; readonly shape: TemplateShape }>>();
+
+  connect(options: Pick<TokenModeOptions, 'baseURL' | 'model' | 'apiKey'>, signal?: AbortSignal): Promise<{ readonly server: VllmServer; readonly shape: TemplateShape }> {
+    const key = `${options.baseURL}\u0000${options.model}\u0000${options.apiKey ?? ''}`;
+    let connected = this.#connected.get(key);
+    if (!connected) {
+      // Not bound to the first caller's signal: a request cancelled while the probe runs must not fail the others waiting on it.
+      connected = VllmServer.connect({ baseURL: options.baseURL, model: options.model, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) }).then(async (server) => ({ server, shape: await TemplateShape.learn(server) }));
+      this.#connected.set(key, connected);
+      connected.catch(() => this.#connected.delete(key));
+    }
+    return raceAbort(connected, signal);
+  }
 }
 
 /** A generated turn: what the caller's conversation keeps, and its tokens. */
@@ -77,6 +102,10 @@ export class TokenChat {
     if (!Number.isInteger(options.sampling.max_tokens) || options.sampling.max_tokens < 1) throw new AgentError('BAD_USAGE', `max-tokens must be a whole number ≥ 1 (got ${options.sampling.max_tokens})`);
     if (options.maxContext !== undefined && (!Number.isInteger(options.maxContext) || options.maxContext <= options.sampling.max_tokens)) {
       throw new AgentError('BAD_USAGE', `max-context (${options.maxContext}) must be a whole number above max-tokens (${options.sampling.max_tokens})`, { hint: 'Pass a larger --max-context, or a smaller --max-tokens.' });
+    }
+    if (options.servers) {
+      const { server, shape } = await options.servers.connect(options, signal);
+      return new TokenChat(server, shape, parser, options);
     }
     const server = await VllmServer.connect({ baseURL: options.baseURL, model: options.model, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) }, signal);
     return new TokenChat(server, await TemplateShape.learn(server, signal), parser, options);

@@ -26,7 +26,7 @@ import { chatMessages, chatTurns, type ChatTurn } from '../llm/chat-turns.js';
 import { createLlmClient, reportedChat, type ChatMessage, type ChatRequest, type ChatResponse, type LlmCallReport, type LlmClient, type ToolCall } from '../llm/client.js';
 import { costOf, priceOf } from '../llm/prices.js';
 import { assertReachable } from '../llm/reachable.js';
-import { TokenChat, type GoldTurn } from '../llm/token-chat.js';
+import { TokenChat, type GoldTurn, type TokenServers } from '../llm/token-chat.js';
 import type { SamplingSettings } from '../llm/vllm.js';
 import { LLM_DEFAULTS } from '../shared/defaults.js';
 import type { Observation, Policy, PolicyContext } from './policy.js';
@@ -83,6 +83,8 @@ export interface LlmPolicySettings {
   readonly weightVersion?: () => number | undefined;
   /** Token mode: awaited before each completion is sent (a paused rollouts socket). */
   readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
+  /** Token mode: servers already probed, shared across policies (agent serve's rollouts requests). */
+  readonly tokenServers?: TokenServers;
 }
 
 /**
@@ -139,6 +141,7 @@ export async function llmServing(model: string, settings: LlmPolicySettings, see
           ...(settings.maxContext !== undefined ? { maxContext: settings.maxContext } : {}),
           ...(settings.weightVersion ? { weightVersion: settings.weightVersion } : {}),
           ...(settings.beforeGenerate ? { beforeGenerate: settings.beforeGenerate } : {}),
+          ...(settings.tokenServers ? { servers: settings.tokenServers } : {}),
           ...(settings.apiKeyEnv !== undefined && process.env[settings.apiKeyEnv] ? { apiKey: process.env[settings.apiKeyEnv] as string } : {}),
         },
         signal,

@@ -58,6 +58,8 @@ describe('dynamic sampling', () => {
     const second = await client.until((m) => over(m, 2));
     expect(groupsOf(second).map((g) => g.task_id)).toEqual([task(4)]);
     expect(second.at(-1)?.data).toMatchObject({ groups: 1, filtered: { zero_variance: 0, reward_range: 1 } });
+    // Eight episodes of two turns, and one start-up check of the server: the second request did not probe it again.
+    expect(model.completions).toHaveLength(17);
     await stop();
     expect((await discarded(dir)).map((e) => [e.task_id, e.reason, e.then, e.episodes.length])).toEqual([
       [task(0), 'zero_variance', 'drop', 2],

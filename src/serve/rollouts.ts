@@ -34,6 +34,7 @@ import { SERVE_DEFAULTS } from '../shared/defaults.js';
 import { cleanSum } from '../shared/float-sum.js';
 import type { ServedTask } from './served-episode.js';
 import type { GenerationGate } from './generation-gate.js';
+import type { TokenServers } from '../llm/token-chat.js';
 import { EpisodeCollector } from './episode-collector.js';
 import type { RequestBounds, RolloutRequest } from './rollout-request.js';
 import type { TaskCurriculum } from './task-curriculum.js';
@@ -94,6 +95,8 @@ export interface RolloutHost extends RequestBounds {
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
   /** Writes an event into the run (the episodes of a group not sent, marked so). */
   record(event: RunEvent): void;
+  /** The inference servers its requests used, each probed once for the server's life (not again at every request). */
+  readonly tokenServers?: TokenServers;
   /** The run's curriculum (its statistics kept in the run folder), once the run has its folder. */
   curriculum(signal: AbortSignal): Promise<TaskCurriculum>;
 }
@@ -191,6 +194,7 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
       ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
       weightVersion: () => versions.current,
       ...(gate ? { beforeGenerate: (s?: AbortSignal) => gate.pass(s) } : {}),
+      ...(host.tokenServers ? { tokenServers: host.tokenServers } : {}),
     },
     signal,
   };

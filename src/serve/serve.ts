@@ -30,6 +30,7 @@ import { SessionScheduler } from '../run/session-scheduler.js';
 import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
 import { TaskCurriculum } from './task-curriculum.js';
+import { TokenServers } from '../llm/token-chat.js';
 import { CURRICULUM_FILE } from '../replay/curriculum-file.js';
 import { raceAbort } from '../shared/abort.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
@@ -157,6 +158,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               inferenceUrls: options.inferenceUrls ?? [],
               maxConcurrency: maxSessions,
               record: (e) => run.events.emit(e),
+              tokenServers: new TokenServers(),
               curriculum: (s) => raceAbort((curriculum ??= folder.then((dir) => TaskCurriculum.open(path.join(dir, CURRICULUM_FILE)))), s),
             } satisfies RolloutHost,
           }
