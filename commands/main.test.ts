@@ -21,7 +21,7 @@ describe('agent', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('run [options] [env-dir]');
     const program = createProgram({ stdout: new PassThrough(), stderr: new PassThrough(), exitCode: 0 });
-    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rescore', 'rewards', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve', 'sandbox', 'docs']);
+    expect(program.commands.map((c) => c.name())).toEqual(['run', 'schema-diff', 'fuzz', 'doctor', 'reward', 'rewards', 'rescore', 'export', 'benchmark', 'debug', 'mcp-serve', 'worker', 'serve', 'sandbox', 'docs']);
   });
 
   it('shows duration defaults as the flags read them, and asks for a subcommand where one is missing', async () => {
