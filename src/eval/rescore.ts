@@ -90,8 +90,9 @@ export async function rescoreRun(dir: string, options: RescoreOptions = {}): Pro
     fresh.push(r);
     if (r.type !== 'reward_expected') options.onProgress?.(counts.arrived + counts.failed);
   };
-  // The other sources wait for nothing here: their values are the run's own, copied below.
-  const only: EnvDefinition = { ...definition, rewards: new Map([...definition.rewards].map(([name, d]) => [name, rescored.has(name) ? d : { ...d, binding: { kind: 'external' as const } }])) };
+  // The other sources wait for nothing here: their values are the run's own, copied below. No
+  // deadline either: a slow rescore (thousands of judge calls queued) must not impute what it is computing.
+  const only: EnvDefinition = { ...definition, rewards: new Map([...definition.rewards].map(([name, d]) => [name, rescored.has(name) ? withoutDeadline(d) : { ...withoutDeadline(d), binding: { kind: 'external' as const } }])) };
   const byEpisode = new Map<number, TrajectoryRecord[]>();
   for (const s of before.steps) {
     const list = byEpisode.get(s.episode);
@@ -136,6 +137,11 @@ export async function rescoreRun(dir: string, options: RescoreOptions = {}): Pro
   const report: RescoreReport = { run_dir: dir, version, file, sources, evaluations: counts, episodes: was.size, changed };
   await writeFile(path.join(dir, `rescore.v${version}.json`), `${JSON.stringify({ ...report, time: new Date().toISOString(), ...(options.evaluators ? { evaluators: options.evaluators } : {}), ...(options.judge ? { judge: options.judge } : {}) }, null, 2)}\n`);
   return report;
+}
+
+function withoutDeadline(d: RewardSourceDefinition): RewardSourceDefinition {
+  const { deadlineMs: _deadline, fallback: _fallback, ...rest } = d;
+  return rest;
 }
 
 /** The env's definition with the sources' evaluators or judge model replaced as asked. */
