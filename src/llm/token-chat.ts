@@ -30,7 +30,7 @@ export interface TokenModeOptions {
   readonly weightVersion?: () => number | undefined;
   /** Awaited before each completion is sent (a paused rollouts socket holds it there while the trainer pushes weights). */
   readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
-  /** Servers already probed, shared by the token chats of a long-lived process: each server is checked and its template learned once. */
+  /** Servers already checked, shared by the token chats of one long-lived owner (an `agent serve`): each is checked and its template learned once. */
   readonly servers?: TokenServers;
 }
 
@@ -38,7 +38,8 @@ export interface TokenModeOptions {
  * Inference servers probed once and shared, by base URL and model: `agent serve`'s rollouts
  * requests (one a training step) would otherwise each check the server's routes and learn its
  * template again, a generation among them, before their first episode. A server that failed its
- * check is checked again on the next use.
+ * check is checked again on the next use. One per owner, never process-wide: a server restarted
+ * on the same URL (a test's next fake on a reused port) must be checked again by the next owner.
  */
 export class TokenServers {
   readonly #connected = new Map<string, Promise<{ readonly server: VllmServer; readonly shape: TemplateShape }>>();

@@ -83,7 +83,14 @@ export interface LlmPolicySettings {
   readonly weightVersion?: () => number | undefined;
   /** Token mode: awaited before each completion is sent (a paused rollouts socket). */
   readonly beforeGenerate?: (signal?: AbortSignal) => Promise<void>;
-  /** Token mode: servers already probed, shared across policies (agent serve's rollouts requests). */
+}
+
+/**
+ * What the runtime itself adds to an `llm:` policy's settings, beside the public ones: `agent
+ * serve` shares the inference servers its rollouts requests checked (one request a training step
+ * would otherwise probe the server again each time). Passed along inside `PolicySetup.llm`.
+ */
+export interface LlmServingSettings extends LlmPolicySettings {
   readonly tokenServers?: TokenServers;
 }
 
@@ -91,7 +98,7 @@ export interface LlmPolicySettings {
  * The agent of an `llm:<model>` policy, checked before any episode (a token-mode server is probed
  * for every route and field it needs), with what the run records of it.
  */
-export async function createLlmAgent(model: string, settings: LlmPolicySettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy; readonly keepConversations?: boolean }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
+export async function createLlmAgent(model: string, settings: LlmServingSettings, context: { readonly system: string; readonly instruction?: string; readonly seed: number; readonly signal?: AbortSignal; readonly gold?: Policy; readonly keepConversations?: boolean }): Promise<{ readonly agent: LlmAgent; readonly config: LlmRunConfig }> {
   const userModel = settings.user === undefined ? undefined : llmModel(settings.user);
   if (settings.user !== undefined && userModel === undefined) throw new AgentError('BAD_USAGE', `--user '${settings.user}' is not llm:<model>`, { hint: 'Pass --user llm:<model>, e.g. llm:gpt-4o.' });
   if (context.gold && settings.tokens !== true) throw new AgentError('BAD_USAGE', 'gold turns as model turns are a token mode feature', { hint: 'Pass --tokens with --llm-base-url, or run --policy gold alone.' });
@@ -119,7 +126,7 @@ export async function createLlmAgent(model: string, settings: LlmPolicySettings,
  * server is probed for every route and field it needs (a vLLM-compatible one at `baseURL`). What
  * run.json records of it comes with it.
  */
-export async function llmServing(model: string, settings: LlmPolicySettings, seed: number, signal: AbortSignal | undefined): Promise<{ readonly provider: 'anthropic' | 'openai'; readonly sampling: SamplingSettings; readonly tokens: TokenChat | undefined; readonly config: LlmRunConfig }> {
+export async function llmServing(model: string, settings: LlmServingSettings, seed: number, signal: AbortSignal | undefined): Promise<{ readonly provider: 'anthropic' | 'openai'; readonly sampling: SamplingSettings; readonly tokens: TokenChat | undefined; readonly config: LlmRunConfig }> {
   const tokensMode = settings.tokens === true;
   const provider = settings.provider ?? (model.startsWith('claude') && !tokensMode ? 'anthropic' : 'openai');
   if (tokensMode && (settings.baseURL === undefined || provider !== 'openai')) {

@@ -35,6 +35,7 @@ import { cleanSum } from '../shared/float-sum.js';
 import type { ServedTask } from './served-episode.js';
 import type { GenerationGate } from './generation-gate.js';
 import type { TokenServers } from '../llm/token-chat.js';
+import type { LlmServingSettings } from '../run/llm-agent.js';
 import { EpisodeCollector } from './episode-collector.js';
 import type { RequestBounds, RolloutRequest } from './rollout-request.js';
 import type { TaskCurriculum } from './task-curriculum.js';
@@ -95,7 +96,7 @@ export interface RolloutHost extends RequestBounds {
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
   /** Writes an event into the run (the episodes of a group not sent, marked so). */
   record(event: RunEvent): void;
-  /** The inference servers its requests used, each probed once for the server's life (not again at every request). */
+  /** The inference servers its requests used, each checked once for the server's life (not again at every request). */
   readonly tokenServers?: TokenServers;
   /** The run's curriculum (its statistics kept in the run folder), once the run has its folder. */
   curriculum(signal: AbortSignal): Promise<TaskCurriculum>;
@@ -181,23 +182,20 @@ class Slots {
  * `weight_version` is declared by the caller, before it answers the request accepted.
  */
 export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal, gate?: GenerationGate): Promise<RolloutSummary> {
-  const setup: PolicySetup = {
-    system: () => Promise.resolve(host.system),
-    seed: request.seed,
-    llm: {
-      baseURL: request.baseURL,
-      tokens: true,
-      temperature: request.sampling.temperature,
-      topP: request.sampling.top_p,
-      maxTokens: request.sampling.max_tokens,
-      ...(request.toolParser !== undefined ? { toolParser: request.toolParser } : {}),
-      ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
-      weightVersion: () => versions.current,
-      ...(gate ? { beforeGenerate: (s?: AbortSignal) => gate.pass(s) } : {}),
-      ...(host.tokenServers ? { tokenServers: host.tokenServers } : {}),
-    },
-    signal,
+  const llm: LlmServingSettings = {
+    baseURL: request.baseURL,
+    tokens: true,
+    temperature: request.sampling.temperature,
+    topP: request.sampling.top_p,
+    maxTokens: request.sampling.max_tokens,
+    ...(request.toolParser !== undefined ? { toolParser: request.toolParser } : {}),
+    ...(request.maxContext !== undefined ? { maxContext: request.maxContext } : {}),
+    weightVersion: () => versions.current,
+    ...(gate ? { beforeGenerate: (s?: AbortSignal) => gate.pass(s) } : {}),
+    // A trainer asks once a step: the server is checked at its first request, not at each.
+    ...(host.tokenServers ? { tokenServers: host.tokenServers } : {}),
   };
+  const setup: PolicySetup = { system: () => Promise.resolve(host.system), seed: request.seed, llm, signal };
   const agent = request.agent ? await programPolicy(request.agent.command, { ...setup, program: request.agent.limits }) : await llmPolicy(request.model, `llm:${request.model}`, setup);
   try {
     return await rollGroups(request, host, versions, agent, onGroup, signal);
