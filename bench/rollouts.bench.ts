@@ -14,15 +14,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runBenchmark } from '../src/internal.js';
+import { lookupModel } from '../src/serve/rollouts-testing.js';
 
 const GENERATION_MS = 50;
-
-function lookupModel(prompt: string): string {
-  const code = /"code":"(\w+)"\}\n<\/tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$/.exec(prompt)?.[1];
-  if (code !== undefined) return `<tool_call>\n{"name": "answer", "arguments": {"code": "${code}"}}\n</tool_call>`;
-  const key = [...prompt.matchAll(/the key '([a-z-]+)'/g)].pop()?.[1] ?? 'none';
-  return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
-}
 
 if (process.argv[2] === '--server') {
   const { startFakeVllmServer } = await import('../src/llm/fake-vllm-server.js');

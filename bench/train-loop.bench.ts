@@ -24,18 +24,12 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { serveEnv } from '../src/internal.js';
+import { lookupModel } from '../src/serve/rollouts-testing.js';
 
 const GENERATION_MS = 200;
 const UPDATE_MS = 1_000;
 const K = 8;
 const STEPS = 5;
-
-function lookupModel(prompt: string): string {
-  const code = /"code":"(\w+)"\}\n<\/tool_response><\|im_end\|>\n<\|im_start\|>assistant\n$/.exec(prompt)?.[1];
-  if (code !== undefined) return `<tool_call>\n{"name": "answer", "arguments": {"code": "${code}"}}\n</tool_call>`;
-  const key = [...prompt.matchAll(/the key '([a-z-]+)'/g)].pop()?.[1] ?? 'none';
-  return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
-}
 
 if (process.argv[2] === '--server') {
   const { startFakeVllmServer } = await import('../src/llm/fake-vllm-server.js');
