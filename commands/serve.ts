@@ -30,6 +30,8 @@ interface Flags {
   rewardSource: Record<string, JsonValue>;
   otel?: string;
   resume?: string;
+  workers?: string;
+  queue: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -42,6 +44,8 @@ export function registerServe(program: Command, io: Io): void {
     .option('--token <secret>', 'bearer token clients must send (default: $AGENT_TOKEN; none on loopback, where OpenEnv clients send none)', process.env['AGENT_TOKEN'])
     .option('--max-sessions <n>', 'sessions at once (WebSocket and HTTP together)', positiveInt, SERVE_DEFAULTS.maxSessions)
     .option('--llm-base-url <url>', "an inference server (vLLM-compatible, …/v1) rollouts requests may use: a request names one as base_url, or gets the first; no other is ever called (repeatable)", (v: string, prev: string[]) => [...prev, v], [])
+    .option('--workers <url>', "run the rollouts' llm: episodes on agent workers taking episodes from this Redis (redis://host:port/db), not in this process; groups are still assembled and sent here")
+    .option('--queue <name>', 'the queue those workers take episodes from (their --queue)', RUN_DEFAULTS.queue)
     .option('--allow-agent-programs', 'let a rollouts request name an agent program ("agent": {"command": [...]}) to run each episode; it runs as this server\'s user')
     .option('--max-steps <m>', 'steps per episode at most (the step that reaches it comes back done, truncated)', positiveInt, SERVE_DEFAULTS.maxSteps)
     .addOption(durationOption('--http-idle <duration>', 'an HTTP session with no request for this long ends', SERVE_DEFAULTS.httpIdleMs))
@@ -58,7 +62,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--reward-source <name=binding>', 'rebind a reward source (repeatable), as for agent run', rewardSource, {})
     .addHelpText(
       'after',
-      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n  agent serve fixtures/weather --store redis://127.0.0.1:6379/0\n  agent serve --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import SyncEnv\n  with SyncEnv("http://127.0.0.1:8000") as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
+      '\nExamples:\n  agent serve fixtures/weather\n  agent serve tau-bench/airline --port 8000 --max-sessions 256\n  agent serve fixtures/weather --store redis://127.0.0.1:6379/0\n  agent serve --resume 20261130-101500-3fa2c1 --store redis://127.0.0.1:6379/0\n  agent serve fixtures/lookup --llm-base-url http://vllm:8000/v1 --workers redis://redis:6379/0   (then: agent worker --store redis://redis:6379/0)\n\nFrom Python (pip install ./clients/python):\n  from agentic_rl import SyncEnv\n  with SyncEnv("http://127.0.0.1:8000") as env:\n      r = env.reset(); r = env.step({"name": "get_weather", "params": {"city": "Paris"}})\n\nOpenEnv\'s own client works too: GenericEnvClient(base_url="http://127.0.0.1:8000").',
     )
     .action(async (envSpec: string | undefined, flags: Flags) => {
       if ((envSpec === undefined) === (flags.resume === undefined)) {
@@ -82,6 +86,7 @@ export function registerServe(program: Command, io: Io): void {
             maxSessions: flags.maxSessions,
             ...(flags.allowAgentPrograms ? { agentPrograms: true } : {}),
             ...(flags.llmBaseUrl.length > 0 ? { inferenceUrls: flags.llmBaseUrl } : {}),
+            ...(flags.workers !== undefined ? { workers: { store: flags.workers, queue: flags.queue } } : {}),
             maxSteps: flags.maxSteps,
             httpIdleMs: flags.httpIdle,
             wsTimeoutMs: flags.wsTimeout,

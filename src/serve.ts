@@ -6,5 +6,6 @@
  * @module agentic-rl-toolkit/serve
  */
 export { serveEnv, type ServeOptions } from './serve/serve.js';
+export type { WorkersOptions } from './serve/remote-rollouts.js';
 export { serveEnvOverStdio } from './run/mcp-serve.js';
 export { RESET_TOOL, STATE_URI, type McpServeOptions } from './run/mcp-serve-options.js';

@@ -5,7 +5,32 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { UsageError } from '../shared/errors.js';
+import { AgentError, UsageError } from '../shared/errors.js';
+import { envFingerprint } from './env-fingerprint.js';
+
+/** What a worker is told of a run's env: its name, the coordinator's folder, and its fingerprint. */
+export interface RunEnvRef {
+  readonly runId: string;
+  readonly env: string;
+  readonly envDir: string;
+  readonly fingerprint?: string;
+}
+
+/**
+ * A run's env on this machine: found by name under `envs` (`agent worker --envs`), else at the
+ * coordinator's path; refused (ENV_MISMATCH) when it is not the version the run was started with.
+ */
+export async function runEnvDir(ref: RunEnvRef, envs: readonly string[] | undefined, signal?: AbortSignal): Promise<string> {
+  const dir = envs && envs.length > 0 ? await findEnvDir(ref.env, envs, signal) : ref.envDir;
+  if (ref.fingerprint === undefined) return dir;
+  const here = await envFingerprint(dir);
+  if (here !== ref.fingerprint) {
+    throw new AgentError('ENV_MISMATCH', `the env '${ref.env}' at ${dir} is not the one run ${ref.runId} was started with: fingerprint ${here} here, ${ref.fingerprint} on the coordinator (${ref.envDir})`, {
+      hint: 'Deploy the env version the run was started with to this worker (or point --envs at it); its episodes are handed back for a worker that has it.',
+    });
+  }
+  return dir;
+}
 
 export async function findEnvDir(name: string, dirs: readonly string[], signal?: AbortSignal): Promise<string> {
   const looked: string[] = [];

@@ -33,6 +33,8 @@ export interface Claim {
   readonly attempts: number;
   /** The worker that held it before, when it was taken over (its lease had lapsed). */
   readonly previousOwner?: string;
+  /** `rollout`: an episode of a served run's rollouts request (rollout-jobs.ts), run whole and delivered back; else a distributed run's. */
+  readonly kind?: 'rollout';
 }
 
 /** A worker as it last reported itself (every second while it lives). */
@@ -74,7 +76,7 @@ local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUS
 if #claimed == 0 then return 0 end
 return 1`;
 
-// KEYS: queue, fences, attempts. ARGV: group, entry id, episode, token, mode ('ack' | 'back'), run id.
+// KEYS: queue, fences, attempts. ARGV: group, entry id, episode, token, mode ('ack' | 'back'), run id, kind ('' or 'rollout').
 // Done with the entry while the token is current. 'back' puts the episode at the end of the queue
 // under a new token, and does not count the attempt (a graceful hand-back is not a failure).
 const RELEASE_SCRIPT = `
@@ -84,8 +86,28 @@ redis.call('XDEL', KEYS[1], ARGV[2])
 if ARGV[5] == 'back' then
   redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
   redis.call('HINCRBY', KEYS[3], ARGV[3], -1)
-  redis.call('XADD', KEYS[1], '*', 'run', ARGV[6], 'episode', ARGV[3])
+  if ARGV[7] == '' then redis.call('XADD', KEYS[1], '*', 'run', ARGV[6], 'episode', ARGV[3])
+  else redis.call('XADD', KEYS[1], '*', 'run', ARGV[6], 'episode', ARGV[3], 'kind', ARGV[7]) end
 end
+return 1`;
+
+// KEYS: queue, fences, results. ARGV: group, entry id, episode, token, payload. A rollout episode's
+// result onto the serving run's results stream, in the same step as its entry leaves the queue,
+// while the token is current: a worker that lost the lease (paused, cut off) cannot deliver, so each
+// episode is delivered once whoever ran it.
+const DELIVER_SCRIPT = `
+if redis.call('HGET', KEYS[2], ARGV[3]) ~= ARGV[4] then return 0 end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('XADD', KEYS[3], '*', 'episode', ARGV[3], 'token', ARGV[4], 'result', ARGV[5])
+return 1`;
+
+// KEYS: queue, fences. ARGV: entry id, episode. Takes an entry off the queue if no worker has
+// claimed its episode yet (a claim sets its fence first); 0 once one has.
+const WITHDRAW_SCRIPT = `
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
+redis.call('XDEL', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[2], 0)
 return 1`;
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
@@ -104,6 +126,8 @@ export class EpisodeQueue {
     redis.defineCommand('agentQueueClaim', { numberOfKeys: 5, lua: CLAIM_SCRIPT });
     redis.defineCommand('agentQueueRenew', { numberOfKeys: 2, lua: RENEW_SCRIPT });
     redis.defineCommand('agentQueueRelease', { numberOfKeys: 3, lua: RELEASE_SCRIPT });
+    redis.defineCommand('agentQueueDeliver', { numberOfKeys: 3, lua: DELIVER_SCRIPT });
+    redis.defineCommand('agentQueueWithdraw', { numberOfKeys: 2, lua: WITHDRAW_SCRIPT });
   }
 
   #script(name: string): Script {
@@ -130,6 +154,16 @@ export class EpisodeQueue {
     }
   }
 
+  /** One rollout episode of a served run onto the queue: its entry id (to withdraw it while no worker has it). */
+  async addRollout(runId: string, episode: number, signal?: AbortSignal): Promise<string> {
+    return (await raceAbort(this.#redis.xadd(this.name, '*', 'run', runId, 'episode', String(episode), 'kind', 'rollout'), signal)) as string;
+  }
+
+  /** Takes a rollout episode off the queue if no worker has claimed it yet: true when it was (nothing will run it). */
+  async withdraw(runId: string, episode: number, entryId: string): Promise<boolean> {
+    return (await this.#script('agentQueueWithdraw')(this.name, distributedKeys(runId).fences, entryId, episode)) === 1;
+  }
+
   /**
    * Up to `count` episodes for `consumer`: first entries whose holder stopped renewing for
    * `leaseMs` (a dead or paused worker's), then new ones, waiting up to `blockMs` for one.
@@ -141,7 +175,11 @@ export class EpisodeQueue {
     const [, stale] = (await raceAbort(this.#redis.xautoclaim(this.name, GROUP, consumer, leaseMs, '0-0', 'COUNT', count), signal)) as [string, [string, string[]][]];
     entries.push(...stale.filter((e) => e[1] !== null));
     if (entries.length < count) {
-      const fresh = (await raceAbort(blocking.xreadgroup('GROUP', GROUP, consumer, 'COUNT', count - entries.length, 'BLOCK', blockMs, 'STREAMS', this.name, '>'), signal)) as [string, [string, string[]][]][] | null;
+      // With stale entries in hand, new ones are only looked for, not waited for: their idle time
+      // runs from the take-over, and a wait as long as the lease would have them taken again.
+      const more = count - entries.length;
+      const read = entries.length > 0 ? blocking.xreadgroup('GROUP', GROUP, consumer, 'COUNT', more, 'STREAMS', this.name, '>') : blocking.xreadgroup('GROUP', GROUP, consumer, 'COUNT', more, 'BLOCK', blockMs, 'STREAMS', this.name, '>');
+      const fresh = (await raceAbort(read, signal)) as [string, [string, string[]][]][] | null;
       for (const [, list] of fresh ?? []) entries.push(...list);
     }
     const claims: Claim[] = [];
@@ -155,7 +193,7 @@ export class EpisodeQueue {
       }
       const k = distributedKeys(runId);
       const [token, attempts, previous] = (await this.#script('agentQueueClaim')(k.fences, k.attempts, k.owners, k.marks, k.steps(episode), episode, consumer)) as [number, number, string];
-      claims.push({ runId, episode, entryId, token, attempts, ...(previous !== '' && previous !== consumer ? { previousOwner: previous } : {}) });
+      claims.push({ runId, episode, entryId, token, attempts, ...(previous !== '' && previous !== consumer ? { previousOwner: previous } : {}), ...(field(fields, 'kind') === 'rollout' ? { kind: 'rollout' as const } : {}) });
     }
     return claims;
   }
@@ -170,6 +208,11 @@ export class EpisodeQueue {
     return this.#release(claim, 'ack');
   }
 
+  /** A rollout episode's result onto `results`, and the entry off the queue; false (nothing written) when the lease was lost first. */
+  async deliver(claim: Claim, results: string, payload: string): Promise<boolean> {
+    return (await this.#script('agentQueueDeliver')(this.name, distributedKeys(claim.runId).fences, results, GROUP, claim.entryId, claim.episode, claim.token, payload)) === 1;
+  }
+
   /** Give the episode back (a worker shutting down): another worker continues it at once. */
   async handBack(claim: Claim): Promise<boolean> {
     return this.#release(claim, 'back');
@@ -177,7 +220,7 @@ export class EpisodeQueue {
 
   async #release(claim: Claim, mode: 'ack' | 'back'): Promise<boolean> {
     const k = distributedKeys(claim.runId);
-    return (await this.#script('agentQueueRelease')(this.name, k.fences, k.attempts, GROUP, claim.entryId, claim.episode, claim.token, mode, claim.runId)) === 1;
+    return (await this.#script('agentQueueRelease')(this.name, k.fences, k.attempts, GROUP, claim.entryId, claim.episode, claim.token, mode, claim.runId, claim.kind ?? '')) === 1;
   }
 
   async heartbeat(beat: WorkerHeartbeat): Promise<void> {

@@ -25,6 +25,10 @@ import { openRedis, redactUrl } from '../state/redis-store.js';
 import { DEFAULT_QUEUE, EpisodeQueue, workerId, type Claim } from './episode-queue.js';
 import type { EpisodeEndReason, RunEvent } from '../events/run-events.js';
 import { WorkerRun } from './worker-run.js';
+import { RolloutJobRun } from './rollout-job-run.js';
+import { rolloutKeys } from './rollout-jobs.js';
+import type { EpisodeFinishedEvent } from './run-journal.js';
+import { TokenServers } from '../llm/token-chat.js';
 import { WORKER_DEFAULTS } from '../shared/defaults.js';
 
 /** What a rollout worker connects to (the Redis store, the queue), how many episodes it runs at once, which env folders it accepts, and its lease and retry limits. */
@@ -88,6 +92,12 @@ export class RolloutWorker {
   readonly #maxAttempts: number;
   /** Runs this worker has joined (a promise: concurrent claims of one run join it once). */
   readonly #runs = new Map<string, Promise<WorkerRun | undefined>>();
+  /** Served runs whose rollout episodes this worker runs (rollout-job-run.ts), joined once each. */
+  readonly #rollouts = new Map<string, Promise<RolloutJobRun | undefined>>();
+  /** Those joined, once joined (for what they hold now). */
+  readonly #joinedRollouts = new Set<RolloutJobRun>();
+  /** The inference servers this worker's rollout agents use, each checked once for the worker's life. */
+  readonly #tokenServers = new TokenServers();
   /** When each joined run last had an episode here: a run idle for long is left (its env and connection closed). */
   readonly #lastUsed = new Map<string, number>();
   /** Runs whose env differs from this worker's (ENV_MISMATCH), told to their coordinator by the heartbeat. */
@@ -141,6 +151,13 @@ export class RolloutWorker {
 
   get running(): number {
     return this.#inHand.size;
+  }
+
+  /** Completions of served runs' rollouts held here by their trainer's pause (released on its resume). */
+  get holding(): number {
+    let n = 0;
+    for (const run of this.#joinedRollouts) n += run.holding;
+    return n;
   }
 
   /** Take and run episodes until `signal` aborts; then hand back what is in hand and return. */
@@ -205,6 +222,7 @@ export class RolloutWorker {
     this.#inHand.set(key, held);
     this.#lastUsed.set(claim.runId, Date.now());
     try {
+      if (claim.kind === 'rollout') return await this.#rollout(claim, held);
       const run = await this.#run(claim.runId);
       if (run === 'gone') {
         // The run is gone from Redis (it completed, or its keys were removed): nothing to do for it.
@@ -241,6 +259,50 @@ export class RolloutWorker {
     }
   }
 
+  /** A served run's rollout episode: run whole here, and delivered in the same step as its entry leaves the queue (fenced by the lease). */
+  async #rollout(claim: Claim, held: { readonly controller: AbortController; lost: boolean }): Promise<void> {
+    const run = await this.#join(this.#rollouts, claim.runId, async () => {
+      const joined = await RolloutJobRun.join(claim.runId, { redis: this.#redis, tokenServers: this.#tokenServers, ...(this.#options.envs ? { envs: this.#options.envs } : {}), ...(this.#options.signal ? { signal: this.#options.signal } : {}) });
+      if (joined) this.#joinedRollouts.add(joined);
+      return joined;
+    });
+    if (run === 'gone') return void (await this.#queue.ack(claim).catch(() => undefined));
+    if (!run) {
+      await sleep(1_000, this.#stopping.signal).catch(() => undefined);
+      return this.#handBack(claim);
+    }
+    const signal = held.controller.signal;
+    let done: { readonly finished: EpisodeFinishedEvent; readonly payload: string } | undefined;
+    try {
+      if (claim.attempts > this.#maxAttempts) {
+        const cause = `its worker stopped ${claim.attempts - 1} times running it (the last: ${claim.previousOwner ?? 'unknown'})`;
+        const payload = await run.giveUp(claim.episode, cause, signal);
+        if (payload !== undefined && (await this.#queue.deliver(claim, rolloutKeys(claim.runId).results, payload))) {
+          this.#counts.givenUp++;
+          this.events.emit({ type: 'given_up', runId: claim.runId, episode: claim.episode, attempts: claim.attempts - 1, cause });
+        }
+        return;
+      }
+      done = await run.run(claim.episode, signal);
+    } catch (err) {
+      if (held.lost) {
+        this.#counts.leasesLost++;
+        this.events.emit({ type: 'lease_lost', runId: claim.runId, episode: claim.episode });
+      } else if (this.#stopping.signal.aborted) await this.#handBack(claim);
+      else throw err;
+      return;
+    }
+    // Its job is gone: the serving process no longer waits for it.
+    if (!done) return void (await this.#queue.ack(claim).catch(() => undefined));
+    if (await this.#queue.deliver(claim, rolloutKeys(claim.runId).results, done.payload)) {
+      this.#counts.finished++;
+      this.events.emit({ type: 'episode_done', runId: claim.runId, episode: claim.episode, reason: done.finished.reason, steps: done.finished.steps });
+    } else {
+      this.#counts.leasesLost++;
+      this.events.emit({ type: 'lease_lost', runId: claim.runId, episode: claim.episode });
+    }
+  }
+
   async #handBack(claim: Claim): Promise<void> {
     if (!(await this.#queue.handBack(claim).catch(() => false))) return;
     this.#counts.handedBack++;
@@ -249,20 +311,23 @@ export class RolloutWorker {
 
   /** Joined once per run: 'gone' when Redis no longer has it, undefined when it failed to load (reported). */
   async #run(runId: string): Promise<WorkerRun | 'gone' | undefined> {
-    let joining = this.#runs.get(runId);
-    if (!joining) {
-      const { store, envs, storeWaitMs, signal } = this.#options;
-      joining = WorkerRun.join(runId, { store, workerId: this.id, ...(envs ? { envs } : {}), ...(storeWaitMs !== undefined ? { storeWaitMs } : {}), ...(signal ? { signal } : {}) });
-      this.#runs.set(runId, joining);
-    }
+    const { store, envs, storeWaitMs, signal } = this.#options;
+    const run = await this.#join(this.#runs, runId, () => WorkerRun.join(runId, { store, workerId: this.id, ...(envs ? { envs } : {}), ...(storeWaitMs !== undefined ? { storeWaitMs } : {}), ...(signal ? { signal } : {}) }));
+    if (run instanceof WorkerRun && !this.#runUnsubscribes.has(runId)) this.#runUnsubscribes.set(runId, run.events.onAny((e) => this.#runListeners.forEach((l) => l(runId, e))));
+    return run;
+  }
+
+  /** A run joined once for all its claims: 'gone' when Redis no longer has it, undefined when joining failed (reported; the claim goes back). */
+  async #join<R>(runs: Map<string, Promise<R | undefined>>, runId: string, join: () => Promise<R | undefined>): Promise<R | 'gone' | undefined> {
+    let joining = runs.get(runId);
+    if (!joining) runs.set(runId, (joining = join()));
     try {
       const run = await joining;
-      if (!run) this.#runs.delete(runId);
-      else if (!this.#runUnsubscribes.has(runId)) this.#runUnsubscribes.set(runId, run.events.onAny((e) => this.#runListeners.forEach((l) => l(runId, e))));
+      if (!run) runs.delete(runId);
       this.#mismatched.delete(runId);
       return run ?? 'gone';
     } catch (err) {
-      if (this.#runs.get(runId) === joining) this.#runs.delete(runId);
+      if (runs.get(runId) === joining) runs.delete(runId);
       if (isAgentError(err) && err.code === 'ENV_MISMATCH' && !this.#mismatched.has(runId)) {
         this.#mismatched.add(runId);
         void this.#heartbeat();
@@ -296,6 +361,15 @@ export class RolloutWorker {
   /** Leave the runs that have had no episode here for a while (completed ones, mostly). */
   async #leaveIdleRuns(): Promise<void> {
     const busy = new Set([...this.#inHand.values()].map((h) => h.claim.runId));
+    for (const [runId, joining] of [...this.#rollouts]) {
+      if (busy.has(runId) || Date.now() - (this.#lastUsed.get(runId) ?? Date.now()) < RUN_IDLE_MS) continue;
+      this.#rollouts.delete(runId);
+      this.#lastUsed.delete(runId);
+      void joining.then((run) => {
+        if (run) this.#joinedRollouts.delete(run);
+        return run?.[Symbol.asyncDispose]();
+      }, () => undefined);
+    }
     for (const [runId, joining] of [...this.#runs]) {
       if (busy.has(runId) || Date.now() - (this.#lastUsed.get(runId) ?? Date.now()) < RUN_IDLE_MS) continue;
       const run = await joining.catch(() => undefined);
@@ -344,8 +418,10 @@ export class RolloutWorker {
 
   /** Leave every run and close the connections. */
   async [Symbol.asyncDispose](): Promise<void> {
-    for (const joining of this.#runs.values()) await (await joining.catch(() => undefined))?.[Symbol.asyncDispose]();
+    for (const joining of [...this.#runs.values(), ...this.#rollouts.values()]) await (await joining.catch(() => undefined))?.[Symbol.asyncDispose]();
     this.#runs.clear();
+    this.#rollouts.clear();
+    this.#joinedRollouts.clear();
     this.#redis.disconnect();
     this.#blocking.disconnect();
   }

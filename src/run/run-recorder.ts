@@ -58,6 +58,10 @@ export interface RunRecorder {
   forward(e: EnvEvent | SettledStepEvent): void;
   /** A run event into the run folder. */
   write(writer: RunWriter, e: RunEvent): void;
+  /** An event committed elsewhere (a remote scheduler's, a rollout worker's) into the run folder: journaled first when the run journals its own episodes. */
+  elsewhere(writer: RunWriter, e: RunEvent): void;
+  /** An episode that ended elsewhere: its initial state and record into the folder (journaled first, likewise). */
+  endedElsewhere(writer: RunWriter, finished: EpisodeFinishedEvent, record: EpisodeRecord | undefined): void;
   /** The run is starting: its journal written (a new run) and the store watched. Returns the unwatch. */
   open(signal: AbortSignal, resume: string): Promise<() => void>;
   /** A resumed run's past, from its journal, into the folder, the statistics and the reward ledger (after `run_started`). */
@@ -89,6 +93,8 @@ export function memoryRecorder(host: RecorderHost): RunRecorder {
     },
     forward,
     write: (writer, e) => writer.write(e),
+    elsewhere: (writer, e) => writer.write(e),
+    endedElsewhere: (writer, _finished, record) => writeRecord(host, writer, record),
     open: () => Promise.resolve(() => undefined),
     resume: () => Promise.resolve(),
     close: () => Promise.resolve(),
@@ -181,6 +187,28 @@ export function journalRecorder(host: RecorderHost, durable: Durable, o: Journal
       if (remote) writer.write(e);
       else if (e.type !== 'trace_settled') journal.after(() => writer.write(e));
     },
+    // A rollout episode a worker ran and delivered whole: journaled here like the run's own, so that
+    // a resume finds its steps and its end (and numbers new episodes after it).
+    elsewhere: (writer, e) => {
+      if (remote) return writer.write(e);
+      if (e.type === 'trace_settled') {
+        const json = JSON.stringify(e);
+        journal.step(e, json).then(
+          () => writer.write(e, json),
+          () => undefined,
+        );
+        return;
+      }
+      if (isLoggedReward(e)) journal.reward(rewardRecord(e)).catch(() => undefined);
+      journal.after(() => writer.write(e));
+    },
+    endedElsewhere: (writer, finished, record) => {
+      if (remote) return writeRecord(host, writer, record);
+      journal.episodeFinished(finished.episode, record, finished).then(
+        () => writeRecord(host, writer, record),
+        () => undefined,
+      );
+    },
     open: async (signal, resume) => {
       if (!durable.resumed) {
         await journal.create(o.run, signal);
@@ -216,6 +244,13 @@ export function journalRecorder(host: RecorderHost, durable: Durable, o: Journal
 /** The reward sources of a run's env, as the reward ledger keys them. */
 export function rewardSources(env: AgentEnv): Map<string, { binding: RewardBinding['kind']; weight: number }> {
   return new Map([...env.definition.rewards.values()].map((r) => [r.name, { binding: r.binding.kind, weight: r.weight }]));
+}
+
+/** An episode's record and the initial state it names into the folder. */
+function writeRecord(host: RecorderHost, writer: RunWriter, record: EpisodeRecord | undefined): void {
+  if (!record) return;
+  writer.writeState(record.initial_state_id, host.initialStates[Number(record.initial_state_id.slice('initial-'.length))] ?? null);
+  writer.writeEpisode(record);
 }
 
 /** A step that settled with a store failure stops the run (true: it is not committed). */

@@ -89,6 +89,8 @@ export class Run implements AsyncDisposable {
   readonly #runner: EpisodeRunner;
   /** Where this run records its episodes: in memory, or through a durable run's journal. */
   readonly #recorder: RunRecorder;
+  /** Events committed elsewhere (a remote scheduler's, a rollout worker's): the folder takes them as they are. */
+  readonly #elsewhere = new WeakSet<RunEvent>();
   /** What this run records of each episode, and where (see EpisodeHooks). */
   readonly #hooks: EpisodeHooks;
   #dir: string | undefined;
@@ -297,7 +299,7 @@ export class Run implements AsyncDisposable {
     await using _serverFile = server ? await writeServerFile(writer.dir, server) : undefined;
     const recorder = this.#recorder;
     const unwatch = await recorder.open(signal, this.#resumeCommand);
-    const unsubscribe = [this.events.onAny((e) => recorder.write(writer, e)), this.#env.events.onAny((e) => recorder.forward(e))];
+    const unsubscribe = [this.events.onAny((e) => (this.#elsewhere.has(e) ? recorder.elsewhere(writer, e) : recorder.write(writer, e))), this.#env.events.onAny((e) => recorder.forward(e))];
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), started_at: started, run_id: runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       await recorder.resume(writer, lost);
@@ -339,6 +341,7 @@ export class Run implements AsyncDisposable {
       resumed: this.#durable?.resumed?.episodes,
       stopped: () => this.#stoppedBy !== undefined,
       committed: (e) => {
+        this.#elsewhere.add(e);
         // A committed step or reward into the reward ledger (per-episode rewards with delayed sources).
         if (e.type === 'trace_settled') {
           if (ledger.hasDelayed) openTrajectoryStep(ledger, trajectoryRecord(this.runId, e), sources);
@@ -346,10 +349,7 @@ export class Run implements AsyncDisposable {
         this.events.emit(e);
       },
       ended: (finished, record) => {
-        if (record) {
-          writer.writeState(record.initial_state_id, this.#initialStates[Number(record.initial_state_id.slice('initial-'.length))] ?? null);
-          writer.writeEpisode(record);
-        }
+        this.#recorder.endedElsewhere(writer, finished, record);
         if (finished.reason !== 'interrupted') this.#counted.add(finished.episode);
       },
       breathe: this.#breathe,

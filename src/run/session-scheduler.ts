@@ -13,8 +13,17 @@ import type { EpisodeLauncher, Scheduler } from './scheduler.js';
 /** An episode a client drives itself (its steps come from the client, not a policy). */
 export type DrivenEpisode = EpisodeDriver & Required<Pick<EpisodeDriver, 'drive'>>;
 
+/**
+ * An episode run in another process (a rollout on an `agent worker`): handed its index, it puts the
+ * episode's events into the run through `launcher` once they come back, and resolves with its end.
+ */
+export type ElsewhereEpisode = (index: number, launcher: Pick<EpisodeLauncher, 'committed' | 'ended'>, signal: AbortSignal) => Promise<EpisodeFinishedEvent>;
+
+/** What an episode is started as: driven here, or run elsewhere. */
+type Launch = { readonly driver: EpisodeDriver } | { readonly elsewhere: ElsewhereEpisode };
+
 interface Waiting {
-  readonly driver: EpisodeDriver;
+  readonly launch: Launch;
   readonly resolve: (finished: EpisodeFinishedEvent) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -26,16 +35,25 @@ export class SessionScheduler implements Scheduler {
   readonly continuesEpisodes = false;
   readonly stopIsEnd = true;
   readonly remote = false;
-  #launch: ((driver: EpisodeDriver) => Promise<EpisodeFinishedEvent>) | undefined;
+  #launch: ((launch: Launch) => Promise<EpisodeFinishedEvent>) | undefined;
   readonly #waiting: Waiting[] = [];
   #closed = false;
   #wake: (() => void) | undefined;
 
   /** Runs `driver`'s episode (a policy-driven one: a rollout's); resolves once it has ended, rejects when the run will not start it. */
   start(driver: EpisodeDriver): Promise<EpisodeFinishedEvent> {
+    return this.#start({ driver });
+  }
+
+  /** Runs an episode elsewhere, numbered here like every other; resolves once it has ended, rejects when the run will not start it. */
+  elsewhere(episode: ElsewhereEpisode): Promise<EpisodeFinishedEvent> {
+    return this.#start({ elsewhere: episode });
+  }
+
+  #start(launch: Launch): Promise<EpisodeFinishedEvent> {
     if (this.#closed) return Promise.reject(stopping());
-    if (this.#launch) return this.#launch(driver);
-    return new Promise((resolve, reject) => this.#waiting.push({ driver, resolve, reject }));
+    if (this.#launch) return this.#launch(launch);
+    return new Promise((resolve, reject) => this.#waiting.push({ launch, resolve, reject }));
   }
 
   /**
@@ -89,8 +107,11 @@ export class SessionScheduler implements Scheduler {
     else signal.addEventListener('abort', onAbort, { once: true });
     try {
       if (!this.#closed) {
-        this.#launch = (driver) => track(launcher.episode(next++, signal, driver));
-        for (const w of this.#waiting.splice(0)) this.#launch(w.driver).then(w.resolve, w.reject);
+        this.#launch = (launch) => {
+          const index = next++;
+          return track('driver' in launch ? launcher.episode(index, signal, launch.driver) : launch.elsewhere(index, launcher, signal));
+        };
+        for (const w of this.#waiting.splice(0)) this.#launch(w.launch).then(w.resolve, w.reject);
         await stopped;
       }
     } finally {

@@ -20,8 +20,7 @@ import { openRedis, redactUrl, RedisStateStore } from '../state/redis-store.js';
 import { RunTraceIds } from '../observe/trace-context.js';
 import { distributedKeys } from './distributed-keys.js';
 import { closeDurable, DEFAULT_STORE_WAIT_MS, durableHooks, stopRetrying, watchStore, type Durable } from './durable.js';
-import { findEnvDir } from './env-dirs.js';
-import { envFingerprint } from './env-fingerprint.js';
+import { runEnvDir } from './env-dirs.js';
 import { initialStatesOf } from '../generate/initial-states.js';
 import { breather, EpisodeRunner, STORE_FAILURES, type EpisodeHooks } from './episode-runner.js';
 import { FencedJournal, type EpisodeProgress } from './fenced-journal.js';
@@ -123,15 +122,7 @@ export class WorkerRun implements AsyncDisposable {
         return undefined;
       }
       const { config } = saved;
-      const envDir = options.envs && options.envs.length > 0 ? await findEnvDir(config.env, options.envs, options.signal) : saved.env_dir;
-      if (saved.env_fingerprint !== undefined) {
-        const here = await envFingerprint(envDir);
-        if (here !== saved.env_fingerprint) {
-          throw new AgentError('ENV_MISMATCH', `the env '${config.env}' at ${envDir} is not the one run ${runId} was started with: fingerprint ${here} here, ${saved.env_fingerprint} on the coordinator (${saved.env_dir})`, {
-            hint: 'Deploy the env version the run was started with to this worker (or point --envs at it); its episodes are handed back for a worker that has it.',
-          });
-        }
-      }
+      const envDir = await runEnvDir({ runId, env: config.env, envDir: saved.env_dir, ...(saved.env_fingerprint !== undefined ? { fingerprint: saved.env_fingerprint } : {}) }, options.envs, options.signal);
       const policy = await loadPolicy(config.policy);
       const store = new RedisStateStore(redis, { prefix: `agent:${runId}:`, snapshotEvery: 50, fence: (id) => journal.token(episodeOfInstance(id) ?? -1) }, true);
       // A traced run: this worker's calls carry the coordinator's trace context (the coordinator

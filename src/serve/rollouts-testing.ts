@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { startFakeVllmServer, type FakeVllmServer } from '../llm/fake-vllm-server.js';
 import type { RunSummary } from '../run/run-summary.js';
 import { serveEnv } from './serve.js';
+import type { WorkersOptions } from './remote-rollouts.js';
 
 /** What a test started, undone in reverse by `cleanUp` (the test file's `afterEach`). */
 export const cleanups: (() => Promise<unknown>)[] = [];
@@ -26,7 +27,7 @@ export function lookupModel(prompt: string): string {
   return `<tool_call>\n{"name": "lookup_code", "arguments": {"key": "${key}"}}\n</tool_call>`;
 }
 
-export async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean; readonly rewardSources?: Record<string, unknown>; readonly inferenceUrls?: readonly string[] } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
+export async function setup(fake: Parameters<typeof startFakeVllmServer>[0] = { reply: lookupModel }, serving: { readonly agentPrograms?: boolean; readonly rewardSources?: Record<string, unknown>; readonly inferenceUrls?: readonly string[]; readonly workers?: WorkersOptions; readonly store?: string } = {}): Promise<{ model: FakeVllmServer; url: string; dir: string; stop: () => Promise<RunSummary> }> {
   const model = await startFakeVllmServer(fake);
   cleanups.push(async () => model[Symbol.asyncDispose]());
   const out = await mkdtemp(path.join(tmpdir(), 'rollouts-'));

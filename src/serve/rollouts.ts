@@ -26,14 +26,16 @@ import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { RunEvent } from '../events/run-events.js';
 import type { ErrorInfo } from '../events/env-events.js';
 import { withTask, type Policy } from '../run/policy.js';
-import { llmPolicy, programPolicy, type PolicySetup, type RunPolicy } from '../run/policy-factory.js';
+import { llmPolicy, programPolicy, type PolicySetup } from '../run/policy-factory.js';
+import type { ElsewhereEpisode } from '../run/session-scheduler.js';
+import type { RolloutWorkers } from './remote-rollouts.js';
 import { episodeTokenRecords, type TokenRecord } from '../replay/token-export.js';
 import { AgentError } from '../shared/errors.js';
 import { raceAbort } from '../shared/abort.js';
 import { SERVE_DEFAULTS } from '../shared/defaults.js';
 import { cleanSum } from '../shared/float-sum.js';
 import type { ServedTask } from './served-episode.js';
-import type { GenerationGate } from './generation-gate.js';
+import type { GenerationGate } from '../llm/generation-gate.js';
 import type { TokenServers } from '../llm/token-chat.js';
 import type { LlmServingSettings } from '../run/llm-agent.js';
 import { EpisodeCollector } from './episode-collector.js';
@@ -93,6 +95,10 @@ export interface RolloutHost extends RequestBounds {
   readonly system: string;
   /** Runs an episode in the run; rejects when the run will not start it (the server is stopping). */
   start(driver: EpisodeDriver): Promise<unknown>;
+  /** Runs an episode elsewhere (on a worker), numbered in the run; rejects likewise. */
+  elsewhere(episode: ElsewhereEpisode): Promise<EpisodeFinishedEvent>;
+  /** Where the `llm:` rollouts run when `agent serve --workers` is given: on the workers of its queue. */
+  readonly workers?: RolloutWorkers;
   readonly events: { onAny(listener: (e: RunEvent) => void): () => void };
   /** Writes an event into the run (the episodes of a group not sent, marked so). */
   record(event: RunEvent): void;
@@ -175,13 +181,37 @@ class Slots {
   }
 }
 
+/** A trainer's connection: its id (its workers follow it), the weight versions it declared, and its pause. */
+export interface Trainer {
+  readonly id: string;
+  readonly versions: WeightVersions;
+  readonly gate?: GenerationGate;
+}
+
+/** A served task as the rollouts start it: the suite's task, and the initial state it starts from. */
+type TaskEntry = { readonly task: ServedTask; readonly index: number };
+
+/** Starts one episode of `task` (numbered by `begin`, ended by `over`), here or on a worker; resolves once it has ended. */
+type Launch = (task: TaskEntry, signal: AbortSignal, begin: (episode: number) => void, over: (finished: EpisodeFinishedEvent) => void) => Promise<unknown>;
+
 /**
  * Runs a request's groups, `concurrency` episodes at a time, task by task; `onGroup` gets each
  * group as it completes. Resolves with the counts once every group is sent or dropped; rejects
  * with the reason when `signal` aborts (its episodes end `client_closed`). The request's
  * `weight_version` is declared by the caller, before it answers the request accepted.
  */
-export async function runRollouts(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, onGroup: (group: RolloutGroup) => void, signal: AbortSignal, gate?: GenerationGate): Promise<RolloutSummary> {
+export async function runRollouts(request: RolloutRequest, host: RolloutHost, trainer: Trainer, onGroup: (group: RolloutGroup) => void, signal: AbortSignal): Promise<RolloutSummary> {
+  const launcher = host.workers && !request.agent ? await onWorkers(request, host, host.workers, trainer, signal) : await here(request, host, trainer, signal);
+  try {
+    return await rollGroups(request, host, trainer.versions, launcher.launch, onGroup, signal);
+  } finally {
+    await launcher.dispose();
+  }
+}
+
+/** The request's agent in this process: its `llm:` policy in the run's loop, or its program driving each episode. */
+async function here(request: RolloutRequest, host: RolloutHost, trainer: Trainer, signal: AbortSignal): Promise<{ readonly launch: Launch; dispose(): Promise<void> }> {
+  const { versions, gate } = trainer;
   const llm: LlmServingSettings = {
     baseURL: request.baseURL,
     tokens: true,
@@ -197,17 +227,45 @@ export async function runRollouts(request: RolloutRequest, host: RolloutHost, ve
   };
   const setup: PolicySetup = { system: () => Promise.resolve(host.system), seed: request.seed, llm, signal };
   const agent = request.agent ? await programPolicy(request.agent.command, { ...setup, program: request.agent.limits }) : await llmPolicy(request.model, `llm:${request.model}`, setup);
-  try {
-    return await rollGroups(request, host, versions, agent, onGroup, signal);
-  } finally {
-    await agent.dispose?.();
-  }
+  return {
+    launch: (task, groupSignal, begin, over) =>
+      host.start(
+        new RolloutEpisode(task.index, withTask(agent.policy, () => task.task), agent.driver?.(task.index, task.task), groupSignal, begin, (finished) => {
+          agent.ended(finished.episode);
+          over(finished);
+        }),
+      ),
+    dispose: async () => void (await agent.dispose?.()),
+  };
+}
+
+/** The request's `llm:` agent on `agent worker`s (remote-rollouts.ts): each episode's job onto their queue, its events back into the run. */
+async function onWorkers(request: RolloutRequest, host: RolloutHost, workers: RolloutWorkers, trainer: Trainer, signal: AbortSignal): Promise<{ readonly launch: Launch; dispose(): Promise<void> }> {
+  const { sampling } = request;
+  const agent = await workers.agent(
+    {
+      model: request.model,
+      system: host.system,
+      seed: request.seed,
+      base_url: request.baseURL,
+      temperature: sampling.temperature,
+      top_p: sampling.top_p,
+      max_tokens: sampling.max_tokens,
+      ...(request.toolParser !== undefined ? { tool_parser: request.toolParser } : {}),
+      ...(request.maxContext !== undefined ? { max_context: request.maxContext } : {}),
+    },
+    signal,
+  );
+  return {
+    launch: (task, groupSignal, begin, over) => host.elsewhere(workers.episode({ request: agent.id, control: trainer.id, task: task.task, initial_index: task.index }, groupSignal, begin)).then(over),
+    dispose: () => agent.release(),
+  };
 }
 
 /** Why a group was not sent: the `reason` of its `rollout_discarded` event. */
 type NotSent = 'stale' | 'zero_variance' | 'reward_range' | 'surplus';
 
-async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, agent: RunPolicy, onGroup: (group: RolloutGroup) => void, requestSignal: AbortSignal): Promise<RolloutSummary> {
+async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: WeightVersions, launch: Launch, onGroup: (group: RolloutGroup) => void, requestSignal: AbortSignal): Promise<RolloutSummary> {
   const curriculum = await host.curriculum(requestSignal);
   const collectors = new Map<number, EpisodeCollector>();
   const unsubscribe = host.events.onAny((e) => {
@@ -229,33 +287,23 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
   };
 
   /** One episode of `task`, once a slot is free: its index and what it recorded, once complete. */
-  const episode = async (task: { readonly task: ServedTask; readonly index: number }, groupSignal: AbortSignal, begun: number[]): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
+  const episode = async (task: TaskEntry, groupSignal: AbortSignal, begun: number[]): Promise<{ readonly index: number; readonly c: EpisodeCollector }> => {
     groupSignal.throwIfAborted();
     await slots.acquire(groupSignal);
     try {
       counts.episodes++;
       const c = new EpisodeCollector(request.rewardWaitMs);
       let index = -1;
-      const policy = withTask(agent.policy, () => task.task);
-      const started = host
-        .start(
-          new RolloutEpisode(
-            task.index,
-            policy,
-            agent.driver?.(task.index, task.task),
-            groupSignal,
-            (i) => {
-              index = i;
-              begun.push(i);
-              collectors.set(i, c);
-            },
-            (finished) => {
-              agent.ended(finished.episode);
-              c.end(finished);
-            },
-          ),
-        )
-        .catch((err: unknown) => c.fail(err));
+      const started = launch(
+        task,
+        groupSignal,
+        (i) => {
+          index = i;
+          begun.push(i);
+          collectors.set(i, c);
+        },
+        (finished) => c.end(finished),
+      ).catch((err: unknown) => c.fail(err));
       try {
         await raceAbort(c.complete, groupSignal);
       } catch (err) {
@@ -274,7 +322,7 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
 
   /** One group of `taskId`: true once sent; false when it was not (failed, dropped, filtered, or surplus when `surplus` aborts). */
   const group = async (taskId: string, surplus?: AbortSignal): Promise<boolean> => {
-    const task = host.task(taskId) as { readonly task: ServedTask; readonly index: number };
+    const task = host.task(taskId) as TaskEntry;
     const groupSignal = surplus ? AbortSignal.any([signal, surplus]) : signal;
     counts.tried++;
     for (let reruns = 0; ; reruns++) {

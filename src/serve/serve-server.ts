@@ -31,6 +31,7 @@
  * Security as the run server's (http-guard.ts): Host and Origin always (the upgrade included), a
  * bearer token off loopback or when given.
  */
+import { randomUUID } from 'node:crypto';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -48,7 +49,7 @@ import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
 import { runRollouts, WeightVersions, type RolloutHost } from './rollouts.js';
 import { parseRolloutRequest } from './rollout-request.js';
-import { GenerationGate } from './generation-gate.js';
+import { GenerationGate } from '../llm/generation-gate.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -275,8 +276,10 @@ export class ServeServer implements AsyncDisposable {
     let inOrder: Promise<void> = Promise.resolve();
     /** This socket's rollout requests by id (cancel names one), and the weight versions its trainer declared. */
     const rollouts = new Map<unknown, AbortController>();
-    const versions = new WeightVersions();
-    const gate = new GenerationGate();
+    const trainer = { id: randomUUID(), versions: new WeightVersions(), gate: new GenerationGate() };
+    const { versions, gate } = trainer;
+    // Workers running this socket's rollouts follow its weights and pause.
+    const tell = (): void => this.#o.rollouts?.workers?.tell(trainer.id, { version: versions.current ?? null, paused: gate.paused });
     const reply = (message: object): void => peer.send(JSON.stringify(message));
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>, release: () => void): Promise<object | undefined> => {
@@ -320,7 +323,10 @@ export class ServeServer implements AsyncDisposable {
           if (id === undefined) throw new AgentError('PARAMS_INVALID', 'rollouts needs an id: its groups are sent as they complete, each with the request\'s id', { hint: 'Send {"type": "rollouts", "id": 1, "data": {…}}.' });
           if (rollouts.has(id)) throw new AgentError('PARAMS_INVALID', `rollouts: request ${JSON.stringify(id)} is already running on this socket`, { hint: 'Give each request its own id.' });
           const request = parseRolloutRequest(data, host);
-          if (request.weightVersion !== undefined) versions.declare(request.weightVersion, 'rollouts /data/weight_version');
+          if (request.weightVersion !== undefined) {
+            versions.declare(request.weightVersion, 'rollouts /data/weight_version');
+            tell();
+          }
           const cancel = new AbortController();
           rollouts.set(id, cancel);
           // Checked and started: a client can raise a bad request at once instead of at its first group.
@@ -330,7 +336,7 @@ export class ServeServer implements AsyncDisposable {
           // A stream for minutes: it must not hold one of the socket's places for requests (a cancel behind it would wait).
           release();
           try {
-            const summary = await runRollouts(request, host, versions, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]), gate);
+            const summary = await runRollouts(request, host, trainer, (group) => reply({ type: 'rollout_group', id, data: group }), AbortSignal.any([abort.signal, cancel.signal]));
             return { type: 'rollouts_done', data: summary };
           } finally {
             rollouts.delete(id);
@@ -343,13 +349,18 @@ export class ServeServer implements AsyncDisposable {
         }
         case 'weight_version':
           versions.declare(args['version'], 'weight_version /data/version');
+          tell();
           return { type: 'weight_version', data: { version: versions.current ?? null } };
         // The trainer pushes weights between these: no completion of this socket's rollouts is sent meanwhile.
         case 'pause':
           gate.pause();
+          tell();
           return { type: 'paused', data: { waiting: gate.waiting } };
-        case 'resume':
-          return { type: 'resumed', data: { released: gate.resume() } };
+        case 'resume': {
+          const released = gate.resume();
+          tell();
+          return { type: 'resumed', data: { released } };
+        }
         case 'close':
           ws.close(1000);
           return undefined;

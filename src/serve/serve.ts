@@ -31,6 +31,9 @@ import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
 import { TaskCurriculum } from './task-curriculum.js';
 import { TokenServers } from '../llm/token-chat.js';
+import { envFingerprint } from '../run/env-fingerprint.js';
+import type { RolloutRunMeta } from '../run/rollout-jobs.js';
+import { RemoteRollouts, type WorkersOptions } from './remote-rollouts.js';
 import { CURRICULUM_FILE } from '../replay/curriculum-file.js';
 import { raceAbort } from '../shared/abort.js';
 import { RUN_DEFAULTS, SERVE_DEFAULTS } from '../shared/defaults.js';
@@ -64,6 +67,11 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
   readonly wsTimeoutMs?: number;
   /** A suite's split whose tasks `reset {task_id}` runs (default `test`); several as `train,test`. */
   readonly split?: string;
+  /**
+   * Run the rollouts' `llm:` episodes on `agent worker`s taking episodes from this Redis and queue
+   * (`--workers`), not in this process: the groups are still assembled and sent here.
+   */
+  readonly workers?: WorkersOptions;
   /** Also start the run's own server (POST /rewards, GET /events) on this port. */
   readonly runPort?: number;
   /** Called once the server listens: its URL, and the run folder. */
@@ -89,6 +97,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   if (!isLoopback(host) && (options.token === undefined || options.token === '')) {
     throw new UsageError(`serving on ${host} needs a token: the server would answer anyone who can reach this machine`, 'Pass --token <secret> (or set AGENT_TOKEN) and give it to the clients; or keep the default host 127.0.0.1.');
   }
+  if (options.workers && !/^rediss?:\/\//.test(options.workers.store)) throw new UsageError(`--workers '${options.workers.store}' is not a Redis URL`, 'Pass --workers redis://host:port/db, the Redis your agent workers take episodes from (their --store).');
   const saved = options.resume === undefined ? undefined : await readJournalRun(options.resume, options.store, signal);
   if (saved && !saved.served) throw new UsageError(`run ${saved.run_id} was not served (agent serve): its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${redactUrl(String(options.store))}`);
   const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? SERVE_DEFAULTS.split, saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed);
@@ -129,7 +138,22 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   // The curriculum lives in the run folder, read back on --resume: opened at the first request, once the run has its folder.
   const folder = new Promise<string>((resolve) => run.events.on('run_started', (e) => resolve(e.dir)));
   let curriculum: Promise<TaskCurriculum> | undefined;
+  let workers: RemoteRollouts | undefined;
   try {
+    if (options.workers) {
+      if (!served.suite || served.tasks.size === 0) throw new UsageError(`--workers runs rollouts on workers, and ${served.dir} has no tasks to roll out`, 'Serve a suite (an env with tasks/<split>.jsonl, e.g. fixtures/lookup), or drop --workers.');
+      const meta: RolloutRunMeta = {
+        env: run.definition.name,
+        env_dir: served.dir,
+        env_fingerprint: await envFingerprint(served.dir),
+        seed: run.config.seed,
+        max_steps: run.config.max_steps,
+        initial_states: served.initialStates,
+        ...(options.toolOptions ? { tool_options: options.toolOptions } : {}),
+        ...(options.rewardSources ? { reward_sources: options.rewardSources } : {}),
+      };
+      workers = await RemoteRollouts.open(run.runId, meta, options.workers, signal);
+    }
     using metrics = await RunMetrics.create();
     metrics.observe(run.runId, run.events);
     await using server = await ServeServer.start({
@@ -153,6 +177,8 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
               taskHint: [...served.tasks.keys()][0] ?? '',
               system: await agentSystemPrompt(served.suite),
               start: (driver) => sessions.start(driver),
+              elsewhere: (episode) => sessions.elsewhere(episode),
+              ...(workers ? { workers } : {}),
               events: run.events,
               ...(options.agentPrograms ? { agentPrograms: true } : {}),
               inferenceUrls: options.inferenceUrls ?? [],
@@ -171,6 +197,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   } finally {
     signal.removeEventListener('abort', stop);
     sessions.close();
+    await workers?.[Symbol.asyncDispose]();
     await (await curriculum?.catch(() => undefined))?.flush();
   }
 }
