@@ -38,6 +38,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/serve.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts.bench.ts'],
   ['--import', 'tsx', 'bench/train-loop.bench.ts'],
+  ['--import', 'tsx', 'bench/rollouts-workers.bench.ts'],
   ['--import', 'tsx', 'bench/capture.bench.ts'],
   ['--import', 'tsx', 'bench/sandbox.bench.ts'],
   ['--import', 'tsx', 'bench/tau2-bench.bench.ts'],

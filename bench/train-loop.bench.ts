@@ -14,9 +14,10 @@
  * - **partial, 2 ahead**: the same with two batches asked for ahead of the one being trained on
  *   (`max_staleness` 2): what it takes when a batch rolls longer than an update.
  * Reported per mode: the share of the trainer's wall time it waited on rollouts, and groups/s.
- * What bounds a batch here is the suite, not the model: the lookup judge takes 200 ms per answer,
- * 16 at once (its source's default concurrency), so 64 answers take 800 ms to judge; and each
- * request sets its agent up (token mode probes the server) before its first episode starts.
+ * The lookup judge takes 200 ms per answer; its source's default concurrency (16) would bound a
+ * batch of 256 at 80 answers a second (3.2 s of judging alone), so it runs here as a judge on a
+ * batching server would, 512 at once: what is measured is the runtime's overlap, not the suite's
+ * judge.
  */
 import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -45,7 +46,7 @@ if (process.argv[2] === '--server') {
   const controller = new AbortController();
   let ready!: (url: string) => void;
   const listening = new Promise<string>((r) => (ready = r));
-  const served = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, maxSessions: 1_024, inferenceUrls: [modelUrl], onListening: ({ url }) => ready(url) }, controller.signal);
+  const served = serveEnv({ env: 'fixtures/lookup', split: 'train', listen: 0, out, maxSessions: 1_024, inferenceUrls: [modelUrl], rewardSources: { judge: { module: 'judge.ts', export: 'judge', concurrency: 512 } }, onListening: ({ url }) => ready(url) }, controller.signal);
   const url = await listening;
 
   type Message = { type: string; id?: number; data: Record<string, unknown> };
@@ -57,7 +58,12 @@ if (process.argv[2] === '--server') {
     const m = JSON.parse(String(raw)) as Message;
     const w = m.id === undefined ? undefined : waiting.get(m.id);
     if (!w) return;
-    if (m.type === 'rollout_group') w.groups++;
+    if (m.type === 'rollout_group') {
+      w.groups++;
+      // The fake model's turns must parse (a reply cut by max_tokens is no tool call): a bench of failed episodes measures nothing.
+      const unsolved = (m.data['records'] as { reward: number }[]).filter((r) => r.reward !== 1).length;
+      if (unsolved > 0) throw new Error(`${unsolved} episodes of a group not solved: the fake model's turns did not parse`);
+    }
     else if (m.type !== 'rollouts_accepted') {
       waiting.delete(m.id as number);
       w.done(m);
@@ -76,7 +82,7 @@ if (process.argv[2] === '--server') {
     child.send(version);
     await ask('weight_version', { version });
   };
-  const batch = (groups: number): Promise<Message> => ask('rollouts', { task_ids: Array.from({ length: 30 }, (_, i) => `lookup-train-${i}`), groups, n: K, model: 'fake-model', sampling: { temperature: 1, max_tokens: 64 }, concurrency: groups * K, max_staleness: 2, staleness_from: 'newest', stale: 'drop' });
+  const batch = (groups: number): Promise<Message> => ask('rollouts', { task_ids: Array.from({ length: 30 }, (_, i) => `lookup-train-${i}`), groups, n: K, model: 'fake-model', sampling: { temperature: 1, max_tokens: 128 }, concurrency: groups * K, max_staleness: 2, staleness_from: 'newest', stale: 'drop' });
 
   type Mode = 'synchronous' | 'one step off, waiting' | 'partial rollouts' | 'partial, 2 ahead';
   const loop = async (mode: Mode, groups: number): Promise<{ waitedShare: number; groupsPerS: number; dropped: number }> => {

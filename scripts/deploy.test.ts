@@ -46,6 +46,25 @@ describe('deployment examples', () => {
     expect(trigger['metadata']).toMatchObject({ stream: DEFAULT_QUEUE, consumerGroup: 'workers' });
   });
 
+  it('Kubernetes: rollouts on workers, one agent serve --workers on the Redis and queue the worker Deployment reads, behind a Service', () => {
+    const [deployment, service] = load('deploy/kubernetes/rollouts-serve.yaml');
+    const container = at(deployment, 'spec', 'template', 'spec', 'containers', 0) as Doc;
+    const args = container['args'] as string[];
+    expect(args[0]).toBe('serve');
+    expect(unknownFlags(args)).toEqual([]);
+    const store = (env: unknown): unknown => (env as Doc[]).find((e) => e['name'] === 'AGENT_STORE')?.['value'];
+    const worker = at(load('deploy/kubernetes/worker-deployment.yaml')[0], 'spec', 'template', 'spec', 'containers', 0) as Doc;
+    expect(args[args.indexOf('--workers') + 1]).toBe('$(AGENT_STORE)');
+    expect(store(container['env'])).toBe(store(worker['env']));
+    // Neither names a queue: both use the default one.
+    expect([args, worker['args'] as string[]].map((a) => a.includes('--queue'))).toEqual([false, false]);
+    expect(at(container, 'readinessProbe', 'httpGet')).toMatchObject({ path: '/health', port: 'ws' });
+    expect(args[args.indexOf('--port') + 1]).toBe(String(at(container, 'ports', 0, 'containerPort')));
+    expect(at(deployment, 'spec', 'replicas')).toBe(1);
+    expect(at(service, 'spec', 'selector')).toEqual(at(deployment, 'spec', 'template', 'metadata', 'labels'));
+    expect(at(service, 'spec', 'ports', 0, 'targetPort')).toBe('ws');
+  });
+
   it('docker compose: Redis with fsync per write, workers with a health check, a distributed coordinator', () => {
     const [compose] = load('deploy/docker-compose.yml');
     const services = at(compose, 'services') as Record<string, Doc>;

@@ -44,7 +44,8 @@ export class EnvRewards implements AsyncDisposable {
   readonly #abort = new AbortController();
   readonly #stepSources: ActiveSource[] = [];
   readonly #episodeSources: ActiveSource[] = [];
-  readonly #inFlight = new Set<Promise<void>>();
+  /** Evaluations running or queued, each with its instance. */
+  readonly #inFlight = new Map<Promise<void>, string>();
   readonly #episodes = new Map<string, EpisodeLog>();
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
@@ -152,7 +153,7 @@ export class EnvRewards implements AsyncDisposable {
       this.#inFlight.delete(work);
       this.#arm();
     });
-    this.#inFlight.add(work);
+    this.#inFlight.set(work, judgement.step.instanceId);
   }
 
   /**
@@ -197,10 +198,14 @@ export class EnvRewards implements AsyncDisposable {
     return this.#inFlight.size;
   }
 
-  /** Wait until every started evaluation has delivered or failed (aborting `signal` stops waiting). */
-  async settle(signal?: AbortSignal): Promise<void> {
-    while (this.#inFlight.size > 0 && !signal?.aborted) {
-      await raceAbort(Promise.allSettled([...this.#inFlight]), signal).catch(() => undefined);
+  /**
+   * Wait until every started evaluation (of instance `instanceId` only, when given: one episode's,
+   * not those its siblings keep starting) has delivered or failed; aborting `signal` stops waiting.
+   */
+  async settle(signal?: AbortSignal, instanceId?: string): Promise<void> {
+    const running = (): Promise<void>[] => [...this.#inFlight].flatMap(([work, of]) => (instanceId === undefined || of === instanceId ? [work] : []));
+    for (let works = running(); works.length > 0 && !signal?.aborted; works = running()) {
+      await raceAbort(Promise.allSettled(works), signal).catch(() => undefined);
     }
   }
 
@@ -231,7 +236,7 @@ export class EnvRewards implements AsyncDisposable {
     this.#timer = undefined;
     // Evaluations still queued never start; the running ones see their signal abort.
     for (const s of [...this.#stepSources, ...this.#episodeSources]) for (let next = s.waiting.shift(); next; next = s.waiting.shift()) next();
-    await Promise.allSettled([...this.#inFlight]);
+    await Promise.allSettled([...this.#inFlight.keys()]);
     await Promise.allSettled([...this.#stepSources, ...this.#episodeSources].map((s) => s.evaluator.close()));
   }
 }

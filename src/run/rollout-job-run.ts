@@ -58,7 +58,6 @@ export class RolloutJobRun implements AsyncDisposable {
   readonly #controls = new Map<string, { state: RolloutControl; readonly gate: GenerationGate }>();
   readonly #agents = new Map<string, { readonly agent: Promise<RunPolicy>; used: number }>();
   readonly #episodes = new Map<number, Collected>();
-  readonly #cancelled = new Set<number>();
   readonly #detach: () => void;
 
   private constructor(runId: string, env: AgentEnv, meta: RolloutRunMeta, redis: Redis, subscriber: Redis, tokenServers: TokenServers) {
@@ -140,7 +139,8 @@ export class RolloutJobRun implements AsyncDisposable {
     const collected: Collected = { events: [], cancel: new AbortController() };
     this.#episodes.set(episode, collected);
     try {
-      if (this.#cancelled.has(episode) || (await raceAbort(this.#redis.sismember(this.#keys.cancelled, String(episode)), signal)) === 1) collected.cancel.abort();
+      // Cancelled before it was here (a cancel heard from now on aborts it directly: it is in #episodes).
+      if ((await raceAbort(this.#redis.sismember(this.#keys.cancelled, String(episode)), signal)) === 1) collected.cancel.abort();
       const agent = await this.#agent(job, signal).catch((err: unknown): RunPolicy => {
         signal.throwIfAborted();
         // The agent could not be built here (its inference server unreachable): the episode fails
@@ -153,13 +153,12 @@ export class RolloutJobRun implements AsyncDisposable {
       const finished = await this.#runner.run(episode, this.#hooks, signal, { initialIndex: job.initial_index, policy: withTask(agent.policy, () => job.task), signal: collected.cancel.signal });
       agent.ended(episode);
       signal.throwIfAborted();
-      // Judges and reward models still working on its steps deliver before the episode does.
-      await this.#env.rewards.settle(signal);
+      // Judges and reward models still working on its steps deliver before the episode does (its own, not its siblings').
+      await this.#env.rewards.settle(signal, finished.instance_id);
       const delivery: RolloutDelivery = { events: collected.events, ...(collected.record ? { record: collected.record } : {}) };
       return { finished, payload: JSON.stringify(delivery) };
     } finally {
       this.#episodes.delete(episode);
-      this.#cancelled.delete(episode);
     }
   }
 
@@ -246,10 +245,7 @@ export class RolloutJobRun implements AsyncDisposable {
       return;
     }
     if ('cancel' in signal) {
-      for (const episode of signal.cancel) {
-        this.#cancelled.add(episode);
-        this.#episodes.get(episode)?.cancel.abort();
-      }
+      for (const episode of signal.cancel) this.#episodes.get(episode)?.cancel.abort();
     } else if (typeof signal.control === 'string') this.#control(signal.control, signal.state);
   }
 

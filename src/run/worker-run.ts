@@ -176,7 +176,7 @@ export class WorkerRun implements AsyncDisposable {
       this.#held.set(episode, held);
       const finished = await this.#runner.run(episode, this.#hooks, linked.signal);
       // Judges and reward models still working on its steps deliver before the worker acknowledges the episode.
-      if (!linked.signal.aborted) await this.#env.rewards.settle(linked.signal);
+      if (!linked.signal.aborted) await this.#env.rewards.settle(linked.signal, finished.instance_id);
       return { reason: finished.reason, steps: finished.steps, leaseLost: held.leaseLost };
     } finally {
       this.#held.delete(episode);

@@ -74,8 +74,6 @@ export class RemoteRollouts implements RolloutWorkers, AsyncDisposable {
       await raceAbort(redis.del(k.jobs, k.results, k.cancelled), signal);
       await raceAbort(redis.set(k.meta, JSON.stringify(meta)), signal);
       await new EpisodeQueue(redis, options.queue ?? DEFAULT_QUEUE).ensure(signal);
-      // The results stream exists before the reader blocks on it.
-      await raceAbort(redis.xadd(k.results, '*', 'episode', '-1'), signal);
     } catch (err) {
       redis.disconnect();
       throw err;
@@ -120,7 +118,7 @@ export class RemoteRollouts implements RolloutWorkers, AsyncDisposable {
       } finally {
         if (onCancel) cancelled.removeEventListener('abort', onCancel);
         this.#pending.delete(index);
-        void this.#redis.hdel(this.#keys.jobs, String(index)).catch(() => undefined);
+        void this.#redis.multi().hdel(this.#keys.jobs, String(index)).srem(this.#keys.cancelled, String(index)).exec().catch(() => undefined);
       }
     };
   }
