@@ -23,7 +23,9 @@ The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as th
 3. Before GRPO, an optional supervised warm start on gold episodes rendered token-exact through the
    server's template (`agent benchmark --policy gold --tokens`, `agent export --format tokens`):
    first on each generated turn with the 40 ids before it (where the key or the code it must
-   copy is), then on the whole sequences, ~550 ids with the tool list.
+   copy is), then on the whole sequences, ~550 ids with the tool list. With --warm-until p the
+   whole-sequence phase ends as soon as the greedy policy solves a share p of --probe-tasks train
+   tasks (probed every --probe-every steps), leaving the rest of the learning to GRPO.
 
 The model is a Qwen2 built from a config (no download) with a byte-level BPE tokenizer made on the
 spot and a Qwen2.5-style chat template, the server's own (imported from tiny_vllm_server.py, same
@@ -293,6 +295,12 @@ async def evaluate(env: Env[Any, Any], model_url: str, test_ids: List[str], max_
     return success([r for g in await stream.collect() for r in g.records])
 
 
+async def sampled_success(env: Env[Any, Any], args: argparse.Namespace, model_url: str, task_ids: List[str], seed: int) -> float:
+    """How often the policy solves train tasks as GRPO will sample it (temperature 1, --group-size per task)."""
+    stream = await env.rollouts(task_ids, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens}, concurrency=64, seed=seed)
+    return round(success([r for g in await stream.collect() for r in g.records]), 4)
+
+
 async def rollouts(env: Env[Any, Any], args: argparse.Namespace, model_url: str, pool: List[str], seed: int) -> Tuple[List[RolloutGroup], Optional[RolloutSummary]]:
     """--tasks-per-step groups drawn from the pool by the server's curriculum; with --filter zero_variance, a group whose
     K rewards are all equal (nothing for GRPO to learn) is replaced by another draw, --max-tries groups at most."""
@@ -339,15 +347,39 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
             agent_cli("export", run, "--format", "tokens", "--out", str(work / "gold.jsonl"))
             gold = [json.loads(line) for line in (work / "gold.jsonl").read_text().splitlines()]
             source = batches(gold, args.sft_batch, rng)
-            total = args.sft_window_steps + args.sft_steps
-            for step in range(1, total + 1):
-                loss = await asyncio.to_thread(trainer.sft_step, next(source), args.sft_window if step <= args.sft_window_steps else None)
-                if step % args.eval_every_sft == 0 or step == total:
+
+            async def publish(step: int, loss: float, probe: Optional[float] = None) -> None:
+                nonlocal version
+                version += 1
+                await asyncio.to_thread(trainer.push, model_url, version, work)
+                await env.weight_version(version)
+                evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
+                log({"step": step, "phase": "sft", "weight_version": version, "train_success": probe, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
+
+            loss = 0.0
+            for step in range(1, args.sft_window_steps + 1):
+                loss = await asyncio.to_thread(trainer.sft_step, next(source), args.sft_window)
+                if step % args.eval_every_sft == 0 and step < args.sft_window_steps:
+                    await publish(step, loss)
+            # Whole sequences until the policy solves a train task now and then (--warm-until, greedy, on
+            # --probe-tasks train tasks): GRPO needs groups whose rewards differ, and no more than that
+            # is taught by imitation; the rest is left to RL.
+            probed = False
+            for step in range(1, args.sft_steps + 1):
+                loss = await asyncio.to_thread(trainer.sft_step, next(source), None)
+                if args.warm_until > 0 and (step % args.probe_every == 0 or step == args.sft_steps):
                     version += 1
                     await asyncio.to_thread(trainer.push, model_url, version, work)
                     await env.weight_version(version)
-                    evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
-                    log({"step": step, "phase": "sft", "weight_version": version, "train_success": None, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4)})
+                    probe = await evaluate(env, model_url, rng.sample(train_ids, args.probe_tasks), args.max_tokens)
+                    if probe >= args.warm_until or step == args.sft_steps:
+                        sampled = await sampled_success(env, args, model_url, rng.sample(train_ids, args.probe_tasks), rng.randrange(2**31))
+                        evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
+                        log({"step": args.sft_window_steps + step, "phase": "sft", "weight_version": version, "train_success": sampled, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4), "probe_greedy": probe})
+                        probed = True
+                        break
+            if not probed:
+                await publish(args.sft_window_steps + args.sft_steps, loss)
 
         # The first batch, then each next one while the update of the last runs: off-policy by at most a version.
         pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31)))
@@ -423,7 +455,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--test-tasks", type=int, default=50)
     p.add_argument("--sft-window-steps", type=int, default=400, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
     p.add_argument("--sft-window", type=int, default=40)
-    p.add_argument("--sft-steps", type=int, default=20, help="then supervised steps on whole gold sequences (0: none)")
+    p.add_argument("--sft-steps", type=int, default=20, help="then supervised steps on whole gold sequences (with --warm-until: at most) (0: none)")
+    p.add_argument("--warm-until", type=float, default=0.0, help="end the warm start once the greedy success on --probe-tasks train tasks reaches this, to leave the rest to GRPO (0: run all --sft-steps)")
+    p.add_argument("--probe-every", type=int, default=1, help="whole-sequence steps between two probes")
+    p.add_argument("--probe-tasks", type=int, default=32)
     p.add_argument("--sft-batch", type=int, default=16)
     p.add_argument("--sft-lr", type=float, default=3e-3)
     p.add_argument("--eval-every-sft", type=int, default=105)

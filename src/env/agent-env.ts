@@ -110,8 +110,16 @@ export class AgentEnv implements AsyncDisposable {
       ring.next = (i + 1) % RECENT_CALLS;
     });
     this.events.on('loop_blocked', () => (lastBlocked = performance.now()));
-    return watchEventLoop({
+    // Watched while calls come: with none running or started for a second, the monitor sleeps until the next.
+    let started = 0;
+    let seen = 0;
+    const monitor = watchEventLoop({
       thresholdMs,
+      busy: () => {
+        const busy = started !== seen || router.running().length > 0;
+        seen = started;
+        return busy;
+      },
       onLag: (lagMs) => {
         const now = performance.now();
         // A block the router already named (it ended just now) needs no second, vaguer report.
@@ -125,6 +133,11 @@ export class AgentEnv implements AsyncDisposable {
         this.events.emit({ type: 'loop_lag', time: clock.now(), instance_id: '', lag_ms: lagMs, in_flight: inFlight });
       },
     });
+    this.events.on('tool_started', () => {
+      started++;
+      monitor.wake();
+    });
+    return monitor;
   }
 
   /** Load an env folder and bind its tools. */

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { watchEventLoop, type ProcessUsage } from './loop-monitor.js';
 
 /** Holds the loop for `ms`, then waits for the monitor's next tick to report (or not). */
@@ -38,5 +38,29 @@ describe('watchEventLoop', () => {
     const lags = await blockAndTick(80, () => ({ userCPUTime: (cpuUs += 40_000), systemCPUTime: 0, involuntaryContextSwitches: switches++ }));
     expect(lags.length).toBeGreaterThanOrEqual(1);
     expect(Math.max(...lags)).toBe(40);
+  });
+
+  it('sleeps after its quiet ticks while there is no work, and ticks again once woken', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
+    try {
+      let reads = 0;
+      let busy = true;
+      const usage = (): ProcessUsage => ({ userCPUTime: reads++, systemCPUTime: 0, involuntaryContextSwitches: 0 });
+      using monitor = watchEventLoop({ thresholdMs: 30, intervalMs: 10, idleTicks: 3, busy: () => busy, usage, onLag: () => undefined });
+      vi.advanceTimersByTime(100);
+      expect(reads).toBe(11); // armed, then a tick every 10 ms while busy
+      busy = false;
+      vi.advanceTimersByTime(1_000);
+      expect(reads).toBe(14); // three quiet ticks, then no more
+      monitor.wake();
+      busy = true;
+      vi.advanceTimersByTime(50);
+      expect(reads).toBe(20);
+      monitor.wake(); // awake already: no second timer
+      vi.advanceTimersByTime(10);
+      expect(reads).toBe(21);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

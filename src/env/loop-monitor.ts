@@ -11,6 +11,19 @@ export interface LoopMonitorOptions {
   readonly onLag: (lagMs: number) => void;
   /** Reads the process's resource usage (default `process.resourceUsage`); for tests. */
   readonly usage?: () => ProcessUsage;
+  /**
+   * Whether there was work since the last tick (a call running or started). After `idleTicks`
+   * ticks without, the monitor stops ticking until `wake()`: an idle server (no session open)
+   * would otherwise wake 50 times a second to watch nothing.
+   */
+  readonly busy?: () => boolean;
+  /** Quiet ticks before the monitor sleeps (default 50: a second at the default interval). */
+  readonly idleTicks?: number;
+}
+
+/** A running monitor: `wake` starts it ticking again after it slept (work came). */
+export interface LoopMonitor extends Disposable {
+  wake(): void;
 }
 
 /** The part of `process.resourceUsage()` the monitor reads. */
@@ -22,22 +35,44 @@ export interface ProcessUsage {
   readonly involuntaryContextSwitches: number;
 }
 
-export function watchEventLoop(options: LoopMonitorOptions): Disposable {
+export function watchEventLoop(options: LoopMonitorOptions): LoopMonitor {
   const interval = options.intervalMs ?? 20;
   const usage = options.usage ?? (() => process.resourceUsage());
-  let last = performance.now();
-  let lastUsage = usage();
-  const timer = setInterval(() => {
+  const idleTicks = options.idleTicks ?? 50;
+  let last = 0;
+  let lastUsage: ProcessUsage;
+  let quiet = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const tick = (): void => {
     const now = performance.now();
     const current = usage();
     const lag = heldMs(now - last - interval, lastUsage, current);
     last = now;
     lastUsage = current;
     if (lag >= options.thresholdMs) options.onLag(lag);
-  }, interval);
-  // Never the reason a process stays alive.
-  timer.unref();
-  return { [Symbol.dispose]: () => clearInterval(timer) };
+    if (!options.busy) return;
+    quiet = options.busy() ? 0 : quiet + 1;
+    if (quiet >= idleTicks) sleep();
+  };
+  const arm = (): void => {
+    last = performance.now();
+    lastUsage = usage();
+    quiet = 0;
+    timer = setInterval(tick, interval);
+    // Never the reason a process stays alive.
+    timer.unref();
+  };
+  const sleep = (): void => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  arm();
+  return {
+    wake: () => {
+      if (!timer) arm();
+    },
+    [Symbol.dispose]: sleep,
+  };
 }
 
 /**
