@@ -36,6 +36,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/fuzz.bench.ts'],
   ['--import', 'tsx', 'bench/interrupt.bench.ts'],
   ['--import', 'tsx', 'bench/serve.bench.ts'],
+  ['--import', 'tsx', 'bench/serve-memory.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts.bench.ts'],
   ['--import', 'tsx', 'bench/train-loop.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts-workers.bench.ts'],
