@@ -36,6 +36,12 @@ interface EpisodeLog {
 /** The longest timer Node keeps (about 24.8 days); a later deadline is re-armed when it fires. */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * Ended episodes whose rewards are all final that the live ledger keeps (a value for one of their
+ * steps is late or a duplicate by then): the rest are dropped, their returns kept.
+ */
+const RETAINED_EPISODES = 1_000;
+
 export class EnvRewards implements AsyncDisposable {
   readonly ledger: RewardLedger;
   readonly #clock: Clock;
@@ -55,7 +61,7 @@ export class EnvRewards implements AsyncDisposable {
     this.#clock = options.clock;
     this.#emit = options.emit;
     setMaxListeners(0, this.#abort.signal);
-    this.ledger = new RewardLedger(definition.rewards, { now: () => options.clock.now(), emit: options.emit });
+    this.ledger = new RewardLedger(definition.rewards, { now: () => options.clock.now(), emit: options.emit, retainEpisodes: RETAINED_EPISODES });
     for (const def of definition.rewards.values()) {
       const b = def.binding;
       if (!isComputed(b)) continue;
@@ -105,14 +111,17 @@ export class EnvRewards implements AsyncDisposable {
     const log = this.#episodes.get(episodeKey(instanceId, episode));
     this.#episodes.delete(episodeKey(instanceId, episode));
     const last = this.ledger.lastStep(instanceId, episode);
-    if (!log || !last) return;
-    const final = log.steps[log.steps.length - 1]?.state ?? log.initial;
-    for (const s of this.#episodeSources) {
-      const judgement: StepJudgement = { kind: 'episode', step: last, initial: log.initial, final, trajectory: log.steps.map(({ state: _s, ...rest }) => rest) };
-      if (!appliesEpisode(s.def, judgement)) continue;
-      this.ledger.expect(last.traceId, s.def.name);
-      this.#evaluate(s, last.traceId, judgement);
+    if (log && last) {
+      const final = log.steps[log.steps.length - 1]?.state ?? log.initial;
+      for (const s of this.#episodeSources) {
+        const judgement: StepJudgement = { kind: 'episode', step: last, initial: log.initial, final, trajectory: log.steps.map(({ state: _s, ...rest }) => rest) };
+        if (!appliesEpisode(s.def, judgement)) continue;
+        this.ledger.expect(last.traceId, s.def.name);
+        this.#evaluate(s, last.traceId, judgement);
+      }
     }
+    // Its steps are kept until older ended episodes are many: a long-lived server's memory stays flat.
+    this.ledger.episodeEnded(instanceId, episode);
     this.#arm();
   }
 

@@ -212,4 +212,30 @@ describe('RewardLedger', () => {
     expect(copy.ledger.deliver({ trace_id: 'a:1', source: 'human', value: 1, key: 'x' }).outcome).toBe('duplicate');
     expect(copy.ledger.expire()).toBe(0);
   });
+
+  it('keeps the steps of the last retainEpisodes ended episodes whose rewards are final, and the returns of those it dropped', () => {
+    const clock = new ManualClock();
+    const ledger = new RewardLedger(new Map([['judge', source('judge')]]), { now: () => clock.now(), retainEpisodes: 2 });
+    const at = (episode: number, n: number): StepRef => ({ traceId: `ep-${episode}:${n}`, instanceId: `ep-${episode}`, episode, step: n, action: 'act', time: clock.now() });
+    for (let e = 0; e < 5; e++) {
+      ledger.open(at(e, 1), 1);
+      ledger.open(at(e, 2), 0);
+      // Episode 1's second verdict never comes: not final, it is kept whatever its age.
+      ledger.deliver({ trace_id: `ep-${e}:1`, source: 'judge', value: 0.5 });
+      if (e !== 1) ledger.deliver({ trace_id: `ep-${e}:2`, source: 'judge', value: 0.25 });
+      ledger.episodeEnded(`ep-${e}`, e);
+    }
+    // Two ended episodes held: the newest, and episode 1 (pending), which is passed over for dropping.
+    expect([...ledger.steps()].map((r) => r.traceId)).toEqual(['ep-1:1', 'ep-1:2', 'ep-4:1', 'ep-4:2']);
+    expect([...ledger.droppedReturns()]).toEqual([[0, 1.75], [2, 1.75], [3, 1.75]]);
+    // A value for a dropped step is refused like one for a step never seen; episode 1's still lands.
+    expect(() => ledger.deliver({ trace_id: 'ep-0:2', source: 'judge', value: 1 })).toThrow(/ep-0:2/);
+    expect(ledger.deliver({ trace_id: 'ep-1:2', source: 'judge', value: 1 }).outcome).toBe('arrived');
+    // Final now: the next episode's end drops it (the oldest past the limit).
+    ledger.open(at(5, 1), 0);
+    ledger.deliver({ trace_id: 'ep-5:1', source: 'judge', value: 0 });
+    ledger.episodeEnded('ep-5', 5);
+    expect(ledger.droppedReturns().get(1)).toBe(2.5);
+    expect([...ledger.steps()].map((r) => r.traceId)).toEqual(['ep-4:1', 'ep-4:2', 'ep-5:1']);
+  });
 });

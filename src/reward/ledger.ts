@@ -24,6 +24,9 @@ import { ValidationError } from '../shared/errors.js';
 import { checkDeliveryShape, invalid, type RewardDelivery } from './delivery.js';
 import { MinHeap } from '../shared/min-heap.js';
 import { cleanSum } from '../shared/float-sum.js';
+import { slaOf, type Counts, type SlaCounts, type SourceSla } from './reward-sla.js';
+
+export type { SlaCounts, SourceSla } from './reward-sla.js';
 
 /** A settled step, as the ledger knows it. */
 export interface StepRef {
@@ -56,20 +59,16 @@ export type RewardEvent = EnvEventOf<RewardEventType>;
 /** Which values a step's scalar reward counts: `final` (imputed ones at the deadline, the contract) or `arrived` (only what really arrived, late included). */
 export type RewardBasis = 'final' | 'arrived';
 
-/** One reward source's service level: arrival latency percentiles, the shares on time, imputed, late and pending, and the counts. */
-export interface SourceSla extends Omit<SlaCounts, 'imputed'> {
-  /** Arrival delay (ms) over arrived and late values; null when none arrived. */
-  readonly latency_ms: { readonly p50: number; readonly p95: number; readonly p99: number; readonly max: number } | null;
-  readonly share_within_deadline: number;
-  readonly share_imputed: number;
-  readonly share_late: number;
-  readonly share_pending: number;
-}
-
 export interface LedgerOptions {
   readonly now: () => number;
   /** Receives every change, in order. The live env turns them into events; `agent reward` into log lines. */
   readonly emit?: (event: RewardEvent) => void;
+  /**
+   * Keep the steps of at most this many ended episodes whose rewards are all final (a long-lived
+   * server's memory stays flat); older ones are dropped, their returns kept (`droppedReturns`). A
+   * value for a dropped step is refused like one for an unknown step. Default: every step is kept.
+   */
+  readonly retainEpisodes?: number;
 }
 
 const DEFAULT_KEY = 'default';
@@ -124,10 +123,16 @@ export class RewardLedger {
   readonly #delays: number[][] = [];
   /** Per delayed source, kept as values move, so the live view reads them in O(1). */
   readonly #counts: Counts[] = [];
+  readonly #retain: number;
+  /** Ended episodes still held, oldest first (with `retainEpisodes`). */
+  readonly #ended = new Set<string>();
+  /** Returns of the episodes dropped, by episode number. */
+  readonly #dropped = new Map<number, number>();
 
   constructor(sources: ReadonlyMap<string, RewardSourceDefinition>, options: LedgerOptions) {
     this.#now = options.now;
     this.#emit = options.emit;
+    this.#retain = options.retainEpisodes ?? Infinity;
     this.#sources = sources;
     for (const def of sources.values()) {
       if (def.binding.kind === 'tool') continue;
@@ -211,6 +216,33 @@ export class RewardLedger {
     this.#move(s.index, null, 'pending');
     const deadlineAt = this.#schedule(rec, s);
     this.#emit?.({ ...this.#base(rec, s, 'reward_expected'), ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}) });
+  }
+
+  /** An episode ended: past `retainEpisodes` ended ones, the oldest whose rewards are all final are dropped. */
+  episodeEnded(instanceId: string, episode: number): void {
+    if (this.#retain === Infinity) return;
+    const key = episodeKey(instanceId, episode);
+    if (this.#episodes.has(key)) this.#ended.add(key);
+    let over = this.#ended.size - this.#retain;
+    for (const k of this.#ended) {
+      if (over <= 0) break;
+      const list = this.#episodes.get(k) ?? [];
+      if (list.some((rec) => rec.slots.includes(undefined) || (rec.overdue?.size ?? 0) > 0)) continue;
+      const number = (list[0] as StepRecord).ref.episode;
+      this.#dropped.set(number, (this.#dropped.get(number) ?? 0) + list.reduce((sum, rec) => sum + this.#reward(rec, 'final'), 0));
+      for (const rec of list) this.#steps.delete(rec.ref.traceId);
+      this.#episodes.delete(k);
+      const keys = (this.#episodeKeys.get(number) ?? []).filter((x) => x !== k);
+      if (keys.length > 0) this.#episodeKeys.set(number, keys);
+      else this.#episodeKeys.delete(number);
+      this.#ended.delete(k);
+      over--;
+    }
+  }
+
+  /** The returns (final basis) of the episodes dropped by `retainEpisodes`, by episode number. */
+  droppedReturns(): ReadonlyMap<number, number> {
+    return this.#dropped;
   }
 
   /** The last step of an episode, if it has one. */
@@ -554,37 +586,5 @@ function entryOf(rec: StepRecord, def: RewardSourceDefinition, slot: Slot | unde
     ...(slot.status === 'late' ? { late_value: aggregate(values, def.aggregation) as number } : {}),
     ...(slot.error !== undefined && slot.status !== 'late' ? { error: slot.error } : {}),
     ...(values.length > 1 ? { count: values.length } : {}),
-  };
-}
-
-/** Values of one source by status; `imputed` counts those that got a fallback (some of them then arrived late). */
-export interface SlaCounts {
-  readonly expected: number;
-  readonly arrived: number;
-  readonly fallback: number;
-  readonly late: number;
-  readonly failed: number;
-  readonly pending: number;
-  readonly imputed: number;
-}
-
-type Counts = { -readonly [K in keyof SlaCounts]: number };
-
-function percentile(sorted: Float64Array, p: number): number {
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i] as number;
-}
-
-function slaOf(counts: SlaCounts, delays: readonly number[]): SourceSla {
-  const { imputed, ...c } = counts;
-  const sorted = Float64Array.from(delays).sort();
-  const share = (n: number): number => (c.expected === 0 ? 0 : Math.round((n / c.expected) * 1e4) / 1e4);
-  return {
-    ...c,
-    latency_ms: sorted.length === 0 ? null : { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] as number },
-    share_within_deadline: share(c.arrived),
-    share_imputed: share(imputed),
-    share_late: share(c.late),
-    share_pending: share(c.pending),
   };
 }

@@ -117,6 +117,11 @@ function perEpisode(env: AgentEnv, r: RunProgress['episode_rewards'], counted: R
     const t = totals.get(step.episode);
     if (t !== undefined) totals.set(step.episode, t + (rewards.reward(step.traceId) ?? 0));
   }
+  // Episodes the live ledger no longer holds step by step (a long run's oldest): their returns.
+  for (const [episode, r] of rewards.ledger.droppedReturns()) {
+    const t = totals.get(episode);
+    if (t !== undefined) totals.set(episode, t + r);
+  }
   const all = [...totals.values()];
   if (all.length === 0) return NO_EPISODE;
   return { episodes: all.length, mean: round(all.reduce((a, b) => a + b, 0) / all.length), min: round(Math.min(...all)), max: round(Math.max(...all)) };

@@ -90,6 +90,8 @@ export interface ServeServerOptions {
   readonly metrics?: () => Promise<MetricsPage>;
   /** A served suite's rollouts (`rollouts` requests); undefined for an env without tasks. */
   readonly rollouts?: RolloutHost;
+  /** Finished episodes whose rewards stay readable (default {@link KEPT_EPISODES}). */
+  readonly keptEpisodes?: number;
 }
 
 /** Who opened an episode: a socket (by its peer), or an HTTP client (by the session token it was given). */
@@ -103,6 +105,8 @@ interface EpisodeLog {
   index: number | undefined;
   readonly rewards: RewardLogRecord[];
   subscriber: ((record: RewardLogRecord) => void) | undefined;
+  /** Its client moved on to another episode (a reset on the same socket): no longer live, whoever holds the socket. */
+  ended?: boolean;
 }
 
 interface HttpSession {
@@ -219,6 +223,8 @@ export class ServeServer implements AsyncDisposable {
     const log: EpisodeLog = { id, owner, index: undefined, rewards: [], subscriber: undefined };
     this.#byId.set(id, log);
     current?.end();
+    const previous = current && this.#byId.get(current.id);
+    if (previous) previous.ended = true;
     let control;
     try {
       control = await this.#o.opener.start(episode);
@@ -232,11 +238,12 @@ export class ServeServer implements AsyncDisposable {
     return episode;
   }
 
-  /** Keeps the logs of the last {@link KEPT_EPISODES} episodes (and every live one). */
+  /** Keeps the logs of the last `keptEpisodes` episodes (and every live one). */
   #trimLogs(): void {
     for (const [index, log] of this.#logs) {
-      if (this.#logs.size <= KEPT_EPISODES) break;
-      if (this.#httpSessions.has(log.id) || (log.owner instanceof WsPeer && this.#peers.has(log.owner))) continue;
+      if (this.#logs.size <= (this.#o.keptEpisodes ?? KEPT_EPISODES)) break;
+      // Live: an HTTP session's, or a connected socket's current episode (not every episode it ever had).
+      if (this.#httpSessions.has(log.id) || (!log.ended && log.owner instanceof WsPeer && this.#peers.has(log.owner))) continue;
       this.#logs.delete(index);
       this.#byId.delete(log.id);
     }

@@ -240,6 +240,21 @@ describe('agent serve: one session never touches another', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it("forgets a connected socket's finished episodes past keptEpisodes, keeping its live one", async () => {
+    const { url } = await serve('fixtures/weather', { keptEpisodes: 2 });
+    const a = await client(url);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(((await a.ask({ type: 'reset' })).data['observation'] as JsonObject)['episode_id'] as string);
+      await a.ask({ type: 'step', data: step });
+    }
+    const codes: unknown[] = [];
+    for (const id of ids) codes.push((await a.ask({ type: 'rewards', data: { episode_id: id } })).data['code'] ?? 'kept');
+    // The socket stays connected: its first episodes go all the same (a trainer's socket lives for its whole run).
+    expect(codes).toEqual(['UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'kept', 'kept']);
+    await a.close();
+  });
+
   it('a client-chosen id names a new episode or is refused (EPISODE_EXISTS), and is checked before it goes anywhere', async () => {
     const { url } = await serve('fixtures/weather');
     const a = await client(url);

@@ -61,6 +61,8 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
    * host of its choosing); with none, rollouts are refused.
    */
   readonly inferenceUrls?: readonly string[];
+  /** Finished episodes whose rewards a client can still read (`rewards`) and is still pushed (default 10,000; the live ones always). */
+  readonly keptEpisodes?: number;
   /** An HTTP session with no request for this long ends (default 5 minutes). */
   readonly httpIdleMs?: number;
   /** A WebSocket peer from which nothing came (no message, no pong to the server's pings) for this long is cut off, its episode `client_lost` (default 30 s). */
@@ -163,6 +165,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
       maxSessions,
       httpIdleMs: options.httpIdleMs ?? SERVE_DEFAULTS.httpIdleMs,
       wsTimeoutMs: options.wsTimeoutMs ?? SERVE_DEFAULTS.wsTimeoutMs,
+      ...(options.keptEpisodes !== undefined ? { keptEpisodes: options.keptEpisodes } : {}),
       runId: run.runId,
       opener,
       events: run.events,
