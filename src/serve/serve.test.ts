@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -238,6 +237,19 @@ describe('agent serve: one session never touches another', () => {
     expect(await b.ask({ type: 'rewards', data: { episode_id: id } })).toMatchObject({ type: 'error', data: { code: 'UNKNOWN_EPISODE' } });
     expect((await fetch(`${url}/episodes/${id}/rewards`)).status).toBe(404);
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('refuses --workers that is not a Redis URL, on an env without tasks, or whose Redis is not there, serving nothing', async () => {
+    const out = await mkdtemp(path.join(tmpdir(), 'serve-workers-'));
+    try {
+      await expect(serveEnv({ env: 'fixtures/lookup', listen: 0, out, workers: { store: 'http://127.0.0.1:6379' } }, new AbortController().signal)).rejects.toThrow(/--workers 'http:\/\/127.0.0.1:6379' is not a Redis URL/);
+      await expect(serveEnv({ env: 'fixtures/weather', listen: 0, out, workers: { store: 'redis://127.0.0.1:1/0' } }, new AbortController().signal)).rejects.toThrow(/has no tasks to roll out/);
+      // A Redis that is not there: said, and the env loaded for it released (no handle left open).
+      await expect(serveEnv({ env: 'fixtures/lookup', listen: 0, out, workers: { store: 'redis://127.0.0.1:1/0' } }, new AbortController().signal)).rejects.toThrow(/127\.0\.0\.1:1/);
+      expect(await readdir(out)).toEqual([]);
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
   });
 
   it("forgets a connected socket's finished episodes past keptEpisodes, keeping its live one", async () => {

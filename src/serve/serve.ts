@@ -103,6 +103,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   const saved = options.resume === undefined ? undefined : await readJournalRun(options.resume, options.store, signal);
   if (saved && !saved.served) throw new UsageError(`run ${saved.run_id} was not served (agent serve): its episodes are driven by its policy`, `Resume it with: agent run --resume ${saved.run_id} --store ${redactUrl(String(options.store))}`);
   const served = await loadServed(saved?.served?.spec ?? options.env, saved?.served?.split ?? options.split ?? SERVE_DEFAULTS.split, saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed);
+  if (options.workers && (!served.suite || served.tasks.size === 0)) throw new UsageError(`--workers runs rollouts on workers, and ${served.dir} has no tasks to roll out`, 'Serve a suite (an env with tasks/<split>.jsonl, e.g. fixtures/lookup), or drop --workers.');
   const sessions = new SessionScheduler();
   const run = await Run.prepare({
     ...options,
@@ -141,9 +142,9 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
   const folder = new Promise<string>((resolve) => run.events.on('run_started', (e) => resolve(e.dir)));
   let curriculum: Promise<TaskCurriculum> | undefined;
   let workers: RemoteRollouts | undefined;
+  let executed = false;
   try {
     if (options.workers) {
-      if (!served.suite || served.tasks.size === 0) throw new UsageError(`--workers runs rollouts on workers, and ${served.dir} has no tasks to roll out`, 'Serve a suite (an env with tasks/<split>.jsonl, e.g. fixtures/lookup), or drop --workers.');
       const meta: RolloutRunMeta = {
         env: run.definition.name,
         env_dir: served.dir,
@@ -196,9 +197,12 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     metrics.gauge('agent_serve_sessions', 'Sessions open on this server (WebSocket and HTTP).', () => server.sessions);
     run.events.on('run_started', (e) => options.onListening?.({ url: server.url, dir: e.dir, runId: run.runId, tasks: served.tasks.size }));
     run.events.on('run_resumed', (e) => options.onResumed?.({ steps: e.steps, episodesFinished: e.episodes_finished, lostSteps: e.lost_steps }));
+    executed = true;
     return await run.execute(serving.signal);
   } finally {
     signal.removeEventListener('abort', stop);
+    // Failed before serving (the workers' Redis, the port): the env it loaded is released here.
+    if (!executed) await run[Symbol.asyncDispose]();
     sessions.close();
     await workers?.[Symbol.asyncDispose]();
     await (await curriculum?.catch(() => undefined))?.flush();
