@@ -22,7 +22,7 @@ interface WorkerFlags {
 export function registerWorker(program: Command, io: Io): void {
   program
     .command('worker')
-    .description('Take episodes of distributed runs (agent run --distributed) from the Redis queue and run them; SIGTERM hands them back.')
+    .description('Take episodes of distributed runs (agent run --distributed) and of rollouts (agent serve --workers) from the Redis queue and run them; SIGTERM hands them back.')
     .option('--store <url>', 'the Redis of the runs: redis://host:port/db (default: $AGENT_STORE)', process.env['AGENT_STORE'])
     .option('--queue <name>', 'the queue to take episodes from (a coordinator\'s --queue)', RUN_DEFAULTS.queue)
     .option('--concurrency <c>', 'episodes in hand at once', positiveInt, WORKER_DEFAULTS.concurrency)

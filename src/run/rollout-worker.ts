@@ -1,6 +1,8 @@
 /**
  * `agent worker` as a library: takes episodes of distributed runs from the queue in Redis, C at a
- * time, and runs them on the async core, committing to Redis under a fenced lease per episode.
+ * time, and runs them on the async core, committing to Redis under a fenced lease per episode. The
+ * same queue carries the rollout episodes of `agent serve --workers` (rollout-job-run.ts): each run
+ * whole, then delivered back under its lease.
  *
  * - A lease is renewed every third of its length; a worker that cannot renew (it lost the lease
  *   while paused, or Redis fenced one of its writes) stops the episode: its new holder continues
