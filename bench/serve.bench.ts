@@ -53,7 +53,7 @@ const client = `
 import asyncio, json, sys, time
 from agentic_rl import Env
 
-async def steady(url, sessions, seconds, action):
+async def steady(url, sessions, seconds, action, params):
     lat = []
     stop = time.monotonic() + seconds
     async def one(i):
@@ -61,7 +61,7 @@ async def steady(url, sessions, seconds, action):
             await env.reset()
             while time.monotonic() < stop:
                 t0 = time.monotonic()
-                r = await env.step(action, {})
+                r = await env.step(action, params)
                 lat.append(time.monotonic() - t0)
                 if r.done:
                     await env.reset()
@@ -76,8 +76,8 @@ async def burst(url, sessions):
             return (await env.step("wait", {})).status
     return await asyncio.gather(*(one(i) for i in range(sessions)))
 
-url, sessions, seconds, many, action = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-rate, lat = asyncio.run(steady(url, sessions, seconds, action))
+url, sessions, seconds, many, action, params = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5], json.loads(sys.argv[6])
+rate, lat = asyncio.run(steady(url, sessions, seconds, action, params))
 statuses = asyncio.run(burst(url, many)) if many > 0 else []
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print(json.dumps({"rate": rate, "p50": q(0.5), "p99": q(0.99), "steps": len(lat), "burst_ok": statuses.count("resolved"), "burst": many}))
@@ -100,9 +100,9 @@ interface Measured {
   readonly cpuPerStepUs: number;
 }
 
-async function measure(sessions: number, seconds: number, many: number, action = 'wait'): Promise<Measured> {
+async function measure(sessions: number, seconds: number, many: number, action = 'wait', at = url, params: object = {}): Promise<Measured> {
   const cpu = process.cpuUsage();
-  const child = spawn(python, ['-c', client, url, String(sessions), String(seconds), String(many), action], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(python, ['-c', client, at, String(sessions), String(seconds), String(many), action, JSON.stringify(params)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('close', r));
@@ -124,6 +124,17 @@ for (const sessions of [64, 256]) {
 }
 const instant = await measure(64, 10, 0, 'now');
 console.log(`  a 0 ms tool, 64 sessions: ${Math.round(instant.rate).toLocaleString('en-US')} steps/s; server CPU ${instant.cpuPerStepUs.toFixed(1)} µs per step (${instant.steps.toLocaleString('en-US')} steps)`);
+// τ-bench airline: its 14 tools are in every reply (9 KB of JSON), the step a 0 ms `calculate`.
+{
+  const airline = new AbortController();
+  let airlineUrl!: (url: string) => void;
+  const airlineListening = new Promise<string>((r) => (airlineUrl = r));
+  const airlineServed = serveEnv({ env: 'fixtures/tau-bench/airline', listen: 0, out: path.join(dir, 'runs'), maxSteps: 100_000, onListening: ({ url }) => airlineUrl(url) }, airline.signal);
+  const r = await measure(64, 10, 0, 'calculate', await airlineListening, { expression: '1 + 2' });
+  console.log(`  τ-bench airline (14 tools listed in every reply), a 0 ms tool, 64 sessions: ${Math.round(r.rate).toLocaleString('en-US')} steps/s; server CPU ${r.cpuPerStepUs.toFixed(1)} µs per step`);
+  airline.abort();
+  await airlineServed;
+}
 // The same load from a Node client (ws), which costs less per message than Python's asyncio: what
 // the server itself sustains when the client is not the bottleneck.
 async function nodeClient(sessions: number, seconds: number): Promise<{ rate: number; p50: number; p99: number }> {

@@ -297,14 +297,14 @@ async def evaluate(env: Env[Any, Any], model_url: str, test_ids: List[str], max_
 
 async def sampled_success(env: Env[Any, Any], args: argparse.Namespace, model_url: str, task_ids: List[str], seed: int) -> float:
     """How often the policy solves train tasks as GRPO will sample it (temperature 1, --group-size per task)."""
-    stream = await env.rollouts(task_ids, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens}, concurrency=64, seed=seed)
+    stream = await env.rollouts(task_ids, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": args.temperature, "max_tokens": args.max_tokens}, concurrency=64, seed=seed)
     return round(success([r for g in await stream.collect() for r in g.records]), 4)
 
 
 async def rollouts(env: Env[Any, Any], args: argparse.Namespace, model_url: str, pool: List[str], seed: int) -> Tuple[List[RolloutGroup], Optional[RolloutSummary]]:
     """--tasks-per-step groups drawn from the pool by the server's curriculum; with --filter zero_variance, a group whose
     K rewards are all equal (nothing for GRPO to learn) is replaced by another draw, --max-tries groups at most."""
-    stream = await env.rollouts(pool, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": 1.0, "max_tokens": args.max_tokens},
+    stream = await env.rollouts(pool, n=args.group_size, base_url=f"{model_url}/v1", model=MODEL, sampling={"temperature": args.temperature, "max_tokens": args.max_tokens},
                                 max_staleness=args.max_staleness, concurrency=64, seed=seed, groups=args.tasks_per_step, filter=args.filter,
                                 sampler=args.sampler, oversample=args.oversample, max_tries=args.max_tries or None)
     return await stream.collect(), stream.summary
@@ -469,6 +469,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--oversample", type=float, default=1.0, help="groups in flight per group asked for; the surplus is cancelled once enough are in")
     p.add_argument("--max-tries", type=int, default=0, help="groups the server may run per step, replacements included (0: 4 x --tasks-per-step)")
     p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
+    p.add_argument("--temperature", type=float, default=1.0, help="the sampling temperature of GRPO's rollouts (the logprobs stay the model's raw ones, as vLLM's)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--clip", type=float, default=0.2)
     p.add_argument("--epochs", type=int, default=4, help="gradient steps per batch of rollouts")

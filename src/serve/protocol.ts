@@ -52,6 +52,55 @@ export function openAiTools(actions: readonly AvailableAction[]): OpenAiTool[] {
   return actions.map((a) => openAiTool(actionTool(a)));
 }
 
+/** A reply already in JSON (a step's: see `ToolLists.envelopeJson`). */
+export class Serialized {
+  constructor(readonly json: string) {}
+
+  /** With the request's id, as `JSON.stringify({ ...reply, id })` puts it. */
+  withId(id: unknown): string {
+    return id === undefined ? this.json : `${this.json.slice(0, -1)},"id":${JSON.stringify(id)}}`;
+  }
+}
+
+/** Past this many sets of enabled actions, a list is built for each reply instead of kept (an env whose `enabled_if` makes many). */
+const KEPT_TOOL_LISTS = 256;
+
+/**
+ * The tool lists an env's observations offer, built and serialized once per set of enabled actions:
+ * every reply carries one, and τ-bench airline's is 9 KB of JSON (~36 µs to build and serialize,
+ * each step). A list from here is spliced into a reply as its JSON (`envelopeJson`).
+ */
+export class ToolLists {
+  readonly #byNames = new Map<string, readonly OpenAiTool[]>();
+  readonly #json = new WeakMap<readonly OpenAiTool[], string>();
+
+  of(actions: readonly AvailableAction[]): readonly OpenAiTool[] {
+    // An env's action names are unique: they say which list this is.
+    const key = actions.map((a) => a.name).join('\n');
+    const kept = this.#byNames.get(key);
+    if (kept) return kept;
+    const tools = openAiTools(actions);
+    if (this.#byNames.size < KEPT_TOOL_LISTS) {
+      this.#byNames.set(key, tools);
+      this.#json.set(tools, JSON.stringify(tools));
+    }
+    return tools;
+  }
+
+  #serialized(tools: readonly OpenAiTool[]): string {
+    return this.#json.get(tools) ?? JSON.stringify(tools);
+  }
+
+  /** The envelope's JSON (what `JSON.stringify` gives, its keys in another order), the tool lists as serialized once. */
+  envelopeJson(envelope: StepEnvelope): string {
+    const { observation, ...rest } = envelope;
+    const { actions, user_actions: userActions, ...own } = observation;
+    const lists = `"actions":${this.#serialized(actions)}${userActions ? `,"user_actions":${this.#serialized(userActions)}` : ''}`;
+    // Both objects have keys (an observation its episode_id, an envelope its reward): each slice opens with one.
+    return `{"observation":{${lists},${JSON.stringify(own).slice(1)},${JSON.stringify(rest).slice(1)}`;
+  }
+}
+
 /** The action a client sent, in either form; a typed error naming the field otherwise. */
 export function parseAction(raw: unknown, pointer = ''): Action {
   const bad = (field: string, want: string): never => {

@@ -43,7 +43,7 @@ import { guardRequest, type GuardOptions } from '../server/http-guard.js';
 import { baseUrl, listen } from '../server/listen.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import { isPlainObject, MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.js';
-import { errorData, parseAction } from './protocol.js';
+import { errorData, parseAction, Serialized, type StepEnvelope } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
 import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
@@ -288,6 +288,8 @@ export class ServeServer implements AsyncDisposable {
     // Workers running this socket's rollouts follow its weights and pause.
     const tell = (): void => this.#o.rollouts?.workers?.tell(trainer.id, { version: versions.current ?? null, paused: gate.paused });
     const reply = (message: object): void => peer.send(JSON.stringify(message));
+    // A reset's or a step's reply, serialized with its tool lists spliced in (each is the same few lists, step after step).
+    const observed = (envelope: StepEnvelope): Serialized => new Serialized(`{"type":"observation","data":${need(episode).tools.envelopeJson(envelope)}}`);
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>, release: () => void): Promise<object | undefined> => {
       const data = message['data'] ?? {};
@@ -298,10 +300,10 @@ export class ServeServer implements AsyncDisposable {
           // Rewards of every episode this socket opened go to it once it subscribed.
           const log = this.#byId.get(episode.id);
           if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: { ...record, episode_id: log.id } });
-          return { type: 'observation', data: episode.resetEnvelope() };
+          return observed(episode.resetEnvelope());
         }
         case 'step':
-          return { type: 'observation', data: await need(episode).step(parseAction(data, '/data'), abort.signal) };
+          return observed(await need(episode).step(parseAction(data, '/data'), abort.signal));
         case 'dispatch':
           return { type: 'dispatched', data: { trace_id: need(episode).dispatch(parseAction(data, '/data')) } };
         case 'resolve': {
@@ -397,7 +399,8 @@ export class ServeServer implements AsyncDisposable {
       const run = (): Promise<void> =>
         handle(request, release).then(
           (answer) => {
-            if (answer) reply(id === undefined ? answer : { ...answer, id });
+            if (answer instanceof Serialized) peer.send(answer.withId(id));
+            else if (answer) reply(id === undefined ? answer : { ...answer, id });
           },
           (err: unknown) => reply({ type: 'error', data: errorData(err), ...(id === undefined ? {} : { id }) }),
         );

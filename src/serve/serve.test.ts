@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -158,6 +158,31 @@ describe('agent serve', () => {
     const episodes = await lines(path.join(served.dir, 'episodes.jsonl'));
     expect(episodes.map((e) => [e['reason'], e['steps'], e['truncated']]).sort()).toEqual([['client_closed', 1, true], ['max_steps', 2, true]]);
     expect((await lines(path.join(served.dir, 'trajectories.jsonl'))).map((s) => s['action'])).toEqual(['get_weather', 'get_weather', 'get_weather']);
+  });
+
+  it('a client that leaves while its step waits on a tool that ignores its signal: the call is cancelled, the episode ends client_closed, the server stops', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'agent-serve-hang-'));
+    stops.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(path.join(dir, 'env.json'), JSON.stringify({ name: 'hang', state: { type: 'object' }, initial_states: [{}], actions: [{ name: 'hang', parameters: { type: 'object' } }, { name: 'now', parameters: { type: 'object' } }], module: 'tools.mjs' }));
+    await writeFile(path.join(dir, 'tools.mjs'), 'export const hang = () => new Promise(() => {});\nexport const now = () => ({ observation: "ok" });\n');
+    const served = await serve(dir);
+    const c = await client(served.url);
+    await c.ask({ type: 'reset', data: {} });
+    // A request with an id is answered with it (the reply is serialized apart from other messages).
+    expect(await c.ask({ type: 'step', id: 'a-1', data: { name: 'now' } })).toMatchObject({ type: 'observation', id: 'a-1', data: { observation: { observation: 'ok', step: 1 } } });
+    const ws = new WebSocket(`${served.url.replace(/^http/, 'ws')}/ws`);
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'reset', data: { episode_id: 'hung' } }));
+    await new Promise((r) => ws.once('message', r));
+    ws.send(JSON.stringify({ type: 'step', data: { name: 'hang' } }));
+    // The call is running (its trace dispatched) when the client goes.
+    while (!(await readFile(path.join(served.dir, 'events.jsonl'), 'utf8').catch(() => '')).includes('"action":"hang"')) await new Promise((r) => setTimeout(r, 10));
+    ws.terminate();
+    await c.close();
+    const summary = await served.stop();
+    expect(summary.episodes.by_reason).toEqual({ client_closed: 2 });
+    const steps = await lines(path.join(served.dir, 'trajectories.jsonl'));
+    expect(steps.map((s) => [s['action'], s['status'], (s['error'] as JsonObject | undefined)?.['code']])).toEqual([['now', 'resolved', undefined], ['hang', 'failed', 'TOOL_CANCELLED']]);
   });
 
   it('serves the stateless HTTP routes with sessions kept by episode id and session token', async () => {

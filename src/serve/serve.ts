@@ -26,6 +26,7 @@ import { AgentError, UsageError } from '../shared/errors.js';
 import type { JsonObject, JsonValue } from '../shared/json.js';
 import { initialStatesOf } from '../generate/initial-states.js';
 import { ServedEpisode, type ServedTask } from './served-episode.js';
+import { ToolLists } from './protocol.js';
 import { SessionScheduler } from '../run/session-scheduler.js';
 import { ServeServer } from './serve-server.js';
 import type { RolloutHost } from './rollouts.js';
@@ -116,6 +117,7 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
     signal,
   });
   let roundRobin = 0;
+  const tools = new ToolLists();
   const opener = {
     open: (o: { readonly seed?: number; readonly episodeId: string; readonly taskId?: string }): ServedEpisode => {
       if (o.taskId !== undefined) {
@@ -123,11 +125,11 @@ export async function serveEnv(options: ServeOptions, signal: AbortSignal): Prom
         if (!entry) {
           throw new AgentError('PARAMS_INVALID', `reset /task_id: no task '${o.taskId}'${served.tasks.size === 0 ? ' (this env is not a suite: it has no tasks)' : ''}`, { hint: served.tasks.size === 0 ? 'Serve a suite (an env with tasks/<split>.jsonl, e.g. tau-bench/airline) to reset by task.' : `Task ids look like '${[...served.tasks.keys()][0] ?? ''}': GET /tasks lists them.` });
         }
-        return new ServedEpisode(entry.index, { episodeId: o.episodeId, task: entry.task });
+        return new ServedEpisode(entry.index, { episodeId: o.episodeId, task: entry.task, tools });
       }
       const n = served.initialStates.length;
       const index = o.seed !== undefined ? ((o.seed % n) + n) % n : roundRobin++ % n;
-      return new ServedEpisode(index, { episodeId: o.episodeId });
+      return new ServedEpisode(index, { episodeId: o.episodeId, tools });
     },
     start: (episode: ServedEpisode) => sessions.open(episode),
   };

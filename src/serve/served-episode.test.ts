@@ -40,6 +40,17 @@ describe('ServedEpisode', () => {
     expect(await step).toMatchObject({ done: false, info: { status: 'resolved' } });
   });
 
+  it('serializes its envelopes as JSON.stringify would, building each set of enabled actions once', async () => {
+    await using e = await episode(() => Promise.resolve());
+    const reset = e.served.resetEnvelope();
+    const step = await e.served.step(paris, new AbortController().signal);
+    expect(step.observation.actions).toBe(reset.observation.actions);
+    for (const envelope of [reset, step]) expect(JSON.parse(e.served.tools.envelopeJson(envelope))).toEqual(JSON.parse(JSON.stringify(envelope)));
+    e.served.end('client_closed');
+    // Done: nothing offered, the empty list serialized like any other.
+    expect(JSON.parse(e.served.tools.envelopeJson(e.served.resetEnvelope()))).toMatchObject({ observation: { actions: [] } });
+  });
+
   it('answers with the store failure, not the step, when it could not be made durable', async () => {
     await using e = await episode(() => Promise.reject(new AgentError('STORE_UNAVAILABLE', 'writing the journal failed')));
     await expect(e.served.step(paris, new AbortController().signal)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });

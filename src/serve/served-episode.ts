@@ -11,7 +11,7 @@ import type { EpisodeFinishedEvent } from '../run/run-journal.js';
 import type { PolicyTask } from '../run/policy.js';
 import { AgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
-import { openAiTools, stepEnvelope, type ServedObservation, type StepEnvelope } from './protocol.js';
+import { stepEnvelope, ToolLists, type ServedObservation, type StepEnvelope } from './protocol.js';
 import { cleanSum } from '../shared/float-sum.js';
 
 /** A benchmark task a served suite's episode runs (reset with `task_id`), as its observations carry it. */
@@ -38,10 +38,14 @@ export class ServedEpisode implements EpisodeDriver {
   #dispatched = 0;
   #settled = 0;
 
-  constructor(initialIndex: number, options: { readonly episodeId: string; readonly task?: ServedTask }) {
+  /** The server's: the episodes of one env share their tool lists. */
+  readonly tools: ToolLists;
+
+  constructor(initialIndex: number, options: { readonly episodeId: string; readonly task?: ServedTask; readonly tools?: ToolLists }) {
     this.initialIndex = initialIndex;
     this.task = options.task;
     this.id = options.episodeId;
+    this.tools = options.tools ?? new ToolLists();
     this.#ended = new Promise((resolve) => (this.#finish = resolve));
   }
 
@@ -100,7 +104,10 @@ export class ServedEpisode implements EpisodeDriver {
    */
   async resolve(traceIds: readonly string[], options: { readonly timeoutMs?: number; readonly signal: AbortSignal }): Promise<StepEnvelope[]> {
     const control = this.#live();
-    const results = await Promise.all(traceIds.map((id) => control.agent.resolve(id, { signal: options.signal, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) })));
+    // Without a timeout the wait needs no abort listener: the client leaving ends the episode, whose
+    // instance then settles every call in flight as cancelled (tools that ignore their signal too).
+    const within = options.timeoutMs !== undefined ? { signal: options.signal, timeoutMs: options.timeoutMs } : undefined;
+    const results = await Promise.all(traceIds.map((id) => control.agent.resolve(id, within)));
     // A step is acknowledged only once it is durable where the run keeps its steps (with a Redis
     // store, in its journal): a server killed after answering loses nothing its client was told.
     if (results.some((r) => r.info.status !== 'timeout')) await control.committed(options.signal);
@@ -141,8 +148,8 @@ export class ServedEpisode implements EpisodeDriver {
   #base(): Omit<ServedObservation, 'observation' | 'trace_id' | 'error'> {
     const { agent, twoSided } = this.#started();
     return {
-      actions: this.done ? [] : openAiTools(agent.availableActions()),
-      ...(twoSided ? { user_actions: this.done ? [] : openAiTools(agent.availableActions('user')) } : {}),
+      actions: this.tools.of(this.done ? [] : agent.availableActions()),
+      ...(twoSided ? { user_actions: this.tools.of(this.done ? [] : agent.availableActions('user')) } : {}),
       episode_id: this.id,
       step: this.#settled,
       ...(this.task ? { task_id: this.task.id, instruction: this.task.instruction } : {}),
