@@ -37,6 +37,7 @@ const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/interrupt.bench.ts'],
   ['--import', 'tsx', 'bench/serve.bench.ts'],
   ['--import', 'tsx', 'bench/serve-memory.bench.ts'],
+  ['--import', 'tsx', 'bench/openenv.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts.bench.ts'],
   ['--import', 'tsx', 'bench/train-loop.bench.ts'],
   ['--import', 'tsx', 'bench/rollouts-workers.bench.ts'],
