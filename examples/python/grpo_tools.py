@@ -343,8 +343,10 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
 
         if args.sft_window_steps + args.sft_steps > 0:
             # Gold episodes, token-exact through the server's template: what the model should have generated, mask 1.
-            run = json.loads(agent_cli("benchmark", str(suite), "--split", "train", "--policy", "gold", "--tokens", "--llm-base-url", f"{model_url}/v1", "--concurrency", "32", "--out", str(work / "gold"), "--json"))["run_dir"]
-            agent_cli("export", run, "--format", "tokens", "--out", str(work / "gold.jsonl"))
+            # In a thread: the socket to the server must keep answering its pings meanwhile (a long
+            # benchmark on a blocked loop gets the connection cut as a client that stopped answering).
+            run = json.loads(await asyncio.to_thread(agent_cli, "benchmark", str(suite), "--split", "train", "--policy", "gold", "--tokens", "--llm-base-url", f"{model_url}/v1", "--concurrency", "32", "--out", str(work / "gold"), "--json"))["run_dir"]
+            await asyncio.to_thread(agent_cli, "export", run, "--format", "tokens", "--out", str(work / "gold.jsonl"))
             gold = [json.loads(line) for line in (work / "gold.jsonl").read_text().splitlines()]
             source = batches(gold, args.sft_batch, rng)
 
