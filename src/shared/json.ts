@@ -88,6 +88,8 @@ function kindOf(value: object): string {
  * failure lands far from the request that caused it. Strings are skipped, escapes included.
  */
 export function nestsDeeperThan(text: string, max = MAX_JSON_DEPTH): boolean {
+  // Each level opens with a bracket: a text this short cannot nest that deep (most messages are).
+  if (text.length <= max) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
