@@ -21,6 +21,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { writeSleepyEnv } from './lib/sleepy-env.js';
 import { target } from './lib/targets.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -48,29 +49,7 @@ if (!existsSync(python) || spawnSync(python, ['-c', 'import openenv.core.env_ser
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'openenv-bench-'));
 // Ours: the two actions, no state to speak of, a reward per step.
-await writeFile(
-  path.join(dir, 'env.json'),
-  JSON.stringify({
-    name: 'sleepy',
-    state: { type: 'object', properties: { n: { type: 'integer' } } },
-    initial_states: [{ n: 0 }],
-    actions: [
-      { name: 'wait', parameters: { type: 'object', properties: {} } },
-      { name: 'now', parameters: { type: 'object', properties: {} } },
-    ],
-    rewards: { properties: { ok: { type: 'number' } } },
-    module: 'tools.mjs',
-  }),
-);
-await writeFile(
-  path.join(dir, 'tools.mjs'),
-  `export const wait = (_params, ctx) => new Promise((resolve, reject) => {
-  const t = setTimeout(() => resolve({ observation: 'ok', rewards: { ok: 1 } }), 20);
-  ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }, { once: true });
-});
-export const now = () => ({ observation: 'ok', rewards: { ok: 1 } });
-`,
-);
+await writeSleepyEnv(dir);
 // Theirs: the same two actions as an OpenEnv Environment, its async step awaited by the server itself.
 await writeFile(
   path.join(dir, 'their_server.py'),

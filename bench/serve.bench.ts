@@ -11,11 +11,12 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { serveEnv } from '../src/internal.js';
+import { writeSleepyEnv } from './lib/sleepy-env.js';
 
 const python = path.resolve('.venv/bin/python');
 if (!existsSync(python)) {
@@ -25,29 +26,7 @@ if (!existsSync(python)) {
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'serve-bench-'));
-await writeFile(
-  path.join(dir, 'env.json'),
-  JSON.stringify({
-    name: 'sleepy',
-    state: { type: 'object', properties: { n: { type: 'integer' } } },
-    initial_states: [{ n: 0 }],
-    actions: [
-      { name: 'wait', parameters: { type: 'object', properties: {} } },
-      { name: 'now', parameters: { type: 'object', properties: {} } },
-    ],
-    rewards: { properties: { ok: { type: 'number' } } },
-    module: 'tools.mjs',
-  }),
-);
-await writeFile(
-  path.join(dir, 'tools.mjs'),
-  `export const wait = (_params, ctx) => new Promise((resolve, reject) => {
-  const t = setTimeout(() => resolve({ observation: 'ok', rewards: { ok: 1 } }), 20);
-  ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }, { once: true });
-});
-export const now = () => ({ observation: 'ok', rewards: { ok: 1 } });
-`,
-);
+await writeSleepyEnv(dir);
 
 const client = `
 import asyncio, json, sys, time
