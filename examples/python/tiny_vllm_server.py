@@ -24,6 +24,11 @@ The weight update is ours, named after the route prime-rl's vLLM server adds for
 (`/init_communicator/`, `/update_named_param/`) instead of a file. vLLM itself serves no weight
 route: trainers add one (a worker extension calling `load_weights`) or restart the server.
 
+Requests that arrive together are generated as one batch, as vLLM batches them, and the prefix
+their prompts share (an agent's system prompt and tool list) is computed once for the batch, as
+vLLM's automatic prefix caching does: the same ids and logprobs, about 3x faster for an episode
+whose ~500-id tool list every prompt repeats.
+
 Log-probabilities are the model's raw ones (log-softmax of its logits, before temperature and
 top-p: vLLM's default `logprobs_mode`, raw_logprobs). Generation ends on `<|im_end|>` or
 `<|endoftext|>`, which is kept in token_ids (vLLM keeps the stop token it ended on) and left out of
@@ -41,7 +46,9 @@ Usage: python tiny_vllm_server.py --port 0   (prints "READY <url>" once it liste
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import os
 import queue
 import re
 import threading
@@ -53,6 +60,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+# A shared prefix shorter than this is not worth a pass of its own.
+MIN_SHARED_PREFIX = 16
 END_OF_TURN = "<|im_end|>"
 END_OF_TEXT = "<|endoftext|>"
 SPECIAL = [END_OF_TEXT, "<|im_start|>", END_OF_TURN]
@@ -188,6 +197,9 @@ class Engine:
         self.log_lock = threading.Lock()
         self.version = 0
         self.max_batch: int = args.max_batch
+        # Logits of the last position only (`num_logits_to_keep` before transformers 4.50).
+        params = inspect.signature(self.model.forward).parameters
+        self.last_logits_only: dict[str, int] = next(({name: 1} for name in ("logits_to_keep", "num_logits_to_keep") if name in params), {})
         self.jobs: queue.Queue[Job] = queue.Queue()
         threading.Thread(target=self.serve_jobs, daemon=True).start()
 
@@ -264,21 +276,40 @@ class Engine:
                 job.done.set()
 
     @torch.no_grad()
-    def generate(self, batch: list[Job]) -> None:
-        """Left-padded prompts, one forward pass per step for the whole batch, each row sampled with its own settings and seed."""
-        width = max(len(j.prompt) for j in batch)
+    def prefill(self, prompts: list[list[int]]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The batch's prompts through the model: the cache, the attention mask, each row's last position and its logits.
+
+        The prefix every prompt shares (the system prompt and the tool list, ~500 of an episode's
+        first ~550 ids) goes through once and its cache is copied to every row, as vLLM's prefix
+        caching does; then the rest of each prompt, left-padded after it. Only the last position's
+        logits are computed (the tied head over the whole prompt was most of the prefill)."""
         pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([[pad] * (width - len(j.prompt)) + j.prompt for j in batch])
-        mask = torch.tensor([[0] * (width - len(j.prompt)) + [1] * len(j.prompt) for j in batch])
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        past = out.past_key_values
-        logits = out.logits[:, -1].float()
+        # Each row keeps at least its last id out of the prefix: its logits come from that position.
+        shared = min(len(os.path.commonprefix(prompts)), min(len(p) for p in prompts) - 1)
+        past = None
+        if shared >= MIN_SHARED_PREFIX:
+            past = self.model(torch.tensor([prompts[0][:shared]]), use_cache=True, **self.last_logits_only).past_key_values
+            past.batch_repeat_interleave(len(prompts))
+        else:
+            shared = 0
+        rest = [p[shared:] for p in prompts]
+        width = max(len(r) for r in rest)
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rest])
+        own = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rest])
+        positions = shared + (own.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([torch.ones((len(prompts), shared), dtype=own.dtype), own], dim=1)
+        out = self.model(ids, attention_mask=mask, position_ids=positions, past_key_values=past, use_cache=True, **self.last_logits_only)
+        return out.past_key_values, mask, positions[:, -1:], out.logits[:, -1].float()
+
+    @torch.no_grad()
+    def generate(self, batch: list[Job]) -> None:
+        """One forward pass per step for the whole batch (its shared prefix once), each row sampled with its own settings and seed."""
+        pad = self.tokenizer.pad_token_id
+        past, mask, last, logits = self.prefill([j.prompt for j in batch])
         generated: list[list[int]] = [[] for _ in batch]
         logprobs: list[list[float]] = [[] for _ in batch]
         finish = ["length"] * len(batch)
         live = [True] * len(batch)
-        last = positions[:, -1:]
         for t in range(max(j.max_tokens for j in batch)):
             logp = torch.log_softmax(logits, dim=-1)
             step: list[int] = []

@@ -119,3 +119,31 @@ def test_weight_updates_go_forward_only_and_a_bad_file_changes_nothing(tiny_serv
     assert version() == before + 1
     ids = post("/tokenize", {"prompt": "hello"})[1]["tokens"]
     assert post("/v1/completions", {"prompt": ids, "max_tokens": 2, "return_token_ids": True, "logprobs": 1})[1]["weight_version"] == before + 1
+
+
+def test_a_batch_sharing_a_prefix_gets_the_models_own_logprobs() -> None:
+    """The tiny server computes a batch's shared prefix once: each row's ids and logprobs are still what the model gives the whole sequence."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: pip install -r examples/python/requirements.txt")
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install -r examples/python/requirements.txt")
+    import argparse
+    import random
+
+    sys.path.insert(0, str(SERVER.parent))
+    import tiny_vllm_server as tiny
+
+    engine = tiny.Engine(argparse.Namespace(model="tiny", max_model_len=4096, seed=7, hidden_size=64, layers=2, heads=4, script=None, log=None, max_batch=8))
+    rng = random.Random(7)
+    vocab = len(engine.tokenizer)
+    prefix = [rng.randrange(3, vocab - 10) for _ in range(60)]
+    prompts = [prefix + [rng.randrange(3, vocab - 10) for _ in range(rng.randrange(1, 12))] for _ in range(6)]
+    jobs = [tiny.Job(p, 8, 0.0 if i % 2 else 0.8, 1.0, torch.Generator().manual_seed(i), None) for i, p in enumerate(prompts)]
+    engine.generate(jobs)
+    with torch.no_grad():
+        for job in jobs:
+            ids, out = job.result["prompt_token_ids"], job.result["token_ids"]
+            assert ids == job.prompt and len(out) >= 1
+            logits = engine.model(torch.tensor([ids + out])).logits[0, len(ids) - 1: -1].float()
+            expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out)[:, None])[:, 0]
+            assert torch.allclose(torch.tensor(job.result["logprobs"]), expected, atol=1e-4), (job.result["logprobs"], expected.tolist())
+            if job.temperature == 0:
+                assert out == [int(i) for i in logits.argmax(-1)]
