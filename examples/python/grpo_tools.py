@@ -182,13 +182,25 @@ class Trainer:
     def logprobs(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """log p(ids[t] | ids[:t]) for t ≥ 1 where mask[t] is set, 0 elsewhere (shape [B, T-1]).
 
-        The tied head runs only at those positions: over a whole ~550-id sequence it was nearly
-        half of each forward and backward pass, for the ~50 generated ids the loss reads."""
+        The prefix every row shares up to the first position the loss reads (the system prompt and
+        the tool list, ~500 of an episode's ~550 ids) goes through the model once, its cache
+        repeated for every row (the gradient of all rows flows back into it), and the tied head
+        runs only where the loss reads: together most of each forward and backward pass."""
         attention = (ids != self.pad).long()
-        hidden = self.model.model(ids, attention_mask=attention).last_hidden_state[:, :-1]
         at = mask[:, 1:] > 0
-        logits = self.model.lm_head(hidden[at]).float()
-        picked = torch.log_softmax(logits, -1).gather(-1, ids[:, 1:][at][:, None])[:, 0]
+        # Position t-1 predicts ids[t]: the earliest read is the hidden state before the first masked id.
+        first = int(at.float().argmax(-1).min()) if bool(at.any()) else ids.shape[1] - 1
+        shared = min(len(os.path.commonprefix(ids.tolist())), first)
+        start, past = 0, None
+        if shared >= 16:
+            start, past = shared, self.model.model(ids[:1, :shared], use_cache=True).past_key_values
+            past.batch_repeat_interleave(ids.shape[0])
+        positions = torch.arange(start, ids.shape[1])[None].expand(ids.shape[0], -1)
+        hidden = self.model.model(ids[:, start:], attention_mask=attention, position_ids=positions, past_key_values=past, use_cache=past is not None).last_hidden_state[:, :-1]
+        # No position before `start` is read, so the rows' reads keep their order in the slice.
+        read = at[:, start:]
+        logits = self.model.lm_head(hidden[read]).float()
+        picked = torch.log_softmax(logits, -1).gather(-1, ids[:, 1:][:, start:][read][:, None])[:, 0]
         return torch.zeros(at.shape, dtype=picked.dtype).index_put((at,), picked)
 
     def pad_batch(self, rows: List[Tuple[List[int], List[int], List[Optional[float]]]]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
