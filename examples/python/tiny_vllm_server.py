@@ -435,6 +435,10 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
             prompt = body["prompt"]
             ids = [int(i) for i in prompt] if isinstance(prompt, list) else engine.render({"prompt": prompt})
             max_tokens = int(body.get("max_tokens") or 16)
+            if not ids:
+                # Refused as vLLM refuses it, before it reaches a batch (whose other requests it would fail).
+                self.error(400, "The prompt cannot be empty: pass at least one token id, or some text.")
+                return
             if len(ids) + max_tokens > engine.max_model_len:
                 self.error(400, f"This model's maximum context length is {engine.max_model_len} tokens. However, you requested {len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion).")
                 return

@@ -117,6 +117,8 @@ def test_weight_updates_go_forward_only_and_a_bad_file_changes_nothing(tiny_serv
     status, body = post("/update_weights", {"path": str(bad), "version": before + 5})
     assert status == 400 and "does not fit the model" in body["error"]["message"]
     assert version() == before + 1
+    status, body = post("/v1/completions", {"prompt": [], "max_tokens": 2})
+    assert status == 400 and "cannot be empty" in body["error"]["message"]
     ids = post("/tokenize", {"prompt": "hello"})[1]["tokens"]
     assert post("/v1/completions", {"prompt": ids, "max_tokens": 2, "return_token_ids": True, "logprobs": 1})[1]["weight_version"] == before + 1
 
