@@ -173,6 +173,7 @@ class Trainer:
         self.pad = int(tokenizer.pad_token_id)
         self.model = tiny.build_model(len(tokenizer), 4096, args.seed, args.hidden_size, args.layers, args.heads)
         self.model.train()
+        self.sft_lr = args.sft_lr
         self.sft_opt = torch.optim.AdamW(self.model.parameters(), lr=args.sft_lr, weight_decay=0.0)
         self.rl_opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, weight_decay=0.0)
         self.clip = args.clip
@@ -223,12 +224,24 @@ class Trainer:
             out.append((record["input_ids"][at: t["end"]], [0] * (t["start"] - at) + [1] * (t["end"] - t["start"]), [None] * (t["end"] - at)))
         return out
 
-    def sft_step(self, records: List[Dict[str, Any]], window: Optional[int]) -> float:
+    def snapshot(self) -> Dict[str, Any]:
+        """The weights and the supervised optimizer's state, to take a step back."""
+        import copy
+
+        return {"model": copy.deepcopy(self.model.state_dict()), "opt": copy.deepcopy(self.sft_opt.state_dict())}
+
+    def restore(self, snapshot: Dict[str, Any]) -> None:
+        self.model.load_state_dict(snapshot["model"])
+        self.sft_opt.load_state_dict(snapshot["opt"])
+
+    def sft_step(self, records: List[Dict[str, Any]], window: Optional[int], lr: Optional[float] = None) -> float:
         rows = [w for r in records for w in self.windows(r, window)] if window else [(r["input_ids"], r["loss_mask"], r["logprobs"]) for r in records]
         ids, mask, _ = self.pad_batch(rows)
         lp = self.logprobs(ids, mask)
         m = mask[:, 1:]
         loss = -(lp * m).sum() / m.sum().clamp(min=1)
+        for group in self.sft_opt.param_groups:
+            group["lr"] = lr if lr is not None else self.sft_lr
         self.sft_opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -379,35 +392,58 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
             loss = 0.0
             for step in range(1, args.sft_window_steps + 1):
                 loss = await asyncio.to_thread(trainer.sft_step, next(source), args.sft_window)
-                if step % args.eval_every_sft == 0 and step < args.sft_window_steps:
+                if args.eval_every_sft and step % args.eval_every_sft == 0 and step < args.sft_window_steps:
                     await publish(step, loss)
-            # Whole sequences until the policy solves a train task now and then (--warm-until, greedy, on
-            # --probe-tasks train tasks): GRPO needs groups whose rewards differ, and no more than that
-            # is taught by imitation; the rest is left to RL.
+            # Whole sequences until the greedy policy solves a share of --probe-tasks train tasks within
+            # [--warm-until, --warm-below): GRPO needs groups whose rewards differ, and no more than that
+            # is taught by imitation; the rest is left to RL. A step that overshoots the band (a tiny
+            # model learns to copy in a step or two) is taken back and tried again at half the rate.
             probed = False
-            for step in range(1, args.sft_steps + 1):
-                loss = await asyncio.to_thread(trainer.sft_step, next(source), None)
-                if args.warm_until > 0 and (step % args.probe_every == 0 or step == args.sft_steps):
-                    version += 1
-                    await asyncio.to_thread(trainer.push, model_url, version, work)
-                    await env.weight_version(version)
-                    probe = await evaluate(env, model_url, rng.sample(train_ids, args.probe_tasks), args.max_tokens)
-                    if probe >= args.warm_until or step == args.sft_steps:
-                        sampled = await sampled_success(env, args, model_url, rng.sample(train_ids, args.probe_tasks), rng.randrange(2**31))
-                        evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
-                        log({"step": args.sft_window_steps + step, "phase": "sft", "weight_version": version, "train_success": sampled, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4), "probe_greedy": probe})
-                        probed = True
-                        break
+            probe_ids = rng.sample(train_ids, args.probe_tasks) if args.warm_until > 0 else []
+            lr = args.sft_lr
+            step = 0
+            # The weights at the last probe point (below the band): where an overshoot goes back to.
+            last = trainer.snapshot() if args.warm_until > 0 else None
+            while step < args.sft_steps:
+                step += 1
+                loss = await asyncio.to_thread(trainer.sft_step, next(source), None, lr)
+                if args.warm_until <= 0 or (step % args.probe_every and step < args.sft_steps):
+                    continue
+                # No greedy episode succeeds while the loss is high: probing then only costs time.
+                if loss >= args.probe_below_loss and step < args.sft_steps:
+                    last = trainer.snapshot()
+                    continue
+                version += 1
+                await asyncio.to_thread(trainer.push, model_url, version, work)
+                await env.weight_version(version)
+                probe = await evaluate(env, model_url, probe_ids, args.max_tokens)
+                if not args.quiet:
+                    print(json.dumps({"warm_step": step, "probe_greedy": probe, "lr": lr, "loss": round(loss, 4), "elapsed_s": round(clock.elapsed(), 1)}), flush=True)
+                if probe >= args.warm_below and last is not None and lr > args.sft_lr / 64:
+                    trainer.restore(last)
+                    lr /= 2
+                    step -= (step - 1) % args.probe_every + 1
+                    continue
+                if probe >= args.warm_until or step == args.sft_steps:
+                    sampled = await sampled_success(env, args, model_url, rng.sample(train_ids, 8), rng.randrange(2**31))
+                    evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
+                    log({"step": args.sft_window_steps + step, "phase": "sft", "weight_version": version, "train_success": sampled, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4), "probe_greedy": probe})
+                    probed = True
+                    break
+                last = trainer.snapshot()
             if not probed:
                 await publish(args.sft_window_steps + args.sft_steps, loss)
 
         # The first batch, then each next one while the update of the last runs: off-policy by at most a version.
-        pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31)))
+        pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31))) if args.steps > 0 else None
         for step in range(1, args.steps + 1):
+            assert pending is not None
+            # The last step once the time budget is spent: its batch is the one in flight.
+            last_step = step == args.steps or (args.max_minutes > 0 and clock.elapsed() >= args.max_minutes * 60)
             waited = time.monotonic()
             groups, summary = await pending
             clock.waited += time.monotonic() - waited
-            if step < args.steps:
+            if not last_step:
                 pending = asyncio.create_task(rollouts(env, args, model_url, train_ids, rng.randrange(2**31)))
             records = [r for g in groups for r in g.records]
             # How many versions the weights being updated are ahead of the oldest the batch was sampled with.
@@ -417,7 +453,7 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
                 version += 1
                 await asyncio.to_thread(trainer.push, model_url, version, work)
                 await env.weight_version(version)
-            evaluated = await evaluate(env, model_url, test_ids, args.max_tokens) if step % args.eval_every == 0 or step == args.steps else None
+            evaluated = await evaluate(env, model_url, test_ids, args.max_tokens) if step % args.eval_every == 0 or last_step else None
             log({
                 "step": step,
                 "phase": "grpo",
@@ -432,6 +468,8 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
                 "filtered": (summary.filtered.get("zero_variance", 0) if summary else None),
                 "clipped": round(stats["clipped"], 4),
             })
+            if last_step:
+                break
     if out:
         out.close()
     summary = {"wall_s": round(clock.elapsed(), 1), "waited_on_rollouts_s": round(clock.waited, 1), "waited_share": round(clock.waited / max(1e-9, clock.elapsed()), 3)}
@@ -473,24 +511,27 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the model's initialization, the tasks' keys and codes, and the sampling")
     p.add_argument("--train-tasks", type=int, default=800)
     p.add_argument("--test-tasks", type=int, default=50)
-    p.add_argument("--sft-window-steps", type=int, default=400, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
+    p.add_argument("--sft-window-steps", type=int, default=1000, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
     p.add_argument("--sft-window", type=int, default=40)
-    p.add_argument("--sft-steps", type=int, default=20, help="then supervised steps on whole gold sequences (with --warm-until: at most) (0: none)")
-    p.add_argument("--warm-until", type=float, default=0.0, help="end the warm start once the greedy success on --probe-tasks train tasks reaches this, to leave the rest to GRPO (0: run all --sft-steps)")
-    p.add_argument("--probe-every", type=int, default=1, help="whole-sequence steps between two probes")
-    p.add_argument("--probe-tasks", type=int, default=32)
+    p.add_argument("--sft-steps", type=int, default=80, help="then supervised steps on whole gold sequences (with --warm-until: at most) (0: none)")
+    p.add_argument("--warm-until", type=float, default=0.1, help="end the warm start once the greedy success on --probe-tasks train tasks reaches this, to leave the rest to GRPO (0: run all --sft-steps)")
+    p.add_argument("--warm-below", type=float, default=0.2, help="with --warm-until: a whole-sequence step after which the probe reaches this is taken back and tried at half the rate")
+    p.add_argument("--probe-every", type=int, default=2, help="whole-sequence steps between two probes")
+    p.add_argument("--probe-tasks", type=int, default=64)
+    p.add_argument("--probe-below-loss", type=float, default=0.3, help="probe only once a whole-sequence step's loss is below this")
     p.add_argument("--sft-batch", type=int, default=16)
     p.add_argument("--sft-lr", type=float, default=3e-3)
-    p.add_argument("--eval-every-sft", type=int, default=105)
-    p.add_argument("--steps", type=int, default=25, help="GRPO steps")
+    p.add_argument("--eval-every-sft", type=int, default=0, help="held-out evaluations during the windowed phase, every this many steps (0: none; the policy cannot solve an episode before the whole-sequence phase)")
+    p.add_argument("--steps", type=int, default=200, help="GRPO steps at most")
+    p.add_argument("--max-minutes", type=float, default=15.0, help="no GRPO step starts after this much wall time, warm start included (0: no limit)")
     p.add_argument("--tasks-per-step", type=int, default=8, help="groups per GRPO step, their tasks drawn from the train split by --sampler")
     p.add_argument("--sampler", choices=["uniform", "difficulty"], default="uniform", help="uniform: each train task once before any twice; difficulty: the tasks whose recent success is neither 0 nor 1 first (the server's curriculum)")
-    p.add_argument("--filter", choices=["zero_variance", "none"], default="none", help="zero_variance: a group whose K rewards are all equal is replaced by another draw, --max-tries groups a step at most")
+    p.add_argument("--filter", choices=["zero_variance", "none"], default="zero_variance", help="zero_variance: a group whose K rewards are all equal is replaced by another draw, --max-tries groups a step at most")
     p.add_argument("--oversample", type=float, default=1.0, help="groups in flight per group asked for; the surplus is cancelled once enough are in")
     p.add_argument("--max-tries", type=int, default=0, help="groups the server may run per step, replacements included (0: 4 x --tasks-per-step)")
     p.add_argument("--group-size", type=int, default=8, help="K: episodes per task (the GRPO group)")
-    p.add_argument("--temperature", type=float, default=1.0, help="the sampling temperature of GRPO's rollouts (the logprobs stay the model's raw ones, as vLLM's)")
-    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--temperature", type=float, default=0.7, help="the sampling temperature of GRPO's rollouts (the logprobs stay the model's raw ones, as vLLM's)")
+    p.add_argument("--lr", type=float, default=4e-4)
     p.add_argument("--clip", type=float, default=0.2)
     p.add_argument("--epochs", type=int, default=4, help="gradient steps per batch of rollouts")
     p.add_argument("--micro-batch", type=int, default=16)

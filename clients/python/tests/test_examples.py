@@ -54,7 +54,7 @@ def test_grpo_tools_closes_the_training_loop_on_a_tiny_model(tmp_path: Path) -> 
 
     grpo.Trainer.grpo_step = spy
     try:
-        metrics = grpo.main(["--train-tasks", "200", "--test-tasks", "16", "--sft-window-steps", "400", "--sft-steps", "40", "--eval-every-sft", "440", "--steps", "3",
+        metrics = grpo.main(["--train-tasks", "200", "--test-tasks", "16", "--sft-window-steps", "400", "--sft-steps", "40", "--warm-until", "0", "--filter", "none", "--steps", "3",
                              "--tasks-per-step", "4", "--group-size", "4", "--eval-every", "3", "--metrics", str(tmp_path / "m.jsonl"), "--quiet"])
     finally:
         grpo.Trainer.grpo_step = original
