@@ -23,9 +23,13 @@ The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as th
 3. Before GRPO, an optional supervised warm start on gold episodes rendered token-exact through the
    server's template (`agent benchmark --policy gold --tokens`, `agent export --format tokens`):
    first on each generated turn with the 40 ids before it (where the key or the code it must
-   copy is), then on the whole sequences, ~550 ids with the tool list. With --warm-until p the
-   whole-sequence phase ends as soon as the greedy policy solves a share p of --probe-tasks train
-   tasks (probed every --probe-every steps), leaving the rest of the learning to GRPO.
+   copy is), then on the whole sequences, ~550 ids with the tool list. The whole-sequence phase
+   ends as soon as the greedy policy solves a share of --probe-tasks train tasks in
+   [--warm-until, --warm-below) (0.1 to 0.2 by default; probed every --probe-every steps once the
+   loss is low); a probe past the band bisects the weights between the last probe below it and
+   these, and stops at the first point in the band (greedy success is a cliff). The warm start
+   only makes sampled groups differ now and then; the learning is left to GRPO, which runs for at
+   most --max-minutes of wall time (15), warm start included.
 
 The model is a Qwen2 built from a config (no download) with a byte-level BPE tokenizer made on the
 spot and a Qwen2.5-style chat template, the server's own (imported from tiny_vllm_server.py, same
@@ -57,7 +61,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -173,7 +177,6 @@ class Trainer:
         self.pad = int(tokenizer.pad_token_id)
         self.model = tiny.build_model(len(tokenizer), 4096, args.seed, args.hidden_size, args.layers, args.heads)
         self.model.train()
-        self.sft_lr = args.sft_lr
         self.sft_opt = torch.optim.AdamW(self.model.parameters(), lr=args.sft_lr, weight_decay=0.0)
         self.rl_opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, weight_decay=0.0)
         self.clip = args.clip
@@ -224,24 +227,20 @@ class Trainer:
             out.append((record["input_ids"][at: t["end"]], [0] * (t["start"] - at) + [1] * (t["end"] - t["start"]), [None] * (t["end"] - at)))
         return out
 
-    def snapshot(self) -> Dict[str, Any]:
-        """The weights and the supervised optimizer's state, to take a step back."""
-        import copy
+    def weights(self) -> Dict[str, torch.Tensor]:
+        """A copy of the weights, to come back to or to interpolate from."""
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
-        return {"model": copy.deepcopy(self.model.state_dict()), "opt": copy.deepcopy(self.sft_opt.state_dict())}
+    def load_between(self, a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor], t: float) -> None:
+        """The weights a + t (b - a): a point on the segment between two copies."""
+        self.model.load_state_dict({k: torch.lerp(a[k], b[k], t) if a[k].is_floating_point() else a[k] for k in a})
 
-    def restore(self, snapshot: Dict[str, Any]) -> None:
-        self.model.load_state_dict(snapshot["model"])
-        self.sft_opt.load_state_dict(snapshot["opt"])
-
-    def sft_step(self, records: List[Dict[str, Any]], window: Optional[int], lr: Optional[float] = None) -> float:
+    def sft_step(self, records: List[Dict[str, Any]], window: Optional[int]) -> float:
         rows = [w for r in records for w in self.windows(r, window)] if window else [(r["input_ids"], r["loss_mask"], r["logprobs"]) for r in records]
         ids, mask, _ = self.pad_batch(rows)
         lp = self.logprobs(ids, mask)
         m = mask[:, 1:]
         loss = -(lp * m).sum() / m.sum().clamp(min=1)
-        for group in self.sft_opt.param_groups:
-            group["lr"] = lr if lr is not None else self.sft_lr
         self.sft_opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -349,6 +348,20 @@ def batches(items: List[Any], size: int, rng: random.Random) -> Iterator[List[An
             yield order[at: at + size]
 
 
+async def find_band(probe: Callable[[float], Awaitable[float]], low: float, high: float, tries: int) -> float:
+    """Bisects [0, 1] for a point whose probe lands in [low, high), given that probe(0) is below `low`
+    and probe(1) at least `high`; `probe(t)` sets the weights at t as it measures. Ends at the first
+    point in the band, or, when the band lies inside a step narrower than 2^-tries, at the last point
+    below it. Returns the share there."""
+    lo, hi = 0.0, 1.0
+    for _ in range(tries):
+        share = await probe((lo + hi) / 2)
+        if low <= share < high:
+            return share
+        lo, hi = (lo, (lo + hi) / 2) if share >= high else ((lo + hi) / 2, hi)
+    return await probe(lo)
+
+
 async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite: Path, train_ids: List[str], test_ids: List[str], work: Path) -> List[Dict[str, Any]]:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -396,41 +409,52 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
                     await publish(step, loss)
             # Whole sequences until the greedy policy solves a share of --probe-tasks train tasks within
             # [--warm-until, --warm-below): GRPO needs groups whose rewards differ, and no more than that
-            # is taught by imitation; the rest is left to RL. A step that overshoots the band (a tiny
-            # model learns to copy in a step or two) is taken back and tried again at half the rate.
+            # is taught by imitation; the rest is left to RL. Greedy success is a cliff (a tiny model
+            # learns to copy in a step or two: 0.03 to 0.5 from one probe to the next), so a probe past
+            # the band bisects the segment between the weights of the last probe below it and these.
             probed = False
             probe_ids = rng.sample(train_ids, args.probe_tasks) if args.warm_until > 0 else []
-            lr = args.sft_lr
+
+            async def probe() -> float:
+                nonlocal version
+                version += 1
+                await asyncio.to_thread(trainer.push, model_url, version, work)
+                await env.weight_version(version)
+                return await evaluate(env, model_url, probe_ids, args.max_tokens)
+
+            below = trainer.weights()
             step = 0
-            # The weights at the last probe point (below the band): where an overshoot goes back to.
-            last = trainer.snapshot() if args.warm_until > 0 else None
             while step < args.sft_steps:
                 step += 1
-                loss = await asyncio.to_thread(trainer.sft_step, next(source), None, lr)
+                loss = await asyncio.to_thread(trainer.sft_step, next(source), None)
                 if args.warm_until <= 0 or (step % args.probe_every and step < args.sft_steps):
                     continue
                 # No greedy episode succeeds while the loss is high: probing then only costs time.
                 if loss >= args.probe_below_loss and step < args.sft_steps:
-                    last = trainer.snapshot()
+                    below = trainer.weights()
                     continue
-                version += 1
-                await asyncio.to_thread(trainer.push, model_url, version, work)
-                await env.weight_version(version)
-                probe = await evaluate(env, model_url, probe_ids, args.max_tokens)
+                share = await probe()
                 if not args.quiet:
-                    print(json.dumps({"warm_step": step, "probe_greedy": probe, "lr": lr, "loss": round(loss, 4), "elapsed_s": round(clock.elapsed(), 1)}), flush=True)
-                if probe >= args.warm_below and last is not None and lr > args.sft_lr / 64:
-                    trainer.restore(last)
-                    lr /= 2
-                    step -= (step - 1) % args.probe_every + 1
-                    continue
-                if probe >= args.warm_until or step == args.sft_steps:
+                    print(json.dumps({"warm_step": step, "probe_greedy": share, "loss": round(loss, 4), "elapsed_s": round(clock.elapsed(), 1)}), flush=True)
+                bisected = share >= args.warm_below
+                if bisected:
+                    above = trainer.weights()
+
+                    async def probe_between(t: float) -> float:
+                        trainer.load_between(below, above, t)
+                        share = await probe()
+                        if not args.quiet:
+                            print(json.dumps({"warm_step": step, "between": t, "probe_greedy": share, "elapsed_s": round(clock.elapsed(), 1)}), flush=True)
+                        return share
+
+                    share = await find_band(probe_between, args.warm_until, args.warm_below, args.bisect)
+                if bisected or share >= args.warm_until or step == args.sft_steps:
                     sampled = await sampled_success(env, args, model_url, rng.sample(train_ids, 8), rng.randrange(2**31))
                     evaluated = await evaluate(env, model_url, test_ids, args.max_tokens)
-                    log({"step": args.sft_window_steps + step, "phase": "sft", "weight_version": version, "train_success": sampled, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4), "probe_greedy": probe})
+                    log({"step": args.sft_window_steps + step, "phase": "sft", "weight_version": version, "train_success": sampled, "eval_success": evaluated, "mean_reward": None, "staleness": None, "loss": round(loss, 4), "probe_greedy": share})
                     probed = True
                     break
-                last = trainer.snapshot()
+                below = trainer.weights()
             if not probed:
                 await publish(args.sft_window_steps + args.sft_steps, loss)
 
@@ -515,7 +539,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--sft-window", type=int, default=40)
     p.add_argument("--sft-steps", type=int, default=80, help="then supervised steps on whole gold sequences (with --warm-until: at most) (0: none)")
     p.add_argument("--warm-until", type=float, default=0.1, help="end the warm start once the greedy success on --probe-tasks train tasks reaches this, to leave the rest to GRPO (0: run all --sft-steps)")
-    p.add_argument("--warm-below", type=float, default=0.2, help="with --warm-until: a whole-sequence step after which the probe reaches this is taken back and tried at half the rate")
+    p.add_argument("--warm-below", type=float, default=0.2, help="with --warm-until: a probe that reaches this bisects the weights between the last probe below the band and these, --bisect times at most")
+    p.add_argument("--bisect", type=int, default=6, help="probes of the bisection that looks for the band when a probe overshoots it")
     p.add_argument("--probe-every", type=int, default=2, help="whole-sequence steps between two probes")
     p.add_argument("--probe-tasks", type=int, default=64)
     p.add_argument("--probe-below-loss", type=float, default=0.3, help="probe only once a whole-sequence step's loss is below this")

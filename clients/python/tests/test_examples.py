@@ -39,6 +39,28 @@ def test_reinforce_learns_from_the_judges_late_verdicts(signal_game, tmp_path: P
     assert max(curve[-3:]) > curve[0], f"no learning: {curve}"
 
 
+def test_grpo_tools_warm_start_finds_the_band_inside_a_cliff() -> None:
+    """Greedy success jumps from near 0 to past the band within one supervised step: the bisection
+    between the weights before and after that step finds a point in the band, or the last below it."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install -r examples/python/requirements.txt")
+    pytest.importorskip("transformers", reason="transformers is not installed: pip install -r examples/python/requirements.txt")
+    grpo = load("grpo_tools")
+    probed: list = []
+
+    def cliff(edge: float, width: float):
+        async def probe(t: float) -> float:
+            probed.append(t)
+            return 0.02 if t < edge else 0.15 if t < edge + width else 0.55
+        return probe
+
+    assert asyncio.run(grpo.find_band(cliff(0.3, 0.02), 0.1, 0.2, 8)) == 0.15
+    assert 0.3 <= probed[-1] < 0.32 and len(probed) <= 8
+    probed.clear()
+    # A band narrower than 2^-6 of the segment: the last point below the cliff, probed again to set its weights.
+    assert asyncio.run(grpo.find_band(cliff(0.3, 0.001), 0.1, 0.2, 6)) == 0.02
+    assert len(probed) == 7 and probed[-1] < 0.3 and 0.3 - probed[-1] < 2 ** -6
+
+
 def test_grpo_tools_closes_the_training_loop_on_a_tiny_model(tmp_path: Path) -> None:
     """The whole loop at its smallest size: gold warm start, then GRPO through agent serve's rollouts, weights pushed each step."""
     pytest.importorskip("torch", reason="torch is not installed: pip install -r examples/python/requirements.txt")
