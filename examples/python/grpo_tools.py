@@ -53,6 +53,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -569,7 +570,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--metrics", help="one JSON line per training step")
     p.add_argument("--plot", help="a PNG of the curve (matplotlib)")
     p.add_argument("--quiet", action="store_true")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    # A band that holds nothing would bisect to its lower edge every time; a probe every 0 steps never runs.
+    if args.warm_until > 0 and not args.warm_until < args.warm_below:
+        p.error(f"--warm-below ({args.warm_below}) must be above --warm-until ({args.warm_until}): the warm start stops when the probe lands between them")
+    for name in ("probe_every", "probe_tasks", "sft_batch", "tasks_per_step", "group_size", "eval_every"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
+    if args.bisect < 0:
+        p.error(f"--bisect must be 0 or more (got {args.bisect})")
+    return args
 
 
 def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
@@ -596,4 +606,6 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
 
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # A plain kill stops the servers this started too (main's finally), as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     main()

@@ -39,7 +39,7 @@ def test_reinforce_learns_from_the_judges_late_verdicts(signal_game, tmp_path: P
     assert max(curve[-3:]) > curve[0], f"no learning: {curve}"
 
 
-def test_grpo_tools_warm_start_finds_the_band_inside_a_cliff() -> None:
+def test_grpo_tools_warm_start_finds_the_band_inside_a_cliff(capsys: pytest.CaptureFixture[str]) -> None:
     """Greedy success jumps from near 0 to past the band within one supervised step: the bisection
     between the weights before and after that step finds a point in the band, or the last below it."""
     pytest.importorskip("torch", reason="torch is not installed: pip install -r examples/python/requirements.txt")
@@ -59,6 +59,11 @@ def test_grpo_tools_warm_start_finds_the_band_inside_a_cliff() -> None:
     # A band narrower than 2^-6 of the segment: the last point below the cliff, probed again to set its weights.
     assert asyncio.run(grpo.find_band(cliff(0.3, 0.001), 0.1, 0.2, 6)) == 0.02
     assert len(probed) == 7 and probed[-1] < 0.3 and 0.3 - probed[-1] < 2 ** -6
+    # An empty band, or a probe every 0 steps, is refused before anything starts, naming the flag.
+    for bad, flag in ((["--warm-until", "0.3", "--warm-below", "0.2"], "--warm-below"), (["--probe-every", "0"], "--probe-every")):
+        with pytest.raises(SystemExit):
+            grpo.parse_args(bad)
+        assert flag in capsys.readouterr().err
 
 
 def test_grpo_tools_closes_the_training_loop_on_a_tiny_model(tmp_path: Path) -> None:
