@@ -555,7 +555,7 @@ export class AgentInstance {
     const info: Mutable<StepInfo> = { trace_id: trace.traceId, status: 'resolved', action: trace.action.name, step, seq: committed.seq, duration_ms: durationMs, attempts: outcome.attempts };
     if (outcome.fallback) info.fallback = outcome.fallback.by;
     const reward = rewards.total;
-    const entries = delayed ? { ...rewards.entries, ...delayed } : rewards.entries;
+    const entries = delayed ? Object.assign({}, rewards.entries, delayed) : rewards.entries;
     const done = result.done === true;
     // Two literals rather than a spread of `{observation}` or `{}`: a step's result is built at every step, from a process's first.
     return result.observation !== undefined ? { state: committed.state, observation: result.observation, reward, rewards: entries, done, info } : { state: committed.state, reward, rewards: entries, done, info };

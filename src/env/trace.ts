@@ -145,7 +145,7 @@ export function copyOrRefuse(value: unknown, code: 'PARAMS_INVALID' | 'STATE_INV
 export function withValues(issues: readonly Issue[], doc: JsonValue): Issue[] {
   return issues.map((i) => {
     const value = valueAtPointer(doc, i.pointer);
-    return value === undefined ? i : { ...i, value };
+    return value === undefined ? i : Object.assign({}, i, { value });
   });
 }
 

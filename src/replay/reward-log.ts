@@ -36,20 +36,24 @@ export function isLoggedReward(e: { readonly type: string; readonly key?: string
   return e.type.startsWith('reward_') && !(e.type === 'reward_arrived' && e.key === 'tool');
 }
 
-/** The rewards.jsonl line for a reward event. */
+/**
+ * The rewards.jsonl line for a reward event. `Object.assign(base, …)` rather than `{ ...base, … }`: on
+ * Node 20 a spread followed by keys gives every object a hidden class of its own (a served run keeps
+ * the last 10,000 episodes' records, and every reader of them goes megamorphic).
+ */
 export function rewardRecord(e: RewardEvent): RewardLogRecord {
   const base = { type: e.type, time: e.time, trace_id: e.trace_id, instance_id: e.instance_id, episode: e.episode, step: e.step, source: e.source };
   switch (e.type) {
     case 'reward_arrived':
-      return { ...base, value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward, ...(e.cost ? { cost: e.cost } : {}) };
+      return Object.assign(base, { value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward, ...(e.cost ? { cost: e.cost } : {}) });
     case 'reward_late':
-      return { ...base, value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward };
+      return Object.assign(base, { value: e.value, key: e.key, delay_ms: e.delay_ms, reward: e.reward });
     case 'reward_imputed':
-      return { ...base, value: e.value, strategy: e.strategy, ...(e.sample_size !== undefined ? { sample_size: e.sample_size } : {}), reason: e.reason, reward: e.reward };
+      return Object.assign(base, { value: e.value, strategy: e.strategy, ...(e.sample_size !== undefined ? { sample_size: e.sample_size } : {}), reason: e.reason, reward: e.reward });
     case 'reward_failed':
-      return { ...base, reason: e.reason };
+      return Object.assign(base, { reason: e.reason });
     case 'reward_expected':
-      return { ...base, ...(e.deadline_at !== undefined ? { deadline_at: e.deadline_at } : {}) };
+      return e.deadline_at !== undefined ? Object.assign(base, { deadline_at: e.deadline_at }) : base;
   }
 }
 
@@ -59,13 +63,13 @@ export function rewardEvent(r: RewardLogRecord): RewardEvent {
   switch (r.type) {
     case 'reward_arrived':
     case 'reward_late':
-      return { ...base, type: r.type, value: r.value ?? 0, key: r.key ?? 'default', delay_ms: r.delay_ms ?? 0, reward: r.reward ?? 0 };
+      return Object.assign(base, { type: r.type, value: r.value ?? 0, key: r.key ?? 'default', delay_ms: r.delay_ms ?? 0, reward: r.reward ?? 0 });
     case 'reward_imputed':
-      return { ...base, type: r.type, value: r.value ?? 0, strategy: r.strategy ?? 'value', ...(r.sample_size !== undefined ? { sample_size: r.sample_size } : {}), reason: r.reason ?? '', reward: r.reward ?? 0 };
+      return Object.assign(base, { type: r.type, value: r.value ?? 0, strategy: r.strategy ?? 'value', ...(r.sample_size !== undefined ? { sample_size: r.sample_size } : {}), reason: r.reason ?? '', reward: r.reward ?? 0 });
     case 'reward_failed':
-      return { ...base, type: r.type, reason: r.reason ?? '' };
+      return Object.assign(base, { type: r.type, reason: r.reason ?? '' });
     case 'reward_expected':
-      return { ...base, type: r.type, ...(r.deadline_at !== undefined ? { deadline_at: r.deadline_at } : {}) };
+      return Object.assign(base, { type: r.type, ...(r.deadline_at !== undefined ? { deadline_at: r.deadline_at } : {}) });
   }
 }
 

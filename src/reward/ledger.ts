@@ -215,7 +215,8 @@ export class RewardLedger {
     rec.slots[s.index] = undefined;
     this.#move(s.index, null, 'pending');
     const deadlineAt = this.#schedule(rec, s);
-    this.#emit?.({ ...this.#base(rec, s, 'reward_expected'), ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}) });
+    const expected = this.#base(rec, s, 'reward_expected');
+    this.#emit?.(deadlineAt !== undefined ? Object.assign(expected, { deadline_at: deadlineAt }) : expected);
   }
 
   /** An episode ended: past `retainEpisodes` ended ones, the oldest whose rewards are all final are dropped. */
@@ -331,7 +332,7 @@ export class RewardLedger {
     if (!this.#impute(rec, s, `the source failed: ${reason}`)) {
       rec.slots[s.index] = { status: 'failed', values: [], keys: new Set(), error: reason };
       this.#move(s.index, 'pending', 'failed');
-      this.#emit?.({ ...this.#base(rec, s, 'reward_failed'), reason });
+      this.#emit?.(Object.assign(this.#base(rec, s, 'reward_failed'), { reason }));
     }
   }
 
@@ -367,14 +368,15 @@ export class RewardLedger {
     rec.slots[s.index] = { status: 'fallback', values: [], keys: new Set(), imputed };
     this.#move(s.index, 'pending', 'fallback');
     (this.#counts[s.index] as Counts).imputed++;
-    this.#emit?.({
-      ...this.#base(rec, s, 'reward_imputed', time),
-      value: imputed.value,
-      strategy: imputed.strategy,
-      ...(imputed.sample_size !== undefined ? { sample_size: imputed.sample_size } : {}),
-      reason,
-      reward: this.#reward(rec, 'final'),
-    });
+    this.#emit?.(
+      Object.assign(this.#base(rec, s, 'reward_imputed', time), {
+        value: imputed.value,
+        strategy: imputed.strategy,
+        ...(imputed.sample_size !== undefined ? { sample_size: imputed.sample_size } : {}),
+        reason,
+        reward: this.#reward(rec, 'final'),
+      }),
+    );
     return true;
   }
 
@@ -533,6 +535,7 @@ export class RewardLedger {
     return this.#episodes.get(keys[0] as string) as StepRecord[];
   }
 
+  /** A reward event's common fields; the caller adds its own with Object.assign (a spread followed by keys makes a hidden class per object on Node 20). */
   #base<T extends RewardEventType>(rec: StepRecord, s: DelayedSource, type: T, time = this.#now()): { type: T; time: number; instance_id: string; trace_id: string; episode: number; step: number; source: string } {
     return { type, time, instance_id: rec.ref.instanceId, trace_id: rec.ref.traceId, episode: rec.ref.episode, step: rec.ref.step, source: s.def.name };
   }

@@ -172,7 +172,9 @@ export class EpisodeRunner {
     if (counts) counts.steps++;
     const offered = this.#offered.get(e.trace_id);
     this.#offered.delete(e.trace_id);
-    return offered ? { ...e, available_actions: offered } : e;
+    // Object.assign, not a spread followed by a key: on Node 20 that makes a hidden class per object
+    // (every reader of the event then goes megamorphic, and JSON.stringify off its fast path).
+    return offered ? Object.assign({}, e, { available_actions: offered }) : e;
   }
 
   /** Episode i's initial state, by the first index it appears at: an object given for many episodes is one state in the folder. */

@@ -134,7 +134,7 @@ export function parseAction(raw: unknown, pointer = ''): Action {
 export function stepEnvelope(result: StepResult, base: Omit<ServedObservation, 'observation' | 'trace_id' | 'error'>, truncated: boolean): StepEnvelope {
   const { info } = result;
   return {
-    observation: { ...base, observation: result.observation ?? null, trace_id: info.trace_id, ...(info.error ? { error: info.error } : {}) },
+    observation: Object.assign({}, base, { observation: result.observation ?? null, trace_id: info.trace_id }, info.error ? { error: info.error } : {}),
     reward: info.status === 'timeout' ? null : result.reward,
     done: result.done || truncated,
     truncated,

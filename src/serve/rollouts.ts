@@ -151,7 +151,7 @@ class RolloutEpisode implements EpisodeDriver {
     if (drive) {
       this.drive = async (control, runSignal) => {
         const end = await drive(control, AbortSignal.any([runSignal, signal]));
-        return signal.aborted && !runSignal.aborted ? { ...end, reason: 'client_closed' } : end;
+        return signal.aborted && !runSignal.aborted ? Object.assign({}, end, { reason: 'client_closed' as const }) : end;
       };
     }
   }
@@ -226,7 +226,7 @@ async function here(request: RolloutRequest, host: RolloutHost, trainer: Trainer
     ...(host.tokenServers ? { tokenServers: host.tokenServers } : {}),
   };
   const setup: PolicySetup = { system: () => Promise.resolve(host.system), seed: request.seed, llm, signal };
-  const agent = request.agent ? await programPolicy(request.agent.command, { ...setup, program: request.agent.limits }) : await llmPolicy(request.model, `llm:${request.model}`, setup);
+  const agent = request.agent ? await programPolicy(request.agent.command, Object.assign({}, setup, { program: request.agent.limits })) : await llmPolicy(request.model, `llm:${request.model}`, setup);
   return {
     launch: (task, groupSignal, begin, over) =>
       host.start(
@@ -362,9 +362,9 @@ async function rollGroups(request: RolloutRequest, host: RolloutHost, versions: 
           steps: [...c.steps].map(([step, reward]) => ({ step, reward })),
           reward: rewards[trial] as number,
           end: { terminated, truncated: !terminated, reason: finished.reason },
-          sampling: { ...request.sampling, seed: request.seed },
+          sampling: Object.assign({}, request.sampling, { seed: request.seed }),
           where: `episode ${index} of run ${host.runId}`,
-        }).map((r) => ({ ...r, group_id: groupId }));
+        }).map((r) => Object.assign({}, r, { group_id: groupId }));
       });
       const weightVersions = [...new Set(records.flatMap((r) => r.turns.flatMap((t) => (t.weight_version !== undefined ? [t.weight_version] : []))))].sort((a, b) => a - b);
       const newest = versions.current;

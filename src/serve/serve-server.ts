@@ -267,7 +267,7 @@ export class ServeServer implements AsyncDisposable {
     }
     this.#ws.handleUpgrade(req, socket, head, (ws) => {
       if (this.sessions >= this.#o.maxSessions) {
-        ws.send(JSON.stringify({ type: 'error', data: { ...errorData(new AgentError('CAPACITY_REACHED', `every session of this server is taken (${this.#o.maxSessions})`, { hint: 'Close a session, or start the server with a larger --max-sessions.' })), max_sessions: this.#o.maxSessions } }));
+        ws.send(JSON.stringify({ type: 'error', data: Object.assign(errorData(new AgentError('CAPACITY_REACHED', `every session of this server is taken (${this.#o.maxSessions})`, { hint: 'Close a session, or start the server with a larger --max-sessions.' })), { max_sessions: this.#o.maxSessions }) }));
         ws.close(1013, 'capacity reached');
         return;
       }
@@ -299,7 +299,7 @@ export class ServeServer implements AsyncDisposable {
           episode = await this.#reset(data, peer, episode);
           // Rewards of every episode this socket opened go to it once it subscribed.
           const log = this.#byId.get(episode.id);
-          if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: { ...record, episode_id: log.id } });
+          if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: Object.assign({}, record, { episode_id: log.id }) });
           return observed(episode.resetEnvelope());
         }
         case 'step':
@@ -400,7 +400,7 @@ export class ServeServer implements AsyncDisposable {
         handle(request, release).then(
           (answer) => {
             if (answer instanceof Serialized) peer.send(answer.withId(id));
-            else if (answer) reply(id === undefined ? answer : { ...answer, id });
+            else if (answer) reply(id === undefined ? answer : Object.assign({}, answer, { id }));
           },
           (err: unknown) => reply({ type: 'error', data: errorData(err), ...(id === undefined ? {} : { id }) }),
         );
@@ -452,7 +452,7 @@ export class ServeServer implements AsyncDisposable {
         const token = drawId('');
         const episode = await this.#reset(body, { token });
         this.#openHttp(episode, token);
-        return send(res, 200, { ...episode.resetEnvelope(), session_token: token });
+        return send(res, 200, Object.assign(episode.resetEnvelope(), { session_token: token }));
       }
       const session = this.#httpSession(typeof o['episode_id'] === 'string' ? o['episode_id'] : null, sessionToken(req, typeof o['session_token'] === 'string' ? o['session_token'] : queryToken));
       const { episode } = session;

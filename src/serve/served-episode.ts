@@ -84,7 +84,7 @@ export class ServedEpisode implements EpisodeDriver {
 
   /** What reset answers: no tool output yet, the actions enabled in the initial state. */
   resetEnvelope(): StepEnvelope {
-    return { observation: { ...this.#base(), observation: null, trace_id: null }, reward: null, done: false, truncated: false, rewards: {} };
+    return { observation: Object.assign(this.#base(), { observation: null, trace_id: null }), reward: null, done: false, truncated: false, rewards: {} };
   }
 
   /** Dispatch an action; returns its trace id at once (the call runs while the client does other work). */

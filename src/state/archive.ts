@@ -109,7 +109,7 @@ function parseDeltas(text: string, file: string): Delta[] {
     // Seqs run on by one (from where the history was first archived): a hole would replay to another state than the run had.
     if (previous !== undefined && r.seq !== expected) throw new AgentError('STATE_CORRUPT', `${file} has no delta for seq ${expected} (the next one is seq ${String(r.seq)})`, { hint: DAMAGED_HINT });
     const delta = { seq: r.seq as number, time: r.time, patch: r.patch as Delta['patch'] };
-    deltas.push(typeof r.trace_id === 'string' ? { ...delta, trace_id: r.trace_id } : delta);
+    deltas.push(typeof r.trace_id === 'string' ? Object.assign(delta, { trace_id: r.trace_id }) : delta);
   }
   return deltas;
 }

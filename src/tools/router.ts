@@ -216,7 +216,7 @@ export class ToolRouter implements AsyncDisposable {
       const target = this.#routes.get(fallback.action);
       if (!target || validate(target.action.parameters, call.params).length > 0) return { ok: false, error, attempts };
       const outcome = await this.call(fallback.action, call);
-      return outcome.ok ? { ...outcome, attempts: attempts + outcome.attempts, fallback: { error, by: fallback.action } } : { ...outcome, attempts: attempts + outcome.attempts };
+      return Object.assign({}, outcome, { attempts: attempts + outcome.attempts }, outcome.ok ? { fallback: { error, by: fallback.action } } : {});
     }
   }
 
@@ -229,7 +229,7 @@ export class ToolRouter implements AsyncDisposable {
     if (binding?.kind !== 'mcp' || !this.#mcp) return;
     const known = this.#routes.get(action.name);
     if (known) {
-      this.#routes.set(action.name, { ...known, action });
+      this.#routes.set(action.name, Object.assign({}, known, { action }));
       return;
     }
     const { mcpExecutor } = await import('./mcp/mcp-tools.js');
@@ -245,7 +245,7 @@ export class ToolRouter implements AsyncDisposable {
   /** The action's resilience policies, its timeout capped by `maxTimeoutMs`. */
   #policies(action: ActionDefinition): PolicyStack {
     const cap = this.#maxTimeoutMs;
-    return buildPolicyStack(action.name, cap === undefined ? action.policy : { ...action.policy, timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) });
+    return buildPolicyStack(action.name, cap === undefined ? action.policy : Object.assign({}, action.policy, { timeoutMs: Math.min(action.policy.timeoutMs ?? cap, cap) }));
   }
 
   /** An instance is gone: the MCP servers it started for itself (`per_instance`) are closed, its sandbox workspace removed. */
