@@ -546,7 +546,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--probe-tasks", type=int, default=64)
     p.add_argument("--probe-below-loss", type=float, default=0.3, help="probe only once a whole-sequence step's loss is below this")
     p.add_argument("--sft-batch", type=int, default=16)
-    p.add_argument("--sft-lr", type=float, default=3e-3)
+    p.add_argument("--sft-lr", type=float, default=1e-3, help="the warm start's rate (at 3e-3 some initializations never learn to copy the first id of a key or a code from the whole sequence)")
     p.add_argument("--eval-every-sft", type=int, default=0, help="held-out evaluations during the windowed phase, every this many steps (0: none; the policy cannot solve an episode before the whole-sequence phase)")
     p.add_argument("--steps", type=int, default=200, help="GRPO steps at most")
     p.add_argument("--max-minutes", type=float, default=15.0, help="no GRPO step starts after this much wall time, warm start included (0: no limit)")
