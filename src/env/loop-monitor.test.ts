@@ -2,9 +2,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { watchEventLoop, type ProcessUsage } from './loop-monitor.js';
 
 /** Holds the loop for `ms`, then waits for the monitor's next tick to report (or not). */
-async function blockAndTick(ms: number, usage: () => ProcessUsage): Promise<number[]> {
+async function blockAndTick(ms: number, usage?: () => ProcessUsage): Promise<number[]> {
   const lags: number[] = [];
-  using _monitor = watchEventLoop({ thresholdMs: 30, intervalMs: 5, usage, onLag: (lag) => lags.push(lag) });
+  using _monitor = watchEventLoop({ thresholdMs: 30, intervalMs: 5, ...(usage ? { usage } : {}), onLag: (lag) => lags.push(lag) });
   await new Promise((r) => setTimeout(r, 10));
   // CPU time, not wall time: on a busy machine the block is still as long as the work.
   const start = process.cpuUsage();
@@ -19,9 +19,25 @@ async function blockAndTick(ms: number, usage: () => ProcessUsage): Promise<numb
 
 describe('watchEventLoop', () => {
   it('reports a block of the loop with its length', async () => {
-    const lags = await blockAndTick(80, () => process.resourceUsage());
-    expect(lags.length).toBeGreaterThanOrEqual(1);
-    expect(Math.max(...lags)).toBeGreaterThanOrEqual(30);
+    // By what the system says of this thread (Linux's schedstat), and by the process's usage elsewhere.
+    for (const usage of [undefined, () => process.resourceUsage()]) {
+      const lags = await blockAndTick(80, usage);
+      expect(lags.length).toBeGreaterThanOrEqual(1);
+      expect(Math.max(...lags)).toBeGreaterThanOrEqual(30);
+    }
+  });
+
+  it("takes the thread's time waiting for a core off a late tick", async () => {
+    // The thread queued for a core through every window (the scheduler's doing): nothing held,
+    // however busy the process's other threads kept its CPU counters.
+    let waitingMs = 0;
+    let switches = 0;
+    let cpuUs = 0;
+    const queued = (): ProcessUsage => ({ userCPUTime: (cpuUs += 1_000_000), systemCPUTime: 0, involuntaryContextSwitches: switches++, waitingMs: (waitingMs += 1_000) });
+    expect(await blockAndTick(80, queued)).toEqual([]);
+    // None of it waiting: the whole block is the loop's, whatever the CPU counters say.
+    const running = (): ProcessUsage => ({ userCPUTime: 0, systemCPUTime: 0, involuntaryContextSwitches: switches++, waitingMs: 0 });
+    expect(Math.max(...(await blockAndTick(80, running)))).toBeGreaterThanOrEqual(30);
   });
 
   it('does not blame the process for a late tick while it was preempted and burnt no CPU', async () => {
@@ -40,13 +56,16 @@ describe('watchEventLoop', () => {
     expect(Math.max(...lags)).toBe(40);
   });
 
-  it('sleeps after its quiet ticks while there is no work, and ticks again once woken', () => {
+  it('watching for work, sleeps until woken and after its quiet ticks, and ticks again once woken', () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
     try {
       let reads = 0;
       let busy = true;
       const usage = (): ProcessUsage => ({ userCPUTime: reads++, systemCPUTime: 0, involuntaryContextSwitches: 0 });
       using monitor = watchEventLoop({ thresholdMs: 30, intervalMs: 10, idleTicks: 3, busy: () => busy, usage, onLag: () => undefined });
+      vi.advanceTimersByTime(100);
+      expect(reads).toBe(0); // no work yet: start-up is nobody's handler
+      monitor.wake();
       vi.advanceTimersByTime(100);
       expect(reads).toBe(11); // armed, then a tick every 10 ms while busy
       busy = false;
