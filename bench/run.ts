@@ -22,6 +22,7 @@ function build(): void {
 
 const BENCHES: readonly (readonly string[])[] = [
   ['--import', 'tsx', 'bench/cold-start.bench.ts'],
+  ['--import', 'tsx', 'bench/threads.bench.ts'],
   ['--import', 'tsx', 'bench/core.bench.ts'],
   ['--import', 'tsx', 'bench/object-shapes.bench.ts'],
   ['--import', 'tsx', 'bench/commit.bench.ts'],

@@ -9,6 +9,11 @@ export function positiveInt(value: string): number {
   return Number(value);
 }
 
+/** `--threads`: a whole number ≥ 1, or `auto`. */
+export function threadsOption(value: string): number | 'auto' {
+  return value === 'auto' ? 'auto' : positiveInt(value);
+}
+
 export function integer(value: string): number {
   if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('expected an integer.');
   return Number(value);

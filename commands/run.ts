@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JsonValue, RunSummary } from '../src/internal.js';
 import { core, ui } from './lib.js';
 import { abortOnSignals } from './interrupt.js';
-import { addLlmOptions, addProgramOptions, durationOption, integer, llmSettings, OTEL_HELP, positiveInt, programLimits, rewardSource, sandboxWarning, toolOption, addSandboxOption, type LlmFlags, type ProgramFlags, type SandboxFlags } from './options.js';
+import { addLlmOptions, addProgramOptions, durationOption, integer, llmSettings, threadsOption, OTEL_HELP, positiveInt, programLimits, rewardSource, sandboxWarning, toolOption, addSandboxOption, type LlmFlags, type ProgramFlags, type SandboxFlags } from './options.js';
 import type { Io } from './io.js';
 import { RUN_DEFAULTS } from '../src/shared/defaults.js';
 
@@ -11,6 +11,7 @@ interface RunFlags extends LlmFlags, ProgramFlags, SandboxFlags {
   instruction?: string;
   episodes: number;
   concurrency: number;
+  threads: number | 'auto';
   maxSteps: number;
   policy: string;
   seed: number;
@@ -36,6 +37,7 @@ export function registerRun(program: Command, io: Io): void {
     .argument('[env-dir]', 'environment folder (state/action/reward schemas and tools, or env.json); not with --resume')
     .option('--episodes <n>', 'episodes to run', positiveInt, RUN_DEFAULTS.episodes)
     .option('--concurrency <c>', 'episodes in flight at once', positiveInt, RUN_DEFAULTS.concurrency)
+    .option('--threads <n>', "worker threads the episodes spread over, each with its own copy of the env and the policy (this process keeps the folder and the live view); 'auto': the machine's cores once there are 500 episodes per thread, for a run that can share them (not with a Redis --store, --port, --otel or a cmd: policy)", threadsOption, 'auto')
     .option('--max-steps <m>', 'steps per episode at most', positiveInt, RUN_DEFAULTS.maxSteps)
     .option('--policy <policy>', "'random', llm:<model> (a model with tool calling: see --llm-base-url, --tokens), cmd:'<command line>' (an agent program, started once per episode: see --llm-base-url, --tokens), or a module exporting (observation, ctx) => action | null", RUN_DEFAULTS.policy)
     .option('--instruction <text>', "with an llm: or cmd: policy: what the user asks in each episode (default: the env's description)")
@@ -79,6 +81,7 @@ async function runCommand(envDir: string | undefined, flags: RunFlags, io: Io): 
     storeWaitMs: flags.storeWait,
     episodes: flags.episodes,
     concurrency: flags.concurrency,
+    threads: flags.threads,
     maxSteps: flags.maxSteps,
     policy: flags.policy,
     ...(modelDriven ? { llm: { ...llmSettings(flags), ...(flags.instruction !== undefined ? { instruction: flags.instruction } : {}) } } : {}),

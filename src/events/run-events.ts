@@ -34,6 +34,8 @@ export interface RunConfig {
   readonly episodes: number;
   /** A served run: how many sessions at once. */
   readonly concurrency: number;
+  /** A run spread over worker threads (`--threads`): how many (absent: one thread). */
+  readonly threads?: number;
   readonly max_steps: number;
   readonly seed: number;
   readonly policy: string;

@@ -324,8 +324,8 @@ export class RunWriter implements AsyncDisposable {
     if (bytes) this.#logs.index.write(bytes);
   }
 
-  /** `text`: the event's JSON when the caller has it already (a durable run's journal wrote it). */
-  write(event: RunEvent, text?: string): void {
+  /** `text`: the event's JSON when the caller has it already (a durable run's journal wrote it, a thread sent it); `trajectory`: a step's trajectory record likewise. */
+  write(event: RunEvent, text?: string, trajectory?: string): void {
     if (this.#closed) return;
     const seq = ++this.#seq;
     // The seq spliced in front of the event's own JSON: no copy of every event object to add a key.
@@ -344,8 +344,10 @@ export class RunWriter implements AsyncDisposable {
       // the joined line would make the engine copy it into one string first.
       this.#index.add(event, head.length + Buffer.byteLength(json));
     }
-    if (event.type === 'trace_settled') this.writeStep(event);
-    else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
+    if (event.type === 'trace_settled') {
+      if (trajectory === undefined) this.writeStep(event);
+      else if (!this.#closed) this.#append('trajectories', trajectory);
+    } else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
   }
 
   /** A step's trajectory record (without its event: a resume rewriting what was committed). */

@@ -86,6 +86,14 @@ export interface RunOptions {
   /** The queue of a distributed run (`agent:queue` by default): workers started with the same `--queue` take its episodes. */
   readonly queue?: string;
   /**
+   * Worker threads to spread the episodes over, each with its own copy of the env and the policy
+   * (`concurrency` episodes in flight across them); this thread keeps the folder, the live view and
+   * the summary. `auto` (the default): the machine's cores when there are at least
+   * `THREAD_MIN_EPISODES` episodes per thread and the run is one threads can share (see
+   * `threadsRefused`), else 1 (every episode in this thread).
+   */
+  readonly threads?: number | 'auto';
+  /**
    * A served run (`agent serve`): its server pushes episodes in as clients open them (each driven
    * by its client, or by a rollout's own policy); the run goes on until `execute`'s signal aborts or
    * the scheduler is closed.
@@ -109,6 +117,35 @@ export function positiveInt(name: string, value: number | undefined, fallback: n
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < 1) throw new UsageError(`${name} must be a whole number ≥ 1 (got ${String(value)})`, `Pass --${name} with a positive integer.`);
   return v;
+}
+
+/**
+ * Episodes per thread below which `threads: 'auto'` keeps the run in one thread. A thread's start
+ * (its own env, modules, compiled validators) costs about a second of a core, and with steps as
+ * cheap as a 20 ms timer the run's own thread, which takes every event into the folder, caps the
+ * gain at ~1.3× on two cores: a run of 2,000 such episodes breaks even (bench/threads.bench.ts).
+ */
+export const THREAD_MIN_EPISODES = 500;
+
+/** Why a run cannot spread over threads (undefined: it can): each thread opens the env and the policy itself, from what can be sent to it. */
+export function threadsRefused(options: RunOptions): string | undefined {
+  if (options.sessions) return 'a served run';
+  if (options.resume !== undefined || options.distributed || isRedisUrl(options.store)) return 'a durable run (a Redis --store) keeps one journal, written from one thread; spread its episodes over machines with --distributed and `agent worker`s';
+  if (typeof options.store === 'object') return 'a state store given in code';
+  if (typeof options.policy === 'function' || typeof options.policy === 'object') return 'a policy given in code (a thread loads its policy by name: a module path, random, llm:<model>)';
+  if (typeof options.policy === 'string' && options.policy.startsWith('cmd:')) return 'an agent program (cmd:), which runs as processes of its own already';
+  if (options.clock) return 'a clock given in code';
+  if (options.port !== undefined) return "a run serving --port (delayed rewards posted to it go into this thread's reward ledger)";
+  if (options.otel) return 'a traced run (--otel)';
+  if (options.llm && Object.values(options.llm).some((v) => typeof v === 'function')) return 'llm settings with callbacks';
+  return undefined;
+}
+
+/** How many threads the run's episodes spread over (1: this thread only); `refuseConflicts` has refused threads the run cannot share. */
+export function threadCount(options: RunOptions, episodes: number, concurrency: number, cores: number): number {
+  const asked = options.threads ?? 'auto';
+  if (asked !== 'auto') return positiveInt('threads', asked, 1);
+  return threadsRefused(options) ? 1 : Math.max(1, Math.min(cores, concurrency, Math.floor(episodes / THREAD_MIN_EPISODES)));
 }
 
 /** A store that is not Redis: the memory store (undefined: the env makes its own), or refuses an unknown spec. */
@@ -135,6 +172,10 @@ export function refuseConflicts(options: RunOptions, storeWaitMs: number): void 
   if (!(storeWaitMs >= 0)) throw new UsageError(`store wait must be ≥ 0 ms (got ${storeWaitMs})`);
   if (options.distributed && options.resume === undefined && !isRedisUrl(options.store)) throw new UsageError('a distributed run needs a Redis store', 'Pass --store redis://host:port/db, the Redis your workers use.');
   if (options.sessions && options.distributed) throw new UsageError('a served run runs its episodes here, as its clients open them', 'Serve without --distributed.');
+  if (typeof options.threads === 'number' && options.threads > 1) {
+    const refused = threadsRefused(options);
+    if (refused) throw new UsageError(`--threads ${options.threads} is not for this run: ${refused}`, 'Run it with --threads 1 (or leave --threads out).');
+  }
   if (options.distributed && options.port !== undefined) throw new UsageError('a distributed run does not serve POST /rewards yet', 'Drop --port: delayed rewards of a distributed run come from module and judge sources, which its workers evaluate.');
 }
 

@@ -23,6 +23,7 @@ import { archiveAndDrop, durableHooks, stopRetrying, watchStore, type Durable } 
 import { STORE_FAILURES, type EpisodeHooks, type EpisodeRunner, type PriorSteps } from './episode-runner.js';
 import type { EpisodeFinishedEvent, JournalContents, JournalRun } from './run-journal.js';
 import type { RunStats } from './run-stats.js';
+import type { EventText } from './scheduler.js';
 import type { RunSummary } from './run-summary.js';
 
 /** What a recorder needs of the run it records. */
@@ -59,7 +60,7 @@ export interface RunRecorder {
   /** A run event into the run folder. */
   write(writer: RunWriter, e: RunEvent): void;
   /** An event committed elsewhere (a remote scheduler's, a rollout worker's) into the run folder: journaled first when the run journals its own episodes. */
-  elsewhere(writer: RunWriter, e: RunEvent): void;
+  elsewhere(writer: RunWriter, e: RunEvent, text?: EventText): void;
   /** An episode that ended elsewhere: its initial state and record into the folder (journaled first, likewise). */
   endedElsewhere(writer: RunWriter, finished: EpisodeFinishedEvent, record: EpisodeRecord | undefined): void;
   /** The run is starting: its journal written (a new run) and the store watched. Returns the unwatch. */
@@ -93,7 +94,7 @@ export function memoryRecorder(host: RecorderHost): RunRecorder {
     },
     forward,
     write: (writer, e) => writer.write(e),
-    elsewhere: (writer, e) => writer.write(e),
+    elsewhere: (writer, e, text) => writer.write(e, text?.json, text?.trajectory),
     endedElsewhere: (writer, _finished, record) => writeRecord(host, writer, record),
     open: () => Promise.resolve(() => undefined),
     resume: () => Promise.resolve(),
@@ -189,8 +190,8 @@ export function journalRecorder(host: RecorderHost, durable: Durable, o: Journal
     },
     // A rollout episode a worker ran and delivered whole: journaled here like the run's own, so that
     // a resume finds its steps and its end (and numbers new episodes after it).
-    elsewhere: (writer, e) => {
-      if (remote) return writer.write(e);
+    elsewhere: (writer, e, text) => {
+      if (remote) return writer.write(e, text?.json, text?.trajectory);
       if (e.type === 'trace_settled') {
         const json = JSON.stringify(e);
         journal.step(e, json).then(

@@ -17,6 +17,7 @@
  * (in memory, or journaled first) its recorder's (run-recorder.ts).
  */
 import { setMaxListeners } from 'node:events';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { AgentEnv } from '../env/agent-env.js';
 import type { ErrorInfo } from '../events/env-events.js';
@@ -49,8 +50,9 @@ import { buildSummary, runManifest, withLoss, type RunSummary } from './run-summ
 import { initialStatesOf } from '../generate/initial-states.js';
 import { breather, EpisodeRunner, type EpisodeHooks } from './episode-runner.js';
 import { envFingerprint } from './env-fingerprint.js';
-import { memoryOrGiven, positiveInt, refuseConflicts, refuseMismatch, serverOptions, SERVED_POLICY, type RunOptions, type ServerSettings } from './run-options.js';
-import { PoolScheduler, type EpisodeLauncher, type Scheduler } from './scheduler.js';
+import { memoryOrGiven, positiveInt, refuseConflicts, refuseMismatch, serverOptions, SERVED_POLICY, threadCount, type RunOptions, type ServerSettings } from './run-options.js';
+import { PoolScheduler, type EpisodeLauncher, type EventText, type Scheduler } from './scheduler.js';
+import { ThreadScheduler } from './thread-scheduler.js';
 import { RUN_DEFAULTS } from '../shared/defaults.js';
 import { startTelemetry, webConsole, writeServerFile } from './run-attachments.js';
 
@@ -89,8 +91,13 @@ export class Run implements AsyncDisposable {
   readonly #runner: EpisodeRunner;
   /** Where this run records its episodes: in memory, or through a durable run's journal. */
   readonly #recorder: RunRecorder;
-  /** Events committed elsewhere (a remote scheduler's, a rollout worker's): the folder takes them as they are. */
-  readonly #elsewhere = new WeakSet<RunEvent>();
+  /**
+   * The event committed elsewhere (a remote scheduler's, a rollout worker's) being emitted now, and
+   * its folder lines when they came serialized: the folder takes it as it is. Emitting is
+   * synchronous, so the run's folder listener meets it while this holds it.
+   */
+  #elsewhere: RunEvent | undefined;
+  #elsewhereText: EventText | undefined;
   /** What this run records of each episode, and where (see EpisodeHooks). */
   readonly #hooks: EpisodeHooks;
   #dir: string | undefined;
@@ -170,6 +177,7 @@ export class Run implements AsyncDisposable {
       const maxSteps = positiveInt('max-steps', saved?.config.max_steps ?? options.maxSteps, RUN_DEFAULTS.maxSteps);
       const seed = saved?.config.seed ?? options.seed ?? RUN_DEFAULTS.seed;
       if (!Number.isInteger(seed)) throw new UsageError(`seed must be an integer (got ${seed})`);
+      const threads = options.sessions ? 1 : threadCount(options, episodes, concurrency, availableParallelism());
       const runId = durable?.journal.runId ?? runIdFor(clock.now(), seed);
       const out = saved?.out ?? path.resolve(options.out ?? RUN_DEFAULTS.out);
       const toolOptions = saved ? saved.tool_options : options.toolOptions;
@@ -201,7 +209,7 @@ export class Run implements AsyncDisposable {
           ? namedPolicy(servedPolicy, SERVED_POLICY)
           : await makePolicy(typeof spec === 'function' ? spec : policyName, envPolicySetup(env.definition, options.llm, seed, options.signal, options.program))));
       const llmConfig = runPolicy.record.llm;
-      const config: RunConfig = { env: env.definition.name, episodes, concurrency, max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}), ...(env.sandbox ? { sandbox: env.sandbox } : {}) };
+      const config: RunConfig = { env: env.definition.name, episodes, concurrency, ...(threads > 1 ? { threads } : {}), max_steps: maxSteps, seed, policy: runPolicy.record.name, ...(llmConfig ? { llm: llmConfig } : {}), ...(otel ? { trace_sampling: otel.config.sampling.ratio } : {}), ...(env.sandbox ? { sandbox: env.sandbox } : {}) };
       const journalRun: JournalRun = saved ?? {
         run_id: runId,
         started_at: clock.now(),
@@ -222,7 +230,22 @@ export class Run implements AsyncDisposable {
         options.sessions ??
         (withQueue?.queue
           ? new DistributedScheduler({ runId, episodes, env: { name: config.env, dir: journalRun.env_dir, fingerprint: journalRun.env_fingerprint }, clock, durable: withQueue, queue: withQueue.queue, historyDir: path.join(out, runId, 'history') })
-          : new PoolScheduler(episodes, concurrency, runPolicy.driver));
+          : threads > 1
+            ? new ThreadScheduler(threads, episodes, concurrency, {
+                runId,
+                envDir: env.definition.dir,
+                seed,
+                maxSteps,
+                policy: policyName,
+                ...(options.llm ? { llm: options.llm } : {}),
+                ...(toolOptions ? { toolOptions } : {}),
+                ...(rewardSources ? { rewardSources } : {}),
+                ...(options.blockThresholdMs !== undefined ? { blockThresholdMs: options.blockThresholdMs } : {}),
+                ...(sandboxMode ? { sandbox: sandboxMode } : {}),
+                initialStates,
+                finalStates: options.onEpisodeEnd !== undefined,
+              })
+            : new PoolScheduler(episodes, concurrency, runPolicy.driver));
       return new Run({ runId, env, ownedStore: owned, durable: withQueue, policy: runPolicy, config, out, clock, initialStates, server, storeWaitMs, journalRun, onEpisodeEnd, scheduler, otel });
     } catch (err) {
       await built?.dispose?.();
@@ -299,7 +322,7 @@ export class Run implements AsyncDisposable {
     await using _serverFile = server ? await writeServerFile(writer.dir, server) : undefined;
     const recorder = this.#recorder;
     const unwatch = await recorder.open(signal, this.#resumeCommand);
-    const unsubscribe = [this.events.onAny((e) => (this.#elsewhere.has(e) ? recorder.elsewhere(writer, e) : recorder.write(writer, e))), this.#env.events.onAny((e) => recorder.forward(e))];
+    const unsubscribe = [this.events.onAny((e) => (this.#elsewhere === e ? recorder.elsewhere(writer, e, this.#elsewhereText) : recorder.write(writer, e))), this.#env.events.onAny((e) => recorder.forward(e))];
     try {
       this.events.emit({ type: 'run_started', time: this.#clock.now(), started_at: started, run_id: runId, dir: writer.dir, config: this.config, ...(server ? { port: server.port, url: server.url } : {}) });
       await recorder.resume(writer, lost);
@@ -340,17 +363,27 @@ export class Run implements AsyncDisposable {
       episode: (index, signal, driver) => this.#runner.run(index, this.#hooks, signal, driver),
       resumed: this.#durable?.resumed?.episodes,
       stopped: () => this.#stoppedBy !== undefined,
-      committed: (e) => {
-        this.#elsewhere.add(e);
+      committed: (e, text) => {
         // A committed step or reward into the reward ledger (per-episode rewards with delayed sources).
         if (e.type === 'trace_settled') {
           if (ledger.hasDelayed) openTrajectoryStep(ledger, trajectoryRecord(this.runId, e), sources);
         } else if (isLoggedReward(e)) ledger.replay(e);
-        this.events.emit(e);
+        const outer = this.#elsewhere;
+        const outerText = this.#elsewhereText;
+        this.#elsewhere = e;
+        this.#elsewhereText = text;
+        try {
+          this.events.emit(e);
+        } finally {
+          this.#elsewhere = outer;
+          this.#elsewhereText = outerText;
+        }
       },
-      ended: (finished, record) => {
+      ended: (finished, record, finalState) => {
         this.#recorder.endedElsewhere(writer, finished, record);
-        if (finished.reason !== 'interrupted') this.#counted.add(finished.episode);
+        if (finished.reason === 'interrupted') return;
+        this.#counted.add(finished.episode);
+        if (finalState !== undefined) this.#setup.onEpisodeEnd?.(finished.episode, finalState);
       },
       breathe: this.#breathe,
     };

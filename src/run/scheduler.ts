@@ -2,7 +2,7 @@
  * A run is a host (its env, events, folder, journal, servers and summary) and a scheduler that
  * decides which episodes run when: a pool of N episodes C at a time (`agent run`, `agent
  * benchmark`), sessions a server pushes in as its clients open them (`agent serve`, rollouts), or
- * the distributed coordinator (episodes on workers). The host runs each episode it is handed
+ * the distributed coordinator (episodes on workers), worker threads (thread-scheduler.ts). The host runs each episode it is handed
  * through the episode runner, recorded the same way whoever scheduled it.
  *
  * A new way to drive a run is a new scheduler: it implements {@link Scheduler}, and says through
@@ -10,6 +10,7 @@
  */
 import type { RunEvent } from '../events/run-events.js';
 import type { EpisodeRecord } from '../replay/run-writer.js';
+import type { JsonValue } from '../shared/json.js';
 import type { EpisodeDriver } from './episode-runner.js';
 import type { EpisodeFinishedEvent, JournalEpisode } from './run-journal.js';
 
@@ -21,12 +22,18 @@ export interface EpisodeLauncher {
   readonly resumed: ReadonlyMap<number, JournalEpisode> | undefined;
   /** True once an episode failed with an error that stops the run (the error table's `stopsRun`): start no more. */
   stopped(): boolean;
-  /** An event an episode committed elsewhere (a remote scheduler's): into the run's stream, statistics, reward ledger and folder. */
-  committed(event: RunEvent): void;
-  /** An episode that ended elsewhere: its record (and initial state) into the run folder, and counted when it ran to an end. */
-  ended(finished: EpisodeFinishedEvent, record: EpisodeRecord | undefined): void;
+  /** An event an episode committed elsewhere (a remote scheduler's): into the run's stream, statistics, reward ledger and folder; with `text`, its folder lines as they were serialized there. */
+  committed(event: RunEvent, text?: EventText): void;
+  /** An episode that ended elsewhere: its record (and initial state) into the run folder, and counted when it ran to an end; its final state, when sent, to the run's `onEpisodeEnd`. */
+  ended(finished: EpisodeFinishedEvent, record: EpisodeRecord | undefined, finalState?: JsonValue): void;
   /** Waits while the run folder's writer is behind (a remote scheduler calls it between batches). */
   breathe(): Promise<void>;
+}
+
+/** An event's folder lines, serialized where it was committed: its events.jsonl JSON, and a step's trajectory record. */
+export interface EventText {
+  readonly json: string;
+  readonly trajectory?: string;
 }
 
 export interface Scheduler {

@@ -32,7 +32,7 @@ export type ReplyMessage =
   | { readonly id: number; readonly ok: true; readonly result: unknown }
   | { readonly id: number; readonly ok: false; readonly error: { message: string; code?: string; retryable: boolean; name: string } };
 
-const setup = workerData as Setup;
+const setup = (workerData as { data: Setup }).data;
 // Load at boot and say so: the pool hands out only ready workers, so start-up never eats into a call's timeout.
 const handler: Promise<ToolHandler> = importToolModule(setup.moduleFile)
   .then((ns) => handlersOf(ns, setup.config))

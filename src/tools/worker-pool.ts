@@ -3,25 +3,16 @@
  * at a time; extra calls queue. Cancelling a call (timeout, abort) terminates its worker, the
  * only way to stop CPU-bound JavaScript, and a fresh worker replaces it on demand.
  */
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Worker } from 'node:worker_threads';
 import { raceAbort } from '../shared/abort.js';
+import { siblingModule, startModuleWorker } from '../shared/module-worker.js';
 import { AgentError, describeError, ToolError } from '../shared/errors.js';
 import type { JsonObject } from '../shared/json.js';
 import { plainJson } from '../state/wide-object.js';
 import type { ToolContext, ToolModuleConfig } from './types.js';
 import type { CallMessage, ReplyMessage } from './worker-entry.js';
 
-// tsx's CommonJS build of tsImport resolves its ESM half at a wrong path, so the worker imports
-// the ESM build (same folder, .mjs) by URL.
-const TSX_API = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-// A sibling of this file: worker-entry.ts in a checkout, worker-entry.js when built.
-const ENTRY = new URL(`./worker-entry${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
-// The worker boots from a tiny snippet that loads our TypeScript entry through tsx.
-const BOOT = `const { workerData } = require('node:worker_threads');
-import(workerData.tsxApi).then((api) => api.tsImport(workerData.entry, workerData.entry)).catch((e) => { setImmediate(() => { throw e; }); });`;
+const ENTRY = siblingModule(import.meta.url, 'worker-entry');
 
 interface Slot {
   worker: Worker;
@@ -40,7 +31,7 @@ interface Waiter {
 
 export class WorkerPool implements AsyncDisposable {
   readonly #tool: string;
-  readonly #data: { moduleFile: string; exportName: string; config: ToolModuleConfig; tsxApi: string; entry: string };
+  readonly #data: { moduleFile: string; exportName: string; config: ToolModuleConfig };
   readonly #size: number;
   readonly #slots = new Set<Slot>();
   readonly #waiting: Waiter[] = [];
@@ -49,7 +40,7 @@ export class WorkerPool implements AsyncDisposable {
 
   constructor(tool: string, moduleFile: string, exportName: string, config: ToolModuleConfig, size: number) {
     this.#tool = tool;
-    this.#data = { moduleFile, exportName, config, tsxApi: TSX_API, entry: ENTRY };
+    this.#data = { moduleFile, exportName, config };
     this.#size = Math.max(1, size);
   }
 
@@ -135,7 +126,7 @@ export class WorkerPool implements AsyncDisposable {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(BOOT, { eval: true, workerData: this.#data });
+    const worker = startModuleWorker(ENTRY, this.#data);
     const ready = new Promise<void>((resolve, reject) => {
       const onMessage = (m: ReplyMessage): void => {
         if (m.id !== -1) return;

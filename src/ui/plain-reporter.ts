@@ -41,7 +41,7 @@ export function attachPlainReporter(run: RunSource, { out, err, summary: result 
     returns.take(e);
     switch (e.type) {
       case 'run_started':
-        out.write(`run ${e.run_id}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.max_steps} steps, concurrency ${e.config.concurrency}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
+        out.write(`run ${e.run_id}: env ${e.config.env}, ${e.config.episodes} episodes × ≤${e.config.max_steps} steps, concurrency ${e.config.concurrency}${e.config.threads ? ` over ${e.config.threads} threads` : ''}, policy ${e.config.policy}, seed ${e.config.seed}\n`);
         if (e.url !== undefined) out.write(`rewards: POST ${e.url}/rewards (the token is in ${e.dir}/server.json)\n`);
         break;
       case 'workers':

@@ -72,7 +72,7 @@ export function RunPanel({ config, progress, warnings, headline }: { readonly co
   return (
     <Box flexDirection="column" marginTop={1}>
       <Text>
-        <Text bold>agent run</Text> · {config.env} · policy {config.policy} · seed {config.seed} · concurrency {config.concurrency}
+        <Text bold>agent run</Text> · {config.env} · policy {config.policy} · seed {config.seed} · concurrency {config.concurrency}{config.threads ? ` over ${config.threads} threads` : ''}
       </Text>
       <Text>
         <Text color="cyan">{bar(progress.episodes_done, progress.episodes_total)}</Text> {progress.episodes_done}/{progress.episodes_total} episodes · {progress.steps} steps ·{' '}
