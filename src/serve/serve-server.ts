@@ -36,7 +36,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import type { RunEvent } from '../events/run-events.js';
+import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
 import type { MetricsPage } from '../observe/prometheus.js';
 import { isLoggedReward, rewardRecord, type RewardLogRecord } from '../replay/reward-log.js';
 import { guardRequest, type GuardOptions } from '../server/http-guard.js';
@@ -53,8 +53,12 @@ import { GenerationGate } from '../llm/generation-gate.js';
 
 /** The largest WebSocket message or HTTP body taken (a step's params are small; a state goes the other way). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
-/** Finished episodes whose rewards stay readable (delayed ones keep arriving). */
-const KEPT_EPISODES = 10_000;
+/**
+ * Finished episodes whose rewards stay readable once none is still to come (an episode with a
+ * delayed reward pending is kept until it lands, is imputed or fails, whatever this says). Each costs
+ * ~1.2 KB of heap; the run folder keeps every episode's rewards.
+ */
+const KEPT_EPISODES = 1_000;
 /** Bytes queued to one WebSocket peer past which it is no longer read (ws-peer.ts), and under which reading goes on. */
 const PEER_HIGH_WATER = 4 * 1024 * 1024;
 const PEER_LOW_WATER = 1024 * 1024;
@@ -104,6 +108,8 @@ interface EpisodeLog {
   /** The run's index of the episode, once it started. */
   index: number | undefined;
   readonly rewards: RewardLogRecord[];
+  /** Delayed rewards expected and not landed yet (`trace_id/source`): the log stays while any is. */
+  readonly pending: Set<string>;
   subscriber: ((record: RewardLogRecord) => void) | undefined;
   /** Its client moved on to another episode (a reset on the same socket): no longer live, whoever holds the socket. */
   ended?: boolean;
@@ -196,12 +202,23 @@ export class ServeServer implements AsyncDisposable {
   }
 
   #onRunEvent(e: RunEvent): void {
+    if (e.type === 'trace_settled') return this.#pendingOf(e);
     if (!isLoggedReward(e)) return;
     const log = this.#logs.get(e.episode);
     if (!log) return;
     const record = rewardRecord(e);
     log.rewards.push(record);
+    if (e.type === 'reward_expected') log.pending.add(`${e.trace_id}/${e.source}`);
+    else if (e.type !== 'reward_late' && log.pending.size > 0) log.pending.delete(`${e.trace_id}/${e.source}`);
     log.subscriber?.(record);
+  }
+
+  /** A step's delayed rewards still to come: its episode's log stays until they land. */
+  #pendingOf(step: SettledStepEvent): void {
+    for (const source in step.rewards) {
+      if (step.rewards[source]?.status !== 'pending') continue;
+      this.#logs.get(step.episode)?.pending.add(`${step.trace_id}/${source}`);
+    }
   }
 
   /** A reset: the new episode, once the run has reset its instance. */
@@ -220,7 +237,7 @@ export class ServeServer implements AsyncDisposable {
     const id = asked ?? drawId('ep-');
     const episode = this.#o.opener.open({ episodeId: id, ...(typeof o['seed'] === 'number' ? { seed: o['seed'] } : {}), ...(typeof o['task_id'] === 'string' ? { taskId: o['task_id'] } : {}) });
     // The id is taken from now on: a second reset naming it while this one starts is refused.
-    const log: EpisodeLog = { id, owner, index: undefined, rewards: [], subscriber: undefined };
+    const log: EpisodeLog = { id, owner, index: undefined, rewards: [], pending: new Set(), subscriber: undefined };
     this.#byId.set(id, log);
     current?.end();
     const previous = current && this.#byId.get(current.id);
@@ -238,12 +255,13 @@ export class ServeServer implements AsyncDisposable {
     return episode;
   }
 
-  /** Keeps the logs of the last `keptEpisodes` episodes (and every live one). */
+  /** Keeps the logs of the last `keptEpisodes` episodes (and every live one, and every one with a reward still to come). */
   #trimLogs(): void {
     for (const [index, log] of this.#logs) {
       if (this.#logs.size <= (this.#o.keptEpisodes ?? KEPT_EPISODES)) break;
       // Live: an HTTP session's, or a connected socket's current episode (not every episode it ever had).
       if (this.#httpSessions.has(log.id) || (!log.ended && log.owner instanceof WsPeer && this.#peers.has(log.owner))) continue;
+      if (log.pending.size > 0) continue;
       this.#logs.delete(index);
       this.#byId.delete(log.id);
     }

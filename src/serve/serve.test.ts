@@ -277,18 +277,38 @@ describe('agent serve: one session never touches another', () => {
     }
   });
 
-  it("forgets a connected socket's finished episodes past keptEpisodes, keeping its live one", async () => {
+  it("forgets a connected socket's finished episodes past keptEpisodes once their rewards are in, keeping its live one", async () => {
     const { url } = await serve('fixtures/weather', { keptEpisodes: 2 });
     const a = await client(url);
     const ids: string[] = [];
+    const judged = async (id: string): Promise<void> => {
+      // The judge's verdict lands ~200 ms after the step: until then the episode is kept whatever keptEpisodes says.
+      while (!((await a.ask({ type: 'rewards', data: { episode_id: id } })).data['rewards'] as JsonObject[]).some((r) => r['source'] === 'llm_score' && r['type'] === 'reward_arrived')) await new Promise((r) => setTimeout(r, 20));
+    };
     for (let i = 0; i < 5; i++) {
       ids.push(((await a.ask({ type: 'reset' })).data['observation'] as JsonObject)['episode_id'] as string);
       await a.ask({ type: 'step', data: step });
+      await judged(ids[i] as string);
     }
+    await a.ask({ type: 'reset' });
     const codes: unknown[] = [];
     for (const id of ids) codes.push((await a.ask({ type: 'rewards', data: { episode_id: id } })).data['code'] ?? 'kept');
     // The socket stays connected: its first episodes go all the same (a trainer's socket lives for its whole run).
-    expect(codes).toEqual(['UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'kept', 'kept']);
+    expect(codes).toEqual(['UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'UNKNOWN_EPISODE', 'kept']);
+    await a.close();
+  });
+
+  it('keeps a finished episode past keptEpisodes while a reward of it is still to come', async () => {
+    // llm_score delivered from outside, never here: every episode keeps waiting for it.
+    const { url } = await serve('fixtures/weather', { keptEpisodes: 1, rewardSources: { llm_score: { external: {} } } });
+    const a = await client(url);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(((await a.ask({ type: 'reset' })).data['observation'] as JsonObject)['episode_id'] as string);
+      await a.ask({ type: 'step', data: step });
+    }
+    await a.ask({ type: 'reset' });
+    for (const id of ids) expect(await a.ask({ type: 'rewards', data: { episode_id: id } })).toMatchObject({ type: 'rewards', data: { episode_id: id } });
     await a.close();
   });
 

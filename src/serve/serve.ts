@@ -62,7 +62,7 @@ export interface ServeOptions extends Omit<RunOptions, 'policy' | 'concurrency' 
    * host of its choosing); with none, rollouts are refused.
    */
   readonly inferenceUrls?: readonly string[];
-  /** Finished episodes whose rewards a client can still read (`rewards`) and is still pushed (default 10,000; the live ones always). */
+  /** Finished episodes whose rewards a client can still read (`rewards`) once none is still to come (default 1,000; the live ones, and those with a delayed reward pending, always: it is pushed when it lands). */
   readonly keptEpisodes?: number;
   /** An HTTP session with no request for this long ends (default 5 minutes). */
   readonly httpIdleMs?: number;
