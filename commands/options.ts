@@ -11,7 +11,9 @@ export function positiveInt(value: string): number {
 
 /** `--threads`: a whole number ≥ 1, or `auto`. */
 export function threadsOption(value: string): number | 'auto' {
-  return value === 'auto' ? 'auto' : positiveInt(value);
+  if (value === 'auto') return 'auto';
+  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError("expected a whole number ≥ 1, or 'auto'.");
+  return Number(value);
 }
 
 export function integer(value: string): number {

@@ -102,7 +102,8 @@ async function coordinate(ctx: DistributedRun, launcher: EpisodeLauncher, signal
         const n = Number(p.uid.slice(cut + 1));
         if (n <= (newest.get(source) ?? 0)) continue;
         newest.set(source, n);
-        launcher.committed(p.event);
+        // Its JSON as the worker serialized it goes into the folder as it is.
+        launcher.committed(p.event, { json: p.json });
         if (p.event.type !== 'episode_finished') continue;
         launcher.ended(p.event, p.record);
         await archiveAndDrop(durable, p.event.instance_id, ctx.historyDir);

@@ -29,6 +29,8 @@ export interface EpisodeProgress {
 export interface PublishedEvent {
   readonly id: string;
   readonly event: RunEvent;
+  /** The event as the stream holds it: the JSON the run folder takes. */
+  readonly json: string;
   readonly record?: EpisodeRecord;
   /** `<writer>/<episode>/<n>`: an entry not above the last seen of its writer and episode is a resend. */
   readonly uid: string;
@@ -246,7 +248,7 @@ export async function readEvents(redis: Redis, runId: string, from: string, coun
       const e = get('e');
       if (e === undefined) continue;
       const r = get('r');
-      out.push({ id, event: parse(e, key, id) as RunEvent, ...(r !== undefined ? { record: parse(r, key, id) as EpisodeRecord } : {}), uid: get('u') ?? id });
+      out.push({ id, event: parse(e, key, id) as RunEvent, json: e, ...(r !== undefined ? { record: parse(r, key, id) as EpisodeRecord } : {}), uid: get('u') ?? id });
     }
   }
   return out;

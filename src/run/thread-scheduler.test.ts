@@ -1,19 +1,13 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { scratch } from '../../commands/testing.js';
 import { readRunFolder, recordedSteps, Run, type JsonValue, type Policy } from '../internal.js';
 import { threadCount } from './run-options.js';
 
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-async function tmp(prefix: string): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
+const scratchDirs = scratch();
+afterAll(() => scratchDirs.cleanup());
+const tmp = (prefix: string): Promise<string> => scratchDirs.dir(prefix);
 
 /** An env whose one tool says which thread ran it, and a policy module that calls it twice. */
 async function whereEnv(): Promise<{ env: string; policy: string }> {
