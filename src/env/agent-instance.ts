@@ -13,7 +13,7 @@ import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.j
 import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
-import { AgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
+import { AgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError, withoutStack } from '../shared/errors.js';
 import { isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';
@@ -324,7 +324,7 @@ export class AgentInstance {
   async terminate(reason = 'terminated'): Promise<void> {
     this.#transition('terminated');
     const open = this.#traces.values().filter((t) => !t.final && !t.broken);
-    this.#cancelAll(() => new AgentError('TOOL_CANCELLED', reason));
+    this.#cancelAll(() => withoutStack(() => new AgentError('TOOL_CANCELLED', reason)));
     await Promise.all(open.map((t) => this.#settledOf(t)));
     await this.#commits;
     if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
