@@ -106,8 +106,12 @@ if (opened) {
     port.postMessage({ kind: 'done' });
     port.close();
   };
+  let closing = false;
   const settleIfOver = (): void => {
-    if (finishing && running === 0) void done();
+    // Once: a stop and then a finish (nothing left to hand out) both come to an interrupted run.
+    if (!finishing || running > 0 || closing) return;
+    closing = true;
+    void done();
   };
   port.on('message', (m: ToThread) => {
     if (m.kind === 'episodes') {

@@ -140,7 +140,7 @@ export class ThreadScheduler implements Scheduler {
             t.running -= ended;
             // The next episodes once the folder has caught up: a thread runs no further ahead of it than its slots.
             launcher.breathe().then(() => feed(t), fail);
-          } else if (m.kind === 'done') {
+          } else if (m.kind === 'done' && !t.done) {
             t.done = true;
             open--;
             if (open === 0) {
