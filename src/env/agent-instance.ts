@@ -13,7 +13,8 @@ import { assertTransition, type LifecycleStatus } from '../lifecycle/lifecycle.j
 import { stepRewards, type StepRewards } from '../reward/step-rewards.js';
 import { validate } from '../schema/ajv.js';
 import { linkedController, raceAbort, type LinkedController } from '../shared/abort.js';
-import { AgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError, withoutStack } from '../shared/errors.js';
+import { AgentError, ToolError, ValidationError, type AgentError as AgentErrorType, describeError } from '../shared/errors.js';
+import { withoutStack } from '../shared/without-stack.js';
 import { isPlainObject, type JsonObject, type JsonValue } from '../shared/json.js';
 import { applyFrozenPatch } from '../state/patch.js';
 import type { Snapshot, StatePoint } from '../state/store.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AgentError, withoutStack } from './errors.js';
+import { AgentError } from './errors.js';
+import { withoutStack } from './without-stack.js';
 
 describe('withoutStack', () => {
   it('makes an error with no frames in its stack, and leaves the stack limit as it was, even when making it throws', () => {
