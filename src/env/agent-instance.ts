@@ -331,8 +331,7 @@ export class AgentInstance {
     if (this.#generation > 0 && this.#rt.rewards.active) this.#rt.rewards.episodeEnded(this.id, this.#episode);
   }
 
-  /** Abort the episode's calls (tools see their signal fire) and settle their traces as cancelled. */
-  /** `reason` is made only when something is to be cancelled: an instance's first reset has nothing, and an error's stack costs ~10 µs. */
+  /** Abort the episode's calls (tools see their signal fire) and settle their traces as cancelled; `reason` is made only when something is to be cancelled (an instance's first reset has nothing). */
   #cancelAll(reason: () => AgentErrorType): void {
     const abort = this.#episodeAbort;
     this.#episodeAbort = undefined;
