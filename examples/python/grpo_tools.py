@@ -3,7 +3,8 @@
 The task (fixtures/lookup, its tasks drawn from --seed): the user names a key; the model must call
 `lookup_code` with that key, read the code in the tool's result, and call `answer` with it. A
 judge's verdict (1 or 0) lands on the answer step ~200 ms later. Success needs the tool call and
-its result: the codes are random, and the held-out tasks' keys and codes are never trained on.
+its result: the codes are random, and neither GRPO's tasks nor the held-out ones share a key or a
+code with the warm start's gold episodes (a split of their own).
 
 The loop, as prime-rl, AReaL or verl's agent loop run it, with our runtime as the environment side:
 
@@ -83,8 +84,9 @@ MODEL = "tiny-qwen"
 # ── the suite ───────────────────────────────────────────────────────────────────────────────────
 
 
-def write_suite(dest: Path, seed: int, train: int, test: int) -> Tuple[List[str], List[str]]:
-    """fixtures/lookup's env with tasks drawn from `seed`: keys like `frost-ram-7`, codes like `Q9N4`; train and test keys disjoint."""
+def write_suite(dest: Path, seed: int, train: int, test: int, warm: int) -> Tuple[List[str], List[str]]:
+    """fixtures/lookup's env with tasks drawn from `seed`: keys like `frost-ram-7`, codes like `Q9N4`; three
+    disjoint splits: `warm` (the warm start's gold episodes), `train` (GRPO's pool) and `test` (held out)."""
     src = REPO / "fixtures" / "lookup"
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("env.json", "state_schema.json", "tools.ts", "judge.ts", "policy.md"):
@@ -92,12 +94,13 @@ def write_suite(dest: Path, seed: int, train: int, test: int) -> Tuple[List[str]
     rng = random.Random(seed)
     keys = [f"{a}-{b}-{d}" for a in ADJECTIVES for b in ANIMALS for d in range(10)]
     rng.shuffle(keys)
-    if train + test > len(keys):
-        raise SystemExit(f"--train-tasks + --test-tasks must be at most {len(keys)}")
-    codes = {k: "".join(rng.choice(LETTERS) + rng.choice(DIGITS) for _ in range(2)) for k in keys[: train + test]}
+    if warm + train + test > len(keys):
+        raise SystemExit(f"--warm-tasks + --train-tasks + --test-tasks must be at most {len(keys)} (got {warm + train + test})")
+    codes = {k: "".join(rng.choice(LETTERS) + rng.choice(DIGITS) for _ in range(2)) for k in keys[: warm + train + test]}
     (dest / "initial_states.json").write_text(json.dumps([{"codes": codes, "asked": "", "answer": None}]))
     (dest / "tasks").mkdir(exist_ok=True)
-    splits = {"train": keys[:train], "test": keys[train: train + test]}
+    # The warm split's keys come last, so --warm-tasks changes neither GRPO's pool nor the held-out tasks.
+    splits = {"train": keys[:train], "test": keys[train: train + test], "warm": keys[train + test: train + test + warm]}
     for split, split_keys in splits.items():
         with open(dest / "tasks" / f"{split}.jsonl", "w", encoding="utf-8") as f:
             for i, key in enumerate(split_keys):
@@ -388,9 +391,11 @@ async def train(args: argparse.Namespace, model_url: str, serve_url: str, suite:
 
         if args.sft_window_steps + args.sft_steps > 0:
             # Gold episodes, token-exact through the server's template: what the model should have generated, mask 1.
+            # On the warm split: had they been GRPO's tasks, a success there could be a code remembered from
+            # here rather than read from the lookup, and GRPO would reward remembering (which no held-out task rewards).
             # In a thread: the socket to the server must keep answering its pings meanwhile (a long
             # benchmark on a blocked loop gets the connection cut as a client that stopped answering).
-            run = json.loads(await asyncio.to_thread(agent_cli, "benchmark", str(suite), "--split", "train", "--policy", "gold", "--tokens", "--llm-base-url", f"{model_url}/v1", "--concurrency", "32", "--out", str(work / "gold"), "--json"))["run_dir"]
+            run = json.loads(await asyncio.to_thread(agent_cli, "benchmark", str(suite), "--split", "warm", "--policy", "gold", "--tokens", "--llm-base-url", f"{model_url}/v1", "--concurrency", "32", "--out", str(work / "gold"), "--json"))["run_dir"]
             await asyncio.to_thread(agent_cli, "export", run, "--format", "tokens", "--out", str(work / "gold.jsonl"))
             gold = [json.loads(line) for line in (work / "gold.jsonl").read_text().splitlines()]
             source = batches(gold, args.sft_batch, rng)
@@ -536,6 +541,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the model's initialization, the tasks' keys and codes, and the sampling")
     p.add_argument("--train-tasks", type=int, default=800)
     p.add_argument("--test-tasks", type=int, default=50)
+    p.add_argument("--warm-tasks", type=int, default=800, help="tasks of the warm start's gold episodes, a split of their own: GRPO's pool holds no code the warm start showed")
     p.add_argument("--sft-window-steps", type=int, default=1000, help="supervised steps on gold turns with the --sft-window ids before each (0: none)")
     p.add_argument("--sft-window", type=int, default=40)
     p.add_argument("--sft-steps", type=int, default=80, help="then supervised steps on whole gold sequences (with --warm-until: at most) (0: none)")
@@ -577,6 +583,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     for name in ("probe_every", "probe_tasks", "sft_batch", "tasks_per_step", "group_size", "eval_every"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
+    if args.sft_window_steps + args.sft_steps > 0 and args.warm_tasks < args.sft_batch:
+        p.error(f"--warm-tasks ({args.warm_tasks}) must be at least --sft-batch ({args.sft_batch}): the warm start's batches are drawn from them")
     if args.bisect < 0:
         p.error(f"--bisect must be 0 or more (got {args.bisect})")
     return args
@@ -587,7 +595,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix="grpo-tools-"))
     try:
         suite = Path(args.write_suite) if args.write_suite else work / "suite"
-        train_ids, test_ids = write_suite(suite, args.seed, args.train_tasks, args.test_tasks)
+        train_ids, test_ids = write_suite(suite, args.seed, args.train_tasks, args.test_tasks, args.warm_tasks)
         if args.write_suite:
             return []
         services = Services()

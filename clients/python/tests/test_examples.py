@@ -60,10 +60,30 @@ def test_grpo_tools_warm_start_finds_the_band_inside_a_cliff(capsys: pytest.Capt
     assert asyncio.run(grpo.find_band(cliff(0.3, 0.001), 0.1, 0.2, 6)) == 0.02
     assert len(probed) == 7 and probed[-1] < 0.3 and 0.3 - probed[-1] < 2 ** -6
     # An empty band, or a probe every 0 steps, is refused before anything starts, naming the flag.
-    for bad, flag in ((["--warm-until", "0.3", "--warm-below", "0.2"], "--warm-below"), (["--probe-every", "0"], "--probe-every")):
+    for bad, flag in ((["--warm-until", "0.3", "--warm-below", "0.2"], "--warm-below"), (["--probe-every", "0"], "--probe-every"), (["--warm-tasks", "8"], "--warm-tasks")):
         with pytest.raises(SystemExit):
             grpo.parse_args(bad)
         assert flag in capsys.readouterr().err
+
+
+def test_grpo_tools_suite_keeps_the_warm_start_off_grpos_tasks(tmp_path: Path) -> None:
+    """The warm start's gold episodes share no key and no code with GRPO's pool or the held-out tasks, and its size moves neither."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install -r examples/python/requirements.txt")
+    grpo = load("grpo_tools")
+
+    def splits(folder: Path, warm: int) -> dict:
+        grpo.write_suite(folder, 7, 100, 20, warm)
+        read = lambda split: [json.loads(line) for line in (folder / "tasks" / f"{split}.jsonl").read_text().splitlines()]  # noqa: E731
+        return {split: [(t["actions"][0]["params"]["key"], t["actions"][1]["params"]["code"]) for t in read(split)] for split in ("warm", "train", "test")}
+
+    small, large = splits(tmp_path / "a", 50), splits(tmp_path / "b", 300)
+    assert [len(small[s]) for s in ("warm", "train", "test")] == [50, 100, 20]
+    warm_keys = {k for k, _ in large["warm"]}
+    assert not warm_keys & {k for k, _ in large["train"] + large["test"]}
+    assert small["train"] == large["train"] and small["test"] == large["test"]
+    assert large["warm"][:50] == small["warm"]
+    with pytest.raises(SystemExit, match="--warm-tasks"):
+        grpo.write_suite(tmp_path / "c", 7, 1500, 50, 500)
 
 
 def test_grpo_tools_closes_the_training_loop_on_a_tiny_model(tmp_path: Path) -> None:
@@ -81,7 +101,7 @@ def test_grpo_tools_closes_the_training_loop_on_a_tiny_model(tmp_path: Path) -> 
 
     grpo.Trainer.grpo_step = spy
     try:
-        metrics = grpo.main(["--train-tasks", "200", "--test-tasks", "16", "--sft-window-steps", "400", "--sft-steps", "40", "--warm-until", "0", "--filter", "none", "--steps", "3",
+        metrics = grpo.main(["--train-tasks", "200", "--test-tasks", "16", "--warm-tasks", "200", "--sft-window-steps", "400", "--sft-steps", "40", "--warm-until", "0", "--filter", "none", "--steps", "3",
                              "--tasks-per-step", "4", "--group-size", "4", "--eval-every", "3", "--metrics", str(tmp_path / "m.jsonl"), "--quiet"])
     finally:
         grpo.Trainer.grpo_step = original
