@@ -43,7 +43,11 @@ function sh(cmd: string, args: readonly string[]): void {
 if (!existsSync(python) || spawnSync(python, ['-c', 'import openenv.core.env_server, uvicorn']).status !== 0) {
   console.log(`making ${path.relative(ROOT, venv)} (once): OpenEnv from ${source}, its server's dependencies from the package index…`);
   sh('python3', ['-m', 'venv', venv]);
-  sh(path.join(venv, 'bin', 'pip'), ['install', '-q', 'fastapi', 'uvicorn', 'pydantic', 'websockets', 'requests', 'fastmcp']);
+  // The machine's local indexes first when it has them (as scripts/test-python.sh): a pip that also
+  // lists an index it cannot reach retries it five times per package before taking the local one.
+  const local = ['/opt/pypi/simple', '/opt/pypi-more/simple'].filter((d) => existsSync(d)).map((d) => `file://${d}`);
+  const indexes = local.length > 0 ? ['--index-url', local[0] as string, ...local.slice(1).flatMap((u) => ['--extra-index-url', u])] : [];
+  sh(path.join(venv, 'bin', 'pip'), ['install', '-q', ...indexes, 'fastapi', 'uvicorn', 'pydantic', 'websockets', 'requests', 'fastmcp']);
   sh(path.join(venv, 'bin', 'pip'), ['install', '-q', '--no-deps', source]);
 }
 
