@@ -17,22 +17,31 @@ import type { JsonValue } from '../shared/json.js';
 import { plainJson } from '../state/wide-object.js';
 import { breather, EpisodeRunner, type EpisodeHooks } from './episode-runner.js';
 import { envPolicySetup, makePolicy, type RunPolicy } from './policy-factory.js';
+import { BATCH_ITEMS, SendWindow, WINDOW } from './send-window.js';
 import type { ThreadItem, ThreadSetup, ToThread } from './thread-scheduler.js';
 
 const setup = (workerData as { data: ThreadSetup }).data;
 const port = parentPort as NonNullable<typeof parentPort>;
 
+/** Batches the run's thread has not yet written: past WINDOW of them, this thread's episodes wait at their next step. */
+const window = new SendWindow(WINDOW);
 let outbox: ThreadItem[] = [];
-/** Items go out together once per turn of the loop: a message per event would cost more than the event. */
+/**
+ * Items go out together once per turn of the loop (a message per event would cost more than the
+ * event), or once BATCH_ITEMS are waiting: episodes with instant tools run for a whole turn
+ * without one, and the window counts batches.
+ */
 function send(item: ThreadItem): void {
   if (outbox.length === 0) setImmediate(flush);
   outbox.push(item);
+  if (outbox.length >= BATCH_ITEMS) flush();
 }
 function flush(): void {
   if (outbox.length === 0) return;
   const items = outbox;
   outbox = [];
   port.postMessage({ kind: 'items', items });
+  window.sent();
 }
 
 async function open(): Promise<{ env: AgentEnv; policy: RunPolicy } | undefined> {
@@ -76,7 +85,7 @@ if (opened) {
     send({ kind: 'end', finished: JSON.stringify(e), ...(record ? { record } : {}), ...(final !== undefined ? { final } : {}) });
     policy.ended(e.episode);
   };
-  const runner = new EpisodeRunner({ env, policy: policy.policy, clock: systemClock, seed: setup.seed, maxSteps: setup.maxSteps, initialStates: setup.initialStates, emit, breathe: breather(() => undefined) });
+  const runner = new EpisodeRunner({ env, policy: policy.policy, clock: systemClock, seed: setup.seed, maxSteps: setup.maxSteps, initialStates: setup.initialStates, emit, breathe: breather(() => window) });
   // A settled step is committed here (its trajectory's offered actions added), as a run in one thread does.
   const forward = (e: EnvEvent | SettledStepEvent): void => emit(e.type === 'trace_settled' ? runner.committed(e) : e);
   env.events.onAny(forward);
@@ -122,6 +131,8 @@ if (opened) {
           settleIfOver();
         });
       }
+    } else if (m.kind === 'written') {
+      window.answered();
     } else if (m.kind === 'stop') {
       stop.abort(new AgentError('TOOL_CANCELLED', 'the run was interrupted'));
       finishing = true;

@@ -40,8 +40,8 @@ export interface ThreadSetup {
   readonly finalStates: boolean;
 }
 
-/** From the run's thread to a worker thread. */
-export type ToThread = { readonly kind: 'episodes'; readonly episodes: readonly number[] } | { readonly kind: 'finish' } | { readonly kind: 'stop' };
+/** From the run's thread to a worker thread (`written`: a batch of its items is in the run, and the folder has caught up). */
+export type ToThread = { readonly kind: 'episodes'; readonly episodes: readonly number[] } | { readonly kind: 'written' } | { readonly kind: 'finish' } | { readonly kind: 'stop' };
 
 /**
  * What a thread's episodes commit, in order. Events travel as the JSON the folder takes (a step's
@@ -136,10 +136,13 @@ export class ThreadScheduler implements Scheduler {
                 ended++;
               }
             }
-            if (ended === 0) return;
             t.running -= ended;
-            // The next episodes once the folder has caught up: a thread runs no further ahead of it than its slots.
-            launcher.breathe().then(() => feed(t), fail);
+            // Once the folder has caught up: the thread's window opens again, and its freed slots get
+            // the next episodes (a thread runs no further ahead of the folder than WINDOW batches).
+            launcher.breathe().then(() => {
+              post(t, { kind: 'written' });
+              if (ended > 0) feed(t);
+            }, fail);
           } else if (m.kind === 'done' && !t.done) {
             t.done = true;
             open--;
