@@ -62,6 +62,12 @@ export class Serialized {
   }
 }
 
+/** The tool lists a client was last sent (a socket that asked for them on change only). */
+export interface SentLists {
+  actions?: readonly OpenAiTool[];
+  userActions?: readonly OpenAiTool[] | undefined;
+}
+
 /** Past this many sets of enabled actions, a list is built for each reply instead of kept (an env whose `enabled_if` makes many). */
 const KEPT_TOOL_LISTS = 256;
 
@@ -91,11 +97,22 @@ export class ToolLists {
     return this.#json.get(tools) ?? JSON.stringify(tools);
   }
 
-  /** The envelope's JSON (what `JSON.stringify` gives, its keys in another order), the tool lists as serialized once. */
-  envelopeJson(envelope: StepEnvelope): string {
+  /**
+   * The envelope's JSON (what `JSON.stringify` gives, its keys in another order), the tool lists as
+   * serialized once. `sent`: the lists a client that asked for them on change only (reset's
+   * `"actions": "on_change"`) was last sent; the same lists again are left out, `actions_unchanged:
+   * true` in their place (a 9 KB list per step is most of a τ-bench reply, on the wire and in the
+   * client's JSON parser).
+   */
+  envelopeJson(envelope: StepEnvelope, sent?: SentLists): string {
     const { observation, ...rest } = envelope;
     const { actions, user_actions: userActions, ...own } = observation;
-    const lists = `"actions":${this.#serialized(actions)}${userActions ? `,"user_actions":${this.#serialized(userActions)}` : ''}`;
+    let lists = `"actions":${this.#serialized(actions)}${userActions ? `,"user_actions":${this.#serialized(userActions)}` : ''}`;
+    if (sent) {
+      // Lists kept here are one array per set of actions: the same array is the same list.
+      if (sent.actions === actions && sent.userActions === userActions) lists = '"actions_unchanged":true';
+      else Object.assign(sent, { actions, userActions });
+    }
     // Both objects have keys (an observation its episode_id, an envelope its reward): each slice opens with one.
     return `{"observation":{${lists},${JSON.stringify(own).slice(1)},${JSON.stringify(rest).slice(1)}`;
   }

@@ -4,7 +4,7 @@
  *
  * WebSocket messages (`{"type", "data"}`; a message with an `id` is answered with the same `id`
  * and may overlap others, one without is answered in order, as OpenEnv's client expects):
- * - `reset` {seed?, episode_id?, task_id?} → `observation` {observation, reward, done, …}
+ * - `reset` {seed?, episode_id?, task_id?, actions?: "always" | "on_change"} → `observation` {observation, reward, done, …}
  * - `step` <action> → `observation`;  `state` → `state` {episode_id, step_count, state, seq}
  * - `dispatch` <action> → `dispatched` {trace_id}, at once
  * - `resolve` {trace_ids, timeout_ms?} → `resolved` {results: [envelope…]}
@@ -43,7 +43,7 @@ import { guardRequest, type GuardOptions } from '../server/http-guard.js';
 import { baseUrl, listen } from '../server/listen.js';
 import { AgentError, describeError } from '../shared/errors.js';
 import { isPlainObject, MAX_JSON_DEPTH, nestsDeeperThan } from '../shared/json.js';
-import { errorData, parseAction, Serialized, type StepEnvelope } from './protocol.js';
+import { errorData, parseAction, Serialized, type SentLists, type StepEnvelope } from './protocol.js';
 import type { ServedEpisode, ServedTask } from './served-episode.js';
 import type { EpisodeControl } from '../run/episode-runner.js';
 import { WsPeer } from './ws-peer.js';
@@ -225,11 +225,12 @@ export class ServeServer implements AsyncDisposable {
   async #reset(data: unknown, owner: Owner, current?: ServedEpisode): Promise<ServedEpisode> {
     const o = isPlainObject(data) ? data : {};
     const field = (name: string, ok: (v: unknown) => boolean, want: string): void => {
-      if (o[name] !== undefined && o[name] !== null && !ok(o[name])) throw new AgentError('PARAMS_INVALID', `reset /${name} must be ${want}`, { hint: 'Reset takes {"seed"?: integer, "episode_id"?: string, "task_id"?: string}.' });
+      if (o[name] !== undefined && o[name] !== null && !ok(o[name])) throw new AgentError('PARAMS_INVALID', `reset /${name} must be ${want}`, { hint: 'Reset takes {"seed"?: integer, "episode_id"?: string, "task_id"?: string, "actions"?: "always" | "on_change"}.' });
     };
     field('seed', Number.isInteger, 'an integer');
     field('episode_id', (v) => typeof v === 'string' && EPISODE_ID.test(v), '1 to 128 letters, digits, ".", "_" or "-" (starting with a letter or digit)');
     field('task_id', (v) => typeof v === 'string', 'a string (a task id of the served suite)');
+    field('actions', (v) => v === 'always' || v === 'on_change', '"always" (the default) or "on_change" (a step\'s reply lists the actions only when they changed)');
     const asked = typeof o['episode_id'] === 'string' ? o['episode_id'] : undefined;
     if (asked !== undefined && this.#byId.has(asked)) {
       throw new AgentError('EPISODE_EXISTS', `reset /episode_id: episode '${asked}' already exists on this server`, { hint: 'An id names a new episode: give each one its own, or none (the server draws one).' });
@@ -306,8 +307,10 @@ export class ServeServer implements AsyncDisposable {
     // Workers running this socket's rollouts follow its weights and pause.
     const tell = (): void => this.#o.rollouts?.workers?.tell(trainer.id, { version: versions.current ?? null, paused: gate.paused });
     const reply = (message: object): void => peer.send(JSON.stringify(message));
+    /** The lists this socket's client was last sent, when its episode's reset asked for them on change only. */
+    let sent: SentLists | undefined;
     // A reset's or a step's reply, serialized with its tool lists spliced in (each is the same few lists, step after step).
-    const observed = (envelope: StepEnvelope): Serialized => new Serialized(`{"type":"observation","data":${need(episode).tools.envelopeJson(envelope)}}`);
+    const observed = (envelope: StepEnvelope): Serialized => new Serialized(`{"type":"observation","data":${need(episode).tools.envelopeJson(envelope, sent)}}`);
     const mine = (log: EpisodeLog): boolean => log.owner === peer;
     const handle = async (message: Record<string, unknown>, release: () => void): Promise<object | undefined> => {
       const data = message['data'] ?? {};
@@ -315,6 +318,8 @@ export class ServeServer implements AsyncDisposable {
       switch (message['type']) {
         case 'reset': {
           episode = await this.#reset(data, peer, episode);
+          // A new episode's reply always lists its actions.
+          sent = args['actions'] === 'on_change' ? {} : undefined;
           // Rewards of every episode this socket opened go to it once it subscribed.
           const log = this.#byId.get(episode.id);
           if (log) log.subscriber = (record) => subscribed && reply({ type: 'reward', data: Object.assign({}, record, { episode_id: log.id }) });

@@ -95,6 +95,30 @@ describe('agent serve', () => {
     await c.close();
   });
 
+  it('lists the actions only when they changed to a client that asks so at reset: every reset, then each new set (τ-bench airline, once the user is known)', async () => {
+    const { url } = await serve('fixtures/airline');
+    const c = await client(url);
+    const names = (m: { data: JsonObject }): string[] | undefined => ((m.data['observation'] as JsonObject)['actions'] as JsonObject[] | undefined)?.map((t) => (t['function'] as JsonObject)['name'] as string);
+    const unchanged = (m: { data: JsonObject }): unknown => (m.data['observation'] as JsonObject)['actions_unchanged'];
+    const reset = await c.ask({ type: 'reset', data: { actions: 'on_change' } });
+    expect(names(reset)).toHaveLength(8);
+    const calc = { type: 'step', data: { name: 'calculate', params: { expression: '1 + 2' } } };
+    const same = await c.ask(calc);
+    expect([names(same), unchanged(same)]).toEqual([undefined, true]);
+    expect((same.data['observation'] as JsonObject)['observation']).toBe('3');
+    const identified = await c.ask({ type: 'step', data: { name: 'get_user_details', params: { user_id: 'mia_li_3668' } } });
+    expect([names(identified)?.length, unchanged(identified)]).toEqual([14, undefined]);
+    expect(unchanged(await c.ask(calc))).toBe(true);
+    // A new episode lists them again, and a reset that does not ask gets them with every reply.
+    // (The suite's second initial state has its user known already: 14 actions from the start.)
+    expect(names(await c.ask({ type: 'reset', data: { actions: 'on_change' } }))?.length).toBeGreaterThanOrEqual(8);
+    await c.ask({ type: 'reset', data: {} });
+    const always = await c.ask(calc);
+    expect([names(always)?.length, unchanged(always)]).toEqual([expect.any(Number), undefined]);
+    expect(await c.ask({ type: 'reset', data: { actions: 'sometimes' } })).toMatchObject({ type: 'error', data: { code: 'PARAMS_INVALID', message: expect.stringContaining('reset /actions must be "always"') } });
+    await c.close();
+  });
+
   it('runs τ-bench airline tasks by id: the final state after the gold actions equals the one the env reaches in process', async () => {
     const suite = 'fixtures/tau-bench/airline';
     const tasks = (await lines(path.join(suite, 'tasks', 'test.jsonl'))).slice(0, 4) as unknown as { id: string; instruction: string; actions: { name: string; params: JsonObject }[] }[];

@@ -60,6 +60,9 @@ class Env(Generic[ObsT, StateT]):
     ...     ids = await env.dispatch_many([("get_weather", {"city": c}) for c in ("Rome", "Oslo")])
 
     ``timeout_s`` bounds each request, its send included; ``max_size`` the frames the client takes.
+    ``actions="on_change"`` (the default) asks the server to list the enabled actions only when they
+    changed (a τ-bench tool list is 9 KB a reply); every result still has them in ``actions``, the
+    client fills them in. ``"always"`` has every reply carry them.
     """
 
     def __init__(
@@ -69,8 +72,14 @@ class Env(Generic[ObsT, StateT]):
         timeout_s: float = 300.0,
         max_size: Optional[int] = DEFAULT_MAX_SIZE,
         open_timeout_s: float = 30.0,
+        actions: str = "on_change",
     ):
+        if actions not in ("always", "on_change"):
+            raise ValueError(f'actions must be "always" or "on_change" (got {actions!r})')
         self.base_url = base_url
+        self.actions = actions
+        # The lists the server last sent: a reply that says they are unchanged gets these.
+        self._lists: Dict[str, Any] = {}
         self.url = _ws_url(base_url)
         self.token = token
         self.timeout_s = timeout_s
@@ -98,7 +107,7 @@ class Env(Generic[ObsT, StateT]):
             warnings.warn("Env(...).sync() is deprecated: use SyncEnv(base_url, ...) (it takes the same arguments)", DeprecationWarning, stacklevel=2)
         from .sync import SyncEnv
 
-        return SyncEnv(self.base_url, self.token, timeout_s=self.timeout_s, max_size=self.max_size, open_timeout_s=self.open_timeout_s)
+        return SyncEnv(self.base_url, self.token, timeout_s=self.timeout_s, max_size=self.max_size, open_timeout_s=self.open_timeout_s, actions=self.actions)
 
     async def connect(self) -> Env[ObsT, StateT]:
         if self._lost is not None:
@@ -225,13 +234,26 @@ class Env(Generic[ObsT, StateT]):
     async def reset(self, seed: Optional[int] = None, task_id: Optional[str] = None, episode_id: Optional[str] = None) -> StepResult[ObsT]:
         """Starts a new episode (ending the session's current one): from a seed's initial state, or a suite's task."""
         data = {k: v for k, v in {"seed": seed, "task_id": task_id, "episode_id": episode_id}.items() if v is not None}
-        result: StepResult[ObsT] = StepResult.parse(await self._request("reset", data))
+        if self.actions != "always":
+            data["actions"] = self.actions
+        result: StepResult[ObsT] = StepResult.parse(self._listed(await self._request("reset", data)))
         self.episode_id = result.episode_id
         return result
 
     async def step(self, action: Action, params: Optional[Mapping[str, Any]] = None) -> StepResult[ObsT]:
         """Dispatches an action and waits for it to settle."""
-        return StepResult.parse(await self._request("step", to_wire(action, params)))
+        return StepResult.parse(self._listed(await self._request("step", to_wire(action, params))))
+
+    def _listed(self, data: Dict[str, Any]) -> Dict[str, Any]:
+        """A reply with its action lists: as sent, or the last ones sent when it says they are unchanged."""
+        obs = data.get("observation")
+        if not isinstance(obs, dict):
+            return data
+        if obs.pop("actions_unchanged", False) is True:
+            obs.update(self._lists)
+        else:
+            self._lists = {k: obs[k] for k in ("actions", "user_actions") if k in obs}
+        return data
 
     async def dispatch(self, action: Action, params: Optional[Mapping[str, Any]] = None) -> str:
         """Starts a call and returns its trace id at once; ``resolve`` settles it later."""

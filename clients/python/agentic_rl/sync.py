@@ -31,8 +31,9 @@ class SyncEnv(Generic[ObsT, StateT]):
         timeout_s: float = 300.0,
         max_size: Optional[int] = DEFAULT_MAX_SIZE,
         open_timeout_s: float = 30.0,
+        actions: str = "on_change",
     ):
-        self._env: Env[ObsT, StateT] = Env(base_url, token, timeout_s=timeout_s, max_size=max_size, open_timeout_s=open_timeout_s)
+        self._env: Env[ObsT, StateT] = Env(base_url, token, timeout_s=timeout_s, max_size=max_size, open_timeout_s=open_timeout_s, actions=actions)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agentic-rl-client", daemon=True)
         self._thread.start()

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import subprocess
 import sys
+from typing import Any, Dict
 
 import pytest
 
@@ -128,6 +130,31 @@ async def test_tau_bench_tasks_by_id_with_their_gold_actions(airline) -> None:
                 assert s.status == "resolved", s.error
             state = await env.state()
             assert state.step_count == len(task["actions"])
+
+
+async def test_actions_sent_on_change_only_yet_every_result_has_them(airline) -> None:
+    task = tasks("tau-bench/airline")[0]
+    seen: list = []
+    results = {}
+    for mode in ("on_change", "always"):
+        async with Env(airline.url, actions=mode) as env:
+            request = env._request
+
+            async def spy(type_: str, data: Any = None, request: Any = request, mode: str = mode) -> Dict[str, Any]:
+                reply = await request(type_, data)
+                seen.append((mode, type_, copy.deepcopy(reply["observation"])))
+                return reply
+
+            env._request = spy  # type: ignore[method-assign]
+            results[mode] = [await env.reset(task_id=task["id"])] + [await env.step(a) for a in task["actions"]]
+    # The same lists in every result either way; on the wire, only the reset's (the tool list did not change).
+    assert [r.actions for r in results["on_change"]] == [r.actions for r in results["always"]]
+    assert results["on_change"][0].actions and all(r.actions == results["on_change"][0].actions for r in results["on_change"])
+    wire = [obs for mode, _, obs in seen if mode == "on_change"]
+    assert "actions" in wire[0] and all(o.get("actions_unchanged") is True and "actions" not in o for o in wire[1:])
+    assert all("actions" in obs and "actions_unchanged" not in obs for mode, _, obs in seen if mode == "always")
+    with pytest.raises(ValueError, match="on_change"):
+        Env(airline.url, actions="sometimes")
 
 
 async def test_both_sides_of_a_tau2_telecom_task(tmp_path) -> None:
