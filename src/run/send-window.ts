@@ -5,6 +5,7 @@
  * next step (as a run in one thread waits for its folder). Without it, a slow disk would let a
  * thread queue up to concurrency × max-steps events in the run's thread.
  */
+
 /** A thread's window: batches it may have sent and not yet seen written. */
 export const WINDOW = 4;
 /** Items in a batch at most (a batch is otherwise one turn of the thread's loop): ~170 steps' events. */

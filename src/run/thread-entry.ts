@@ -24,7 +24,7 @@ const setup = (workerData as { data: ThreadSetup }).data;
 const port = parentPort as NonNullable<typeof parentPort>;
 
 /** Batches the run's thread has not yet written: past WINDOW of them, this thread's episodes wait at their next step. */
-const window = new SendWindow(WINDOW);
+const unwritten = new SendWindow(WINDOW);
 let outbox: ThreadItem[] = [];
 /**
  * Items go out together once per turn of the loop (a message per event would cost more than the
@@ -41,7 +41,7 @@ function flush(): void {
   const items = outbox;
   outbox = [];
   port.postMessage({ kind: 'items', items });
-  window.sent();
+  unwritten.sent();
 }
 
 async function open(): Promise<{ env: AgentEnv; policy: RunPolicy } | undefined> {
@@ -85,7 +85,7 @@ if (opened) {
     send({ kind: 'end', finished: JSON.stringify(e), ...(record ? { record } : {}), ...(final !== undefined ? { final } : {}) });
     policy.ended(e.episode);
   };
-  const runner = new EpisodeRunner({ env, policy: policy.policy, clock: systemClock, seed: setup.seed, maxSteps: setup.maxSteps, initialStates: setup.initialStates, emit, breathe: breather(() => window) });
+  const runner = new EpisodeRunner({ env, policy: policy.policy, clock: systemClock, seed: setup.seed, maxSteps: setup.maxSteps, initialStates: setup.initialStates, emit, breathe: breather(() => unwritten) });
   // A settled step is committed here (its trajectory's offered actions added), as a run in one thread does.
   const forward = (e: EnvEvent | SettledStepEvent): void => emit(e.type === 'trace_settled' ? runner.committed(e) : e);
   env.events.onAny(forward);
@@ -132,7 +132,7 @@ if (opened) {
         });
       }
     } else if (m.kind === 'written') {
-      window.answered();
+      unwritten.answered();
     } else if (m.kind === 'stop') {
       stop.abort(new AgentError('TOOL_CANCELLED', 'the run was interrupted'));
       finishing = true;
