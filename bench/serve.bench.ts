@@ -103,14 +103,14 @@ for (const sessions of [64, 256]) {
 }
 const instant = await measure(64, 10, 0, 'now');
 console.log(`  a 0 ms tool, 64 sessions: ${Math.round(instant.rate).toLocaleString('en-US')} steps/s; server CPU ${instant.cpuPerStepUs.toFixed(1)} µs per step (${instant.steps.toLocaleString('en-US')} steps)`);
-// τ-bench airline: its 14 tools (9 KB of JSON) go with the reset's reply (the client asks for them on change only), the step a 0 ms `calculate`.
+// τ-bench airline: its 15 tools (9 KB of JSON) go with the reset's reply (the client asks for them on change only), the step a 0 ms `calculate`.
 {
   const airline = new AbortController();
   let airlineUrl!: (url: string) => void;
   const airlineListening = new Promise<string>((r) => (airlineUrl = r));
   const airlineServed = serveEnv({ env: 'fixtures/tau-bench/airline', listen: 0, out: path.join(dir, 'runs'), maxSteps: 100_000, onListening: ({ url }) => airlineUrl(url) }, airline.signal);
   const r = await measure(64, 10, 0, 'calculate', await airlineListening, { expression: '1 + 2' });
-  console.log(`  τ-bench airline (its 14 tools listed at reset, then only when they change), a 0 ms tool, 64 sessions: ${Math.round(r.rate).toLocaleString('en-US')} steps/s; server CPU ${r.cpuPerStepUs.toFixed(1)} µs per step`);
+  console.log(`  τ-bench airline (its 15 tools listed at reset, then only when they change), a 0 ms tool, 64 sessions: ${Math.round(r.rate).toLocaleString('en-US')} steps/s; server CPU ${r.cpuPerStepUs.toFixed(1)} µs per step`);
   airline.abort();
   await airlineServed;
 }
