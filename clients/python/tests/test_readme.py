@@ -58,8 +58,12 @@ def test_trainer_blocks_run_as_written(tmp_path: Path) -> None:
     work.mkdir()
     env = {**os.environ, "MODEL": str(tiny_model(tmp_path / "model")), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     shim = f'npx() {{ [ "$1" = agent ] || return 2; shift; node {REPO / "bin" / "agent.js"} "$@"; }}\n'
+    # A Python block ends without the interpreter's teardown once it has run: pyarrow's thread pool
+    # sometimes aborts the process there ("terminate called without an active exception", SIGABRT,
+    # apache/arrow#34314) after the block did its work; a block that raises still exits 1 before it.
+    ending = "\nimport os as _os, sys as _sys\n_sys.stdout.flush()\n_sys.stderr.flush()\n_os._exit(0)\n"
     for lang, body in blocks:
-        command = ["bash", "-e", "-c", shim + body] if lang == "sh" else [sys.executable, "-c", body]
+        command = ["bash", "-e", "-c", shim + body] if lang == "sh" else [sys.executable, "-c", body + ending]
         done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"docs/how-to/export.md {lang} block failed:\n{body}\n{done.stderr[-3000:]}"
     assert (work / "runs" / "sft-model").is_dir()
