@@ -11,6 +11,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type * as PromClientModule from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunEvent } from '../events/run-events.js';
+import { Tally, TallyHistogram } from './metric-tallies.js';
 
 /** What `GET /metrics` answers. */
 export interface MetricsPage {
@@ -38,11 +39,12 @@ type PromClient = typeof PromClientModule;
 export class RunMetrics implements Disposable {
   readonly #registry: Registry;
   readonly #loop: IntervalHistogram;
-  readonly #steps: Counter;
-  readonly #toolCalls: Counter;
-  readonly #toolDuration: Histogram;
+  // Updated at every step: counted by us, handed to prom-client when it collects (metric-tallies.ts).
+  readonly #steps = new Tally();
+  readonly #toolCalls = new Tally();
+  readonly #toolDuration = new TallyHistogram('agent_tool_call_duration_seconds', 'Tool call duration, retries included.', TOOL_BUCKETS);
+  readonly #inFlight = new Tally();
   readonly #toolRetries: Counter;
-  readonly #inFlight: Gauge;
   readonly #rewards: Counter;
   readonly #rewardsPending: Gauge;
   readonly #rewardDelay: Histogram;
@@ -65,11 +67,12 @@ export class RunMetrics implements Disposable {
     const registry = (this.#registry = new prom.Registry());
     const counter = (name: string, help: string, labelNames: string[]): Counter => new prom.Counter({ name, help, labelNames, registers: [registry] });
     const gauge = (name: string, help: string, labelNames: string[]): Gauge => new prom.Gauge({ name, help, labelNames, registers: [registry] });
-    this.#steps = counter('agent_steps_total', 'Steps settled, by status (resolved, failed).', ['run_id', 'status']);
-    this.#toolCalls = counter('agent_tool_calls_total', 'Tool calls finished, by tool and outcome (ok, or the error code).', ['run_id', 'tool', 'outcome']);
-    this.#toolDuration = new prom.Histogram({ name: 'agent_tool_call_duration_seconds', help: 'Tool call duration, retries included.', labelNames: ['run_id', 'tool'], buckets: TOOL_BUCKETS, registers: [registry] });
+    const [steps, toolCalls, inFlight] = [this.#steps, this.#toolCalls, this.#inFlight];
+    new prom.Counter({ name: 'agent_steps_total', help: 'Steps settled, by status (resolved, failed).', labelNames: ['run_id', 'status'], registers: [registry], collect() { steps.incInto(this); } });
+    new prom.Counter({ name: 'agent_tool_calls_total', help: 'Tool calls finished, by tool and outcome (ok, or the error code).', labelNames: ['run_id', 'tool', 'outcome'], registers: [registry], collect() { toolCalls.incInto(this); } });
+    registry.registerMetric(this.#toolDuration.asMetric());
     this.#toolRetries = counter('agent_tool_retries_total', 'Attempts beyond the first, by tool.', ['run_id', 'tool']);
-    this.#inFlight = gauge('agent_traces_in_flight', 'Calls dispatched and not yet settled.', ['run_id']);
+    new prom.Gauge({ name: 'agent_traces_in_flight', help: 'Calls dispatched and not yet settled.', labelNames: ['run_id'], registers: [registry], collect() { inFlight.setInto(this); } });
     this.#rewards = counter('agent_rewards_total', 'Delayed reward values, by source and how they ended (arrived, late, imputed, failed).', ['run_id', 'source', 'status']);
     this.#rewardsPending = gauge('agent_rewards_pending', 'Delayed reward values awaited, by source.', ['run_id', 'source']);
     this.#rewardDelay = new prom.Histogram({ name: 'agent_reward_delay_seconds', help: 'From the step to its delayed value, by source (late ones included).', labelNames: ['run_id', 'source'], buckets: REWARD_BUCKETS, registers: [registry] });
@@ -158,18 +161,20 @@ export class RunMetrics implements Disposable {
   #count(run_id: string, e: RunEvent): void {
     switch (e.type) {
       case 'dispatched':
-        return this.#inFlight.inc({ run_id });
+        return this.#inFlight.add(run_id, () => ({ run_id }));
       case 'trace_settled': {
-        this.#inFlight.dec({ run_id });
-        this.#steps.inc({ run_id, status: e.status });
-        for (const [source, entry] of Object.entries(e.rewards)) if (entry.status === 'pending') this.#await(run_id, e.trace_id, source);
+        this.#inFlight.add(run_id, () => ({ run_id }), -1);
+        this.#steps.add(`${run_id}\0${e.status}`, () => ({ run_id, status: e.status }));
+        for (const source in e.rewards) if (e.rewards[source]?.status === 'pending') this.#await(run_id, e.trace_id, source);
         return;
       }
       case 'calls_abandoned':
-        return this.#inFlight.dec({ run_id }, e.calls.length);
+        return this.#inFlight.add(run_id, () => ({ run_id }), -e.calls.length);
       case 'tool_finished': {
-        this.#toolCalls.inc({ run_id, tool: e.tool, outcome: e.ok ? 'ok' : (e.error?.code ?? 'error') });
-        this.#toolDuration.observe({ run_id, tool: e.tool }, e.duration_ms / 1000);
+        const { tool } = e;
+        const outcome = e.ok ? 'ok' : (e.error?.code ?? 'error');
+        this.#toolCalls.add(`${run_id}\0${tool}\0${outcome}`, () => ({ run_id, tool, outcome }));
+        this.#toolDuration.observe(`${run_id}\0${tool}`, () => ({ run_id, tool }), e.duration_ms / 1000);
         if (e.attempts > 1) this.#toolRetries.inc({ run_id, tool: e.tool }, e.attempts - 1);
         return;
       }
