@@ -2,13 +2,34 @@ import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratch } from '../../commands/testing.js';
-import type { RunEvent } from '../events/run-events.js';
-import { RunWriter } from './run-writer.js';
+import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
+import { RunWriter, trajectoryRecord } from './run-writer.js';
 
 const tmp = scratch();
 afterAll(() => tmp.cleanup());
 
 describe('RunWriter', () => {
+  it("writes each settled step's trajectory record, whatever the event's shape, taking its bulk from the event's line", async () => {
+    const out = await tmp.dir('agent-writer-');
+    const writer = await RunWriter.create(out, 'r "quoted"');
+    const base = { type: 'trace_settled', time: 1_700_000_000_123, instance_id: 'ep-0', trace_id: 'ep-0:1', episode: 0, step: 1, action: 'get_weather', seq_before: 0, status: 'resolved', reward: 0.25, done: false, seq: 1, duration_ms: 3.1407540000000154 } as const;
+    const steps: SettledStepEvent[] = [
+      // As the env core builds it (scalars, params, observation, rewards), then the runner's offered actions.
+      { ...base, params: { city: 'Zürich ,"params":' }, observation: { t: 14.6, s: '多云 "\\n' }, rewards: { ok: { status: 'arrived', value: 1, arrived_at: 2, delay_ms: 0 } }, available_actions: ['get_weather', 'say'] },
+      // The user's side, a failed step, no observation, no offered actions.
+      { ...base, trace_id: 'ep-0:2', step: 2, actor: 'user', status: 'failed', reward: 0, params: {}, rewards: {}, error: { code: 'TOOL_TIMEOUT', message: 'took "too" long', retryable: true } },
+      // Another order (a lost call's, rebuilt on resume): serialized whole instead.
+      { type: 'trace_settled', time: 5, instance_id: 'ep-1', trace_id: 'ep-1:1', episode: 1, step: 1, action: 'book', params: { id: 7 }, seq_before: 2, status: 'failed', reward: 0, rewards: {}, done: false, seq: 2, duration_ms: 0, available_actions: ['book'], error: { code: 'TOOL_LOST', message: 'in flight' } },
+      // A key the record does not have after the params: serialized whole too.
+      { ...base, trace_id: 'ep-0:3', params: {}, rewards: {}, extra: 1 } as SettledStepEvent,
+    ];
+    for (const step of steps) writer.write(step);
+    await writer.finish({ ok: true });
+    const lines = (await readFile(path.join(out, 'r "quoted"', 'trajectories.jsonl'), 'utf8')).trim().split('\n');
+    expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(steps.map((e) => JSON.parse(JSON.stringify(trajectoryRecord('r "quoted"', e))) as unknown));
+    expect(lines[0]).toContain('"duration_ms":3.141,');
+  });
+
   it('never drops a record silently: one it cannot write is counted, with the reason, and the rest are kept', async () => {
     const out = await tmp.dir('agent-writer-');
     const writer = await RunWriter.create(out, 'r1');

@@ -345,8 +345,9 @@ export class RunWriter implements AsyncDisposable {
       this.#index.add(event, head.length + Buffer.byteLength(json));
     }
     if (event.type === 'trace_settled') {
-      if (trajectory === undefined) this.writeStep(event);
-      else if (!this.#closed) this.#append('trajectories', trajectory);
+      if (trajectory !== undefined) this.#append('trajectories', trajectory);
+      else if (json !== undefined) this.#append('trajectories', trajectoryLine(this.runId, event, json));
+      else this.writeStep(event);
     } else if (isLoggedReward(event)) this.#line('rewards', () => rewardRecord(event), `the reward log record of event ${seq}`);
   }
 
@@ -432,6 +433,35 @@ export class RunWriter implements AsyncDisposable {
   }
 }
 
+/** What follows a settled step's params in its event, as the env core and the runner build it: the trajectory record's too. */
+const TRAJECTORY_TAIL = new Set(['params', 'observation', 'rewards', 'error', 'available_actions']);
+
+/** `JSON.stringify` of a number. */
+const numberJson = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
+
+/**
+ * The trajectories.jsonl line of a settled step whose event is already in JSON (`eventJson`, as
+ * events.jsonl has it): its params, observation, rewards and offered actions are taken from there,
+ * not serialized a second time (the bulk of both lines: a τ-bench observation is kilobytes). The
+ * same record as `JSON.stringify(trajectoryRecord(runId, e))`, in another key order.
+ */
+export function trajectoryLine(runId: string, e: SettledStepEvent, eventJson: string): string {
+  // The tail is taken as is only when every key from `params` on is the record's (and none before):
+  // then `,"params":` first occurs at that key (a quote inside an earlier string is escaped).
+  let inTail = false;
+  for (const key in e) {
+    if (key === 'params') inTail = true;
+    else if (inTail !== TRAJECTORY_TAIL.has(key)) return JSON.stringify(trajectoryRecord(runId, e));
+  }
+  const at = eventJson.indexOf(',"params":');
+  if (!inTail || at === -1) return JSON.stringify(trajectoryRecord(runId, e));
+  const actor = e.actor ? ',"actor":"user"' : '';
+  return `{"run_id":${JSON.stringify(runId)},"episode":${numberJson(e.episode)},"instance_id":${JSON.stringify(e.instance_id)},"step":${numberJson(e.step)},"trace_id":${JSON.stringify(e.trace_id)},"time":${numberJson(e.time)},"action":${JSON.stringify(e.action)}${actor},"status":${JSON.stringify(e.status)},"reward":${numberJson(e.reward)},"done":${e.done === true},"seq_before":${numberJson(e.seq_before)},"state_seq":${numberJson(e.seq)},"duration_ms":${numberJson(roundedMs(e.duration_ms))}${eventJson.slice(at)}`;
+}
+
+/** A duration as trajectories.jsonl has it: to the microsecond. */
+const roundedMs = (ms: number): number => Math.round(ms * 1000) / 1000;
+
 /** The trajectories.jsonl line of a settled step. */
 export function trajectoryRecord(runId: string, e: SettledStepEvent): TrajectoryRecord {
   return {
@@ -451,7 +481,7 @@ export function trajectoryRecord(runId: string, e: SettledStepEvent): Trajectory
     done: e.done,
     seq_before: e.seq_before,
     state_seq: e.seq,
-    duration_ms: Math.round(e.duration_ms * 1000) / 1000,
+    duration_ms: roundedMs(e.duration_ms),
     ...(e.available_actions ? { available_actions: e.available_actions } : {}),
     ...(e.error ? { error: e.error } : {}),
   };

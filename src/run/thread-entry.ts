@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { AgentEnv } from '../env/agent-env.js';
 import type { EnvEvent } from '../events/env-events.js';
 import type { RunEvent, SettledStepEvent } from '../events/run-events.js';
-import { trajectoryRecord, type EpisodeRecord } from '../replay/run-writer.js';
+import { trajectoryLine, type EpisodeRecord } from '../replay/run-writer.js';
 import { systemClock } from '../shared/clock.js';
 import { AgentError, describeError, isAgentError } from '../shared/errors.js';
 import type { JsonValue } from '../shared/json.js';
@@ -76,7 +76,10 @@ if (opened) {
   const records = new Map<number, EpisodeRecord>();
   const finals = new Map<number, JsonValue>();
   const emit = (e: RunEvent): void => {
-    if (e.type === 'trace_settled') return send({ kind: 'event', json: JSON.stringify(e), trajectory: JSON.stringify(trajectoryRecord(setup.runId, e)) });
+    if (e.type === 'trace_settled') {
+      const json = JSON.stringify(e);
+      return send({ kind: 'event', json, trajectory: trajectoryLine(setup.runId, e, json) });
+    }
     if (e.type !== 'episode_finished') return send({ kind: 'event', json: JSON.stringify(e) });
     const record = records.get(e.episode);
     const final = finals.get(e.episode);
