@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', '.test-tmp/**', 'runs/**', '.agent-fuzz/**', 'fixtures/**/*.py', '.venv/**', '.bench/**', 'clients/**', 'examples/python/**', 'docs/.vitepress/dist/**', 'docs/.vitepress/cache/**', 'docs/public/**', 'docs/reference/api/**'] },
+  { ignores: ['node_modules/**', 'dist/**', '.test-tmp/**', 'runs/**', '.agent-fuzz/**', 'fixtures/**/*.py', '.venv/**', '.bench/**', 'clients/**', 'examples/python/**', 'docs/.vitepress/dist/**', 'docs/.vitepress/cache/**', 'docs/public/**', 'docs/reference/api/**', 'src/schema/meta-validators.generated.ts'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

@@ -5,7 +5,7 @@
  * leftovers) that are annotations, not errors. Compiled validators are cached per schema object.
  */
 import { createRequire } from 'node:module';
-import Ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import Ajv2020Module, { type CodeOptions, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
 import { escapePointerToken, parsePointer } from '../shared/json.js';
@@ -20,10 +20,16 @@ const draft07MetaSchema = require('ajv/dist/refs/json-schema-draft-07.json') as 
 /** A JSON Schema as found in the wild: an object, or a boolean schema. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
-function createAjv(): InstanceType<typeof Ajv2020> {
-  // verbose: errors carry their schema, so that an unknown key can be answered with "did you mean".
-  // multipleOfPrecision: 0.3 is a multiple of 0.1, as the spec means it (and prices in cents need).
-  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true, multipleOfPrecision: 9 });
+/**
+ * The toolkit's ajv options (scripts/build-validators.ts compiles the meta-schemas ahead with them).
+ * verbose: errors carry their schema, so that an unknown key can be answered with "did you mean".
+ * multipleOfPrecision: 0.3 is a multiple of 0.1, as the spec means it (and prices in cents need).
+ */
+export const AJV_OPTIONS = { strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true, multipleOfPrecision: 9 } as const;
+
+/** An ajv set up as the toolkit's (`code`: for scripts/build-validators.ts, which generates code with it). */
+export function createAjv(code?: CodeOptions): InstanceType<typeof Ajv2020> {
+  const ajv = new Ajv2020({ ...AJV_OPTIONS, ...(code ? { code } : {}) });
   ajv.addMetaSchema(draft07MetaSchema);
   addFormats(ajv);
   return ajv;
@@ -71,6 +77,14 @@ function reachOf(node: JsonSchema): 'alone' | 'document' | 'open' {
     }
   }
   return reach;
+}
+
+/**
+ * Takes `validator` as the compiled validator of `schema` (one generated ahead from the same schema
+ * with the same options: the meta-schemas, see meta-schemas.ts).
+ */
+export function usePrecompiled(schema: JsonSchema, validator: ValidateFunction): void {
+  if (typeof schema !== 'boolean') cache.set(schema, validator);
 }
 
 /** Compile (once) and return the validator for `schema`. Throws ajv's error if the schema cannot compile. */

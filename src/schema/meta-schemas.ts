@@ -1,6 +1,11 @@
-/** The project's own meta-schemas (in `schemas/`), read once and compiled through the shared ajv. */
+/**
+ * The project's own meta-schemas (in `schemas/`), read once and compiled through the shared ajv;
+ * those an env load checks were compiled ahead (meta-validators.generated.ts).
+ */
 import { existsSync, readFileSync } from 'node:fs';
-import type { JsonSchema } from './ajv.js';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { usePrecompiled, type JsonSchema } from './ajv.js';
+import * as precompiled from './meta-validators.generated.js';
 
 const cache = new Map<string, JsonSchema>();
 // This file is src/schema/ in a checkout and dist/src/schema/ when built; schemas/ sits at the package root.
@@ -28,6 +33,13 @@ export function metaSchema(name: MetaSchemaName): JsonSchema {
   if (!schema) {
     schema = JSON.parse(readFileSync(new URL(`${name}.schema.json`, DIR), 'utf8')) as JsonSchema;
     cache.set(name, schema);
+    const validator = (precompiled as unknown as Readonly<Record<string, ValidateFunction | undefined>>)[precompiledName(name)];
+    if (validator) usePrecompiled(schema, validator);
   }
   return schema;
+}
+
+/** The name a meta-schema's validator is exported under in meta-validators.generated.ts (`env-manifest`: `envManifest`). */
+export function precompiledName(name: MetaSchemaName): string {
+  return name.replace(/-(.)/g, (_, c: string) => c.toUpperCase());
 }
