@@ -1,4 +1,4 @@
-/** The env the serve benchmarks step (bench/serve.bench.ts, bench/openenv.bench.ts): `wait` answers after 20 ms, `now` at once, each with a reward. */
+/** The env the serve and threads benchmarks step (bench/serve.bench.ts, bench/openenv.bench.ts, bench/threads.bench.ts): `wait` answers after 20 ms, `now` at once, each with a reward. */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
