@@ -1,8 +1,9 @@
 /**
  * Generates src/schema/meta-validators.generated.ts: the validators of the meta-schemas every env
- * load checks (env.json's, the action and reward documents'), compiled ahead by ajv's standalone
- * code with the toolkit's own options. Compiling them cost each process that opens an env
- * 100–250 ms (`agent run`'s start, every `--threads` worker thread, every `agent worker`).
+ * load checks (env.json's, the action and reward documents', and JSON Schema's own 2020-12 and
+ * draft-07, which every user schema is checked against), compiled ahead by ajv's standalone code
+ * with the toolkit's own setup (ajv-setup.ts). Compiling them cost each process that opens an env
+ * 150–300 ms on this machine (`agent run`'s start, every `--threads` worker thread, every `agent worker`).
  * `npm run build:validators` rewrites the file; a test fails while it is stale (a schema changed).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -10,19 +11,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { _ } from 'ajv/dist/compile/codegen/index.js';
 import standaloneModule from 'ajv/dist/standalone/index.js';
-import { createAjv } from '../src/schema/ajv.js';
-import { precompiledName, type MetaSchemaName } from '../src/schema/meta-schemas.js';
+import { createAjv, DIALECT_META_SCHEMAS, precompiledName } from '../src/schema/ajv-setup.js';
 
 const standaloneCode = standaloneModule.default;
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const GENERATED = path.join(ROOT, 'src', 'schema', 'meta-validators.generated.ts');
-/** The meta-schemas compiled ahead: those an env load checks. */
-const PRECOMPILED: readonly MetaSchemaName[] = ['env-manifest', 'action-schema', 'reward-schema'];
+/** The project's meta-schemas compiled ahead (schemas/): those an env load checks. */
+const PRECOMPILED = ['env-manifest', 'action-schema', 'reward-schema'] as const;
 
 /** The generated module's text. */
 export function validatorsSource(): string {
   const ajv = createAjv({ source: true, esm: true, formats: _`require("ajv-formats/dist/formats").fullFormats` });
-  const exports: Record<string, string> = {};
+  // The JSON Schema dialects' own meta-schemas too: every user schema is checked against one.
+  const exports: Record<string, string> = { ...DIALECT_META_SCHEMAS };
   for (const name of PRECOMPILED) {
     ajv.addSchema(JSON.parse(readFileSync(path.join(ROOT, 'schemas', `${name}.schema.json`), 'utf8')) as object, name);
     exports[precompiledName(name)] = name;

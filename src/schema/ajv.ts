@@ -4,36 +4,15 @@
  * `strict: false` because real schemas carry vendor keywords (`enabled_if`, `delay_ms`, BFCL's
  * leftovers) that are annotations, not errors. Compiled validators are cached per schema object.
  */
-import { createRequire } from 'node:module';
-import Ajv2020Module, { type CodeOptions, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
-import addFormatsModule from 'ajv-formats';
 import { escapePointerToken, parsePointer } from '../shared/json.js';
 import type { Issue } from '../shared/errors.js';
-
-// ajv and ajv-formats are CommonJS; under `module: nodenext` their default export is the module object.
-const Ajv2020 = Ajv2020Module.default;
-const addFormats = addFormatsModule.default;
-const require = createRequire(import.meta.url);
-const draft07MetaSchema = require('ajv/dist/refs/json-schema-draft-07.json') as Record<string, unknown>;
+import { createAjv } from './ajv-setup.js';
+import { draft07, draft2020 } from './meta-validators.generated.js';
 
 /** A JSON Schema as found in the wild: an object, or a boolean schema. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
-
-/**
- * The toolkit's ajv options (scripts/build-validators.ts compiles the meta-schemas ahead with them).
- * verbose: errors carry their schema, so that an unknown key can be answered with "did you mean".
- * multipleOfPrecision: 0.3 is a multiple of 0.1, as the spec means it (and prices in cents need).
- */
-export const AJV_OPTIONS = { strict: false, allErrors: true, allowUnionTypes: true, validateSchema: false, verbose: true, multipleOfPrecision: 9 } as const;
-
-/** An ajv set up as the toolkit's (`code`: for scripts/build-validators.ts, which generates code with it). */
-export function createAjv(code?: CodeOptions): InstanceType<typeof Ajv2020> {
-  const ajv = new Ajv2020({ ...AJV_OPTIONS, ...(code ? { code } : {}) });
-  ajv.addMetaSchema(draft07MetaSchema);
-  addFormats(ajv);
-  return ajv;
-}
 
 const ajv = createAjv();
 const cache = new WeakMap<object, ValidateFunction>();
@@ -130,9 +109,10 @@ export function checkSchema(schema: unknown, file?: string, basePointer = ''): I
   if (declared !== undefined && (typeof declared !== 'string' || !(DRAFT07.test(declared) || DRAFT2020.test(declared)))) {
     return [{ pointer: `${basePointer}/$schema`, message: `unsupported $schema ${JSON.stringify(declared)}: use draft-07 or 2020-12`, ...(file ? { file } : {}) }];
   }
-  const ok = ajv.validateSchema(schema);
-  if (!ok) {
-    return toIssues(ajv.errors ?? [], file).map((i) => ({ ...i, pointer: basePointer + i.pointer, message: `not a valid JSON Schema: ${i.message}` }));
+  // Its dialect's meta-schema, compiled ahead (ajv compiled 2020-12's on every process's first check).
+  const meta = (declared !== undefined && DRAFT07.test(declared) ? draft07 : draft2020) as unknown as ValidateFunction;
+  if (!meta(schema)) {
+    return toIssues(meta.errors ?? [], file).map((i) => ({ ...i, pointer: basePointer + i.pointer, message: `not a valid JSON Schema: ${i.message}` }));
   }
   try {
     compileSchema(schema as JsonSchema);

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { usePrecompiled, type JsonSchema } from './ajv.js';
+import { precompiledName } from './ajv-setup.js';
 import * as precompiled from './meta-validators.generated.js';
 
 const cache = new Map<string, JsonSchema>();
@@ -37,9 +38,4 @@ export function metaSchema(name: MetaSchemaName): JsonSchema {
     if (validator) usePrecompiled(schema, validator);
   }
   return schema;
-}
-
-/** The name a meta-schema's validator is exported under in meta-validators.generated.ts (`env-manifest`: `envManifest`). */
-export function precompiledName(name: MetaSchemaName): string {
-  return name.replace(/-(.)/g, (_, c: string) => c.toUpperCase());
 }

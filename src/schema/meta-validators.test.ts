@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED, validatorsSource } from '../../scripts/build-validators.js';
-import { compileSchema, createAjv, toIssues, validate, type JsonSchema } from './ajv.js';
+import { checkSchema, compileSchema, toIssues, validate, type JsonSchema } from './ajv.js';
+import { createAjv } from './ajv-setup.js';
 import { metaSchema, type MetaSchemaName } from './meta-schemas.js';
 import * as precompiled from './meta-validators.generated.js';
 
@@ -33,5 +34,21 @@ describe('the meta-schemas compiled ahead', () => {
     const issues = validate(metaSchema('env-manifest'), cases[1]?.[1], 'f.json');
     expect(issues.map((i) => i.pointer)).toEqual(expect.arrayContaining(['/acions', '/tools/book/timeout_ms', '/mcp_servers/s/url']));
     expect(issues.find((i) => i.pointer === '/acions')?.message).toMatch(/did you mean 'actions'/);
+  });
+
+  it("check a user's schema against its dialect as ajv's own meta-schema check does", () => {
+    const fresh = createAjv();
+    const checkedNow = (schema: object): unknown => (fresh.validateSchema(schema) ? [] : toIssues(fresh.errors ?? [], 's.json').map((i) => ({ ...i, pointer: `/p${i.pointer}`, message: `not a valid JSON Schema: ${i.message}` })));
+    const schemas: object[] = [
+      { type: 'object', properties: { a: { type: 'strng' }, b: { minimum: 'x' } }, required: 'a' },
+      { type: 'object', properties: { nested: { items: { $defs: { d: { enum: 3 } } }, prefixItems: {} } } },
+      { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { a: { type: 'integr' } }, dependencies: { a: 4 } },
+      { $schema: 'http://json-schema.org/draft-07/schema#', definitions: { x: { anyOf: [] } } },
+      { $schema: 'https://json-schema.org/draft/2020-12/schema', $defs: { t: { $dynamicAnchor: 3 } }, additionalProperties: 'no' },
+      { type: 'object', properties: { ok: { type: 'number', description: 'fine' } } },
+    ];
+    for (const schema of schemas) expect(checkSchema(schema, 's.json', '/p')).toEqual(checkedNow(schema));
+    expect(checkSchema(schemas[0], 's.json', '/p').map((i) => i.pointer)).toEqual(expect.arrayContaining(['/p/properties/a/type', '/p/properties/b/minimum', '/p/required']));
+    expect(checkSchema(schemas[2], 's.json', '/p').map((i) => i.pointer)).toEqual(expect.arrayContaining(['/p/properties/a/type']));
   });
 });
