@@ -1,8 +1,9 @@
 /**
- * The one ajv setup of the toolkit. JSON Schema 2020-12 is the default dialect; draft-07 is
- * accepted too, because real tool schemas (every MCP TypeScript server) declare it in `$schema`.
- * `strict: false` because real schemas carry vendor keywords (`enabled_if`, `delay_ms`, BFCL's
- * leftovers) that are annotations, not errors. Compiled validators are cached per schema object.
+ * Validation through the toolkit's one ajv (set up in ajv-setup.ts). JSON Schema 2020-12 is the
+ * default dialect; draft-07 is accepted too, because real tool schemas (every MCP TypeScript
+ * server) declare it in `$schema`. `strict: false` because real schemas carry vendor keywords
+ * (`enabled_if`, `delay_ms`, BFCL's leftovers) that are annotations, not errors. Compiled validators
+ * are cached per schema object; the meta-schemas' come compiled ahead (meta-validators.generated.ts).
  */
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
